@@ -1,0 +1,306 @@
+#include "codec/archive.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "codec/byte_io.h"
+#include "codec/lorenzo.h"
+#include "codec/parallel.h"
+#include "codec/quantize_point.h"
+
+namespace ebzip {
+namespace {
+
+absl::Status Corrupt(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
+}
+
+template <typename T>
+ValueRange FiniteRangeT(const T* data, uint64_t n, std::optional<double> fill) {
+  constexpr uint64_t kTask = 1 << 20;
+  const bool has_fill = fill.has_value();
+  const auto fill_bits = ToBits(static_cast<T>(fill.value_or(0)));
+  std::mutex mu;
+  ValueRange total;
+  ParallelFor((n + kTask - 1) / kTask, [&](uint64_t t) {
+    ValueRange r{false, INFINITY, -INFINITY};
+    const uint64_t end = std::min(n, (t + 1) * kTask);
+    for (uint64_t i = t * kTask; i < end; ++i) {
+      const T x = data[i];
+      if (!std::isfinite(x) || (has_fill && ToBits(x) == fill_bits)) continue;
+      r.any = true;
+      r.min = std::min<double>(r.min, x);
+      r.max = std::max<double>(r.max, x);
+    }
+    if (!r.any) return;
+    std::lock_guard<std::mutex> lock(mu);
+    total.min = total.any ? std::min(total.min, r.min) : r.min;
+    total.max = total.any ? std::max(total.max, r.max) : r.max;
+    total.any = true;
+  });
+  return total;
+}
+
+}  // namespace
+
+absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOptions& o) {
+  if (auto s = ValidateArraySpec(spec); !s.ok()) return s;
+  if (o.mode != BoundMode::kAbs && o.mode != BoundMode::kRel) {
+    return absl::InvalidArgumentError("unknown error-bound mode");
+  }
+  if (!(std::isfinite(o.bound) && o.bound > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("error bound must be a positive finite number, got ", o.bound));
+  }
+  if (o.fill_value && !std::isfinite(*o.fill_value)) {
+    return absl::InvalidArgumentError("fill value must be finite");
+  }
+  if (o.radius < 1 || o.radius > format::kMaxRadius) {
+    return absl::InvalidArgumentError(absl::StrCat("radius must be in [1, ", format::kMaxRadius, "]"));
+  }
+  if (o.chunk_symbols < 1 || o.chunk_symbols > format::kMaxChunkSymbols) {
+    return absl::InvalidArgumentError("chunk size out of range");
+  }
+  if (o.subsequence_bits < 32 || o.subsequence_bits % 32 != 0 ||
+      o.subsequence_bits > format::kMaxSubsequenceBits) {
+    return absl::InvalidArgumentError("subsequence size must be a multiple of 32 up to 65536");
+  }
+  if (o.chunk_group < 1 || o.chunk_group > 65536) {
+    return absl::InvalidArgumentError("chunk group out of range");
+  }
+  if (o.frame_elements < 1) return absl::InvalidArgumentError("frame size must be positive");
+  if (!o.block.empty()) {
+    if (o.block.size() != spec.shape.size()) {
+      return absl::InvalidArgumentError("block rank must match the array's rank");
+    }
+    for (uint16_t b : o.block) {
+      if (b == 0) return absl::InvalidArgumentError("block dimensions must be positive");
+    }
+  }
+  return absl::OkStatus();
+}
+
+ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                       std::optional<double> fill_value) {
+  const uint64_t n = spec.num_elements();
+  if (spec.dtype == DType::kFloat32) {
+    return FiniteRangeT(reinterpret_cast<const float*>(data.data()), n, fill_value);
+  }
+  return FiniteRangeT(reinterpret_cast<const double*>(data.data()), n, fill_value);
+}
+
+ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
+  ResolvedBound b;
+  if (options.mode == BoundMode::kAbs) {
+    b.abs_bound = options.bound;
+  } else if (range.any) {
+    const double span = range.max - range.min;
+    // A range beyond DBL_MAX (values near both extremes) still has a finite
+    // fraction when scaled first.
+    b.abs_bound = std::isfinite(span) ? options.bound * span
+                                      : options.bound * range.max - options.bound * range.min;
+    if (!std::isfinite(b.abs_bound)) b.abs_bound = DBL_MAX;
+  }
+  if (b.abs_bound > 0) {
+    b.quant_step = std::min(2 * b.abs_bound, DBL_MAX);
+  } else if (range.any && range.min != 0) {
+    b.quant_step = std::fabs(range.min);  // one value: q = +-1 rebuilds it exactly
+  }
+  return b;
+}
+
+FrameParams ArchivePlan::ParamsForFrame(uint64_t index) const {
+  FrameParams p = frame;
+  p.first_row = index * header.frame_rows;
+  p.shape[0] = std::min(header.frame_rows, header.shape[0] - p.first_row);
+  return p;
+}
+uint64_t ArchivePlan::FrameDataOffset(uint64_t index) const {
+  return index * header.frame_rows * row_bytes;
+}
+uint64_t ArchivePlan::FrameDataBytes(uint64_t index) const {
+  return ParamsForFrame(index).shape[0] * row_bytes;
+}
+
+absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOptions& options,
+                                        const ResolvedBound& bound) {
+  if (auto s = ValidateCompressOptions(spec, options); !s.ok()) return s;
+  const int ndim = static_cast<int>(spec.shape.size());
+  ArchivePlan plan;
+  FrameParams& f = plan.frame;
+  f.dtype = spec.dtype;
+  f.shape = spec.shape;
+  f.bound_mode = options.mode;
+  f.bound_value = options.bound;
+  f.abs_bound = bound.abs_bound;
+  f.quant_step = bound.quant_step;
+  f.fill_value = options.fill_value;
+  f.block = DefaultBlock(ndim);
+  for (size_t i = 0; i < options.block.size(); ++i) f.block[i] = options.block[i];
+  f.radius = options.radius;
+  f.chunk_symbols = options.chunk_symbols;
+  f.subsequence_bits = options.subsequence_bits;
+  f.chunk_group = options.chunk_group;
+  f.gap_array = options.gap_array;
+
+  uint64_t row_elements = 1;
+  for (int i = 1; i < ndim; ++i) row_elements *= spec.shape[i];
+  const uint64_t b0 = f.block[0];
+  if (row_elements > format::kMaxFrameElements / b0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shape ", ShapeToString(spec.shape), ": ", b0, " rows of ", row_elements,
+        " elements exceed the frame limit of ", format::kMaxFrameElements, " elements"));
+  }
+  const uint64_t limit = std::min(options.frame_elements, format::kMaxFrameElements);
+  uint64_t rows = std::max<uint64_t>(1, limit / row_elements) / b0 * b0;
+  rows = std::clamp<uint64_t>(rows, b0, spec.shape[0]);
+  plan.row_bytes = row_elements * DTypeSize(spec.dtype);
+
+  format::FileHeader& h = plan.header;
+  h.dtype = spec.dtype;
+  h.shape = spec.shape;
+  h.bound_mode = options.mode;
+  h.bound_value = options.bound;
+  h.abs_bound = bound.abs_bound;
+  h.fill_value = options.fill_value;
+  h.frame_rows = rows;
+  h.frame_count = (spec.shape[0] + rows - 1) / rows;
+  return plan;
+}
+
+std::vector<uint8_t> ArchiveWriter::Begin() {
+  std::vector<uint8_t> bytes;
+  format::AppendFileHeader(plan_.header, &bytes);
+  offset_ = bytes.size();
+  entries_.clear();
+  return bytes;
+}
+
+void ArchiveWriter::AddFrame(uint64_t bytes) {
+  entries_.push_back({offset_, bytes});
+  offset_ += bytes;
+}
+
+std::vector<uint8_t> ArchiveWriter::Finish() const {
+  std::vector<uint8_t> bytes;
+  format::AppendFrameIndex(entries_, &bytes);
+  format::AppendTrailer(offset_, &bytes);
+  return bytes;
+}
+
+absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
+                                              absl::Span<const uint8_t> data,
+                                              const CompressOptions& options) {
+  if (auto s = ValidateCompressOptions(spec, options); !s.ok()) return s;
+  if (data.size() != spec.num_bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("got ", data.size(), " bytes, but shape ", ShapeToString(spec.shape), " of ",
+                     DTypeName(spec.dtype), " needs ", spec.num_bytes()));
+  }
+  ValueRange range;
+  if (options.mode == BoundMode::kRel) range = FiniteRange(spec, data, options.fill_value);
+  auto plan = PlanArchive(spec, options, ResolveBound(options, range));
+  if (!plan.ok()) return plan.status();
+
+  std::vector<std::vector<uint8_t>> frames(plan->frame_count());
+  ParallelFor(frames.size(), [&](uint64_t i) {
+    EncodeFrame(plan->ParamsForFrame(i), data.data() + plan->FrameDataOffset(i), &frames[i]);
+  });
+  ArchiveWriter writer(*plan);
+  std::vector<uint8_t> out = writer.Begin();
+  for (const auto& f : frames) {
+    writer.AddFrame(f.size());
+    out.insert(out.end(), f.begin(), f.end());
+  }
+  std::vector<uint8_t> tail = writer.Finish();
+  out.insert(out.end(), tail.begin(), tail.end());
+  return out;
+}
+
+uint64_t ArchiveInfo::FrameRows(uint64_t index) const {
+  return std::min(header.frame_rows, header.shape[0] - index * header.frame_rows);
+}
+
+absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
+  ArchiveInfo info;
+  auto header = format::ParseFileHeader(archive);
+  if (!header.ok()) return header.status();
+  info.header = *header;
+  auto index_offset = format::ParseTrailer(archive);
+  if (!index_offset.ok()) return index_offset.status();
+  const uint64_t index_size = format::FrameIndexSize(info.header.frame_count);
+  if (*index_offset < format::kFileHeaderSize || *index_offset > archive.size() ||
+      archive.size() - *index_offset != index_size + format::kTrailerSize) {
+    return Corrupt("truncated or misplaced frame index");
+  }
+  auto frames = format::ParseFrameIndex(archive.subspan(*index_offset, index_size));
+  if (!frames.ok()) return frames.status();
+  info.frames = *std::move(frames);
+  uint64_t expected = format::kFileHeaderSize;
+  for (const format::FrameIndexEntry& e : info.frames) {
+    if (e.offset != expected || e.size < format::kFrameHeaderSize || e.size % 8 != 0 ||
+        e.size > *index_offset - e.offset) {
+      return Corrupt("frame index does not tile the archive");
+    }
+    expected += e.size;
+  }
+  if (expected != *index_offset) return Corrupt("frame index does not tile the archive");
+  return info;
+}
+
+absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
+                                                    absl::Span<const uint8_t> archive,
+                                                    uint64_t index) {
+  const format::FrameIndexEntry& e = info.frames[index];
+  auto h = format::ParseFrameHeader(archive.subspan(e.offset, e.size));
+  if (!h.ok()) return h.status();
+  const format::FileHeader& f = info.header;
+  bool same = h->frame_size() == e.size && h->dtype == f.dtype &&
+              h->ndim == static_cast<int>(f.shape.size()) && h->shape[0] == info.FrameRows(index) &&
+              h->first_row == index * f.frame_rows && h->bound_mode == f.bound_mode &&
+              h->bound_value == f.bound_value && h->abs_bound == f.abs_bound &&
+              h->fill_value.has_value() == f.fill_value.has_value() &&
+              (!f.fill_value || *h->fill_value == *f.fill_value);
+  for (int i = 1; same && i < h->ndim; ++i) same = h->shape[i] == f.shape[i];
+  if (!same) return Corrupt(absl::StrCat("frame ", index, " disagrees with the file header"));
+  return h;
+}
+
+absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                             uint64_t index, DecoderKind decoder, uint8_t* out) {
+  auto h = ReadFrameHeader(info, archive, index);
+  if (!h.ok()) return h.status();
+  const format::FrameIndexEntry& e = info.frames[index];
+  return DecodeFrame(archive.subspan(e.offset, e.size), *h, decoder, out);
+}
+
+absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
+                                             DecoderKind decoder) {
+  auto info = ReadArchiveInfo(archive);
+  if (!info.ok()) return info.status();
+  DecompressedArray result;
+  result.spec = info->spec();
+  result.abs_bound = info->header.abs_bound;
+  result.data.resize(result.spec.num_bytes());
+  const uint64_t row_bytes = result.spec.num_bytes() / info->header.shape[0];
+  std::mutex mu;
+  absl::Status first_error;
+  ParallelFor(info->frames.size(), [&](uint64_t i) {
+    uint8_t* out = result.data.data() + i * info->header.frame_rows * row_bytes;
+    absl::Status s = DecompressFrame(*info, archive, i, decoder, out);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
+    }
+  });
+  if (!first_error.ok()) return first_error;
+  return result;
+}
+
+}  // namespace ebzip

@@ -1,0 +1,130 @@
+// The archive container (FORMAT.md §Archive): a file header, independent
+// frames (slabs along dimension 0), a frame index and a trailer. This is the
+// codec's public entry point; the CLI, the service and the GPU codec build
+// on it.
+#ifndef EBZIP_CODEC_ARCHIVE_H_
+#define EBZIP_CODEC_ARCHIVE_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codec/format.h"
+#include "codec/frame_codec.h"
+#include "codec/huffman_decoder.h"
+#include "codec/types.h"
+
+namespace ebzip {
+
+struct CompressOptions {
+  BoundMode mode = BoundMode::kAbs;
+  double bound = 0;  // > 0; ABS: absolute; REL: fraction of the finite range
+  // Values bit-equal to it are restored exactly and left out of REL's range.
+  std::optional<double> fill_value;
+  uint64_t frame_elements = uint64_t{1} << 24;  // target slab size
+  uint32_t radius = 32768;
+  uint32_t chunk_symbols = 16384;
+  uint32_t subsequence_bits = 1024;
+  uint32_t chunk_group = 16;
+  bool gap_array = true;
+  // Lorenzo block per dimension; empty for DefaultBlock(rank).
+  std::vector<uint16_t> block;
+};
+
+// INVALID_ARGUMENT for a bound that is not a positive finite number, a
+// non-finite fill value, or parameters out of FORMAT.md's limits.
+absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOptions& options);
+
+// The extremes of the finite values that are not the fill value: what a
+// relative bound is relative to.
+struct ValueRange {
+  bool any = false;
+  double min = 0;
+  double max = 0;
+};
+ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                       std::optional<double> fill_value);
+
+// The bound every value will honour and the quantization step. ABS: the bound
+// as given. REL: bound times the range; when the range is 0 the bound is 0
+// (reconstruction must be exact) and the step is the one value's magnitude.
+struct ResolvedBound {
+  double abs_bound = 0;
+  double quant_step = 1;
+};
+ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range);
+
+// Fixed before any frame is written: the file header and each frame's
+// parameters. With it, frames can be compressed in any order or in parallel
+// (on threads, or on GPUs) and still produce the same archive.
+struct ArchivePlan {
+  format::FileHeader header;
+  FrameParams frame;  // shape[0] and first_row vary per frame
+  uint64_t row_bytes = 0;
+
+  uint64_t frame_count() const { return header.frame_count; }
+  FrameParams ParamsForFrame(uint64_t index) const;
+  // Byte range of frame `index` in the uncompressed array.
+  uint64_t FrameDataOffset(uint64_t index) const;
+  uint64_t FrameDataBytes(uint64_t index) const;
+};
+
+absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOptions& options,
+                                        const ResolvedBound& bound);
+
+// Builds an archive frame by frame: Begin(), then each frame's bytes in
+// order, then Finish() for the index and trailer.
+class ArchiveWriter {
+ public:
+  explicit ArchiveWriter(const ArchivePlan& plan) : plan_(plan) {}
+  std::vector<uint8_t> Begin();
+  void AddFrame(uint64_t bytes);
+  std::vector<uint8_t> Finish() const;
+
+ private:
+  const ArchivePlan& plan_;
+  std::vector<format::FrameIndexEntry> entries_;
+  uint64_t offset_ = 0;
+};
+
+// Compresses a whole array held in memory.
+absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
+                                              absl::Span<const uint8_t> data,
+                                              const CompressOptions& options);
+
+// A parsed archive: its header and where each frame lies.
+struct ArchiveInfo {
+  format::FileHeader header;
+  std::vector<format::FrameIndexEntry> frames;
+
+  ArraySpec spec() const { return {header.dtype, header.shape}; }
+  uint64_t FrameRows(uint64_t index) const;
+};
+
+// Validates the file header, trailer and frame index of a complete archive.
+absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive);
+
+// Parses frame `index`'s header and checks it agrees with the file header.
+absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
+                                                    absl::Span<const uint8_t> archive,
+                                                    uint64_t index);
+
+// Decodes frame `index` into `out` (its rows of the array).
+absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                             uint64_t index, DecoderKind decoder, uint8_t* out);
+
+struct DecompressedArray {
+  ArraySpec spec;
+  double abs_bound = 0;
+  std::vector<uint8_t> data;
+};
+
+absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
+                                             DecoderKind decoder = DecoderKind::kAuto);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_ARCHIVE_H_

@@ -1,0 +1,337 @@
+#include "codec/format.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "codec/byte_io.h"
+#include "codec/crc32c.h"
+
+namespace ebzip::format {
+namespace {
+
+absl::Status Corrupt(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
+}
+
+absl::Status CheckMagicAndVersion(uint32_t magic, uint32_t expected_magic, uint16_t version,
+                                  absl::string_view what) {
+  if (magic != expected_magic) return Corrupt(absl::StrCat("bad ", what, " magic"));
+  if (version > kVersion) {
+    return absl::UnimplementedError(absl::StrCat(what, " has format version ", version,
+                                                 ", newer than this ebzip reads (", kVersion,
+                                                 "); upgrade ebzip"));
+  }
+  if (version == 0) return Corrupt(absl::StrCat(what, " has format version 0"));
+  return absl::OkStatus();
+}
+
+bool ValidDType(uint8_t v) { return v == 1 || v == 2; }
+bool ValidMode(uint8_t v) { return v == 1 || v == 2; }
+
+// Reads ndim dimensions and checks the unused ones are zero.
+template <typename T, size_t N>
+bool ReadDims(ByteReader& r, int ndim, std::array<T, N>* dims) {
+  for (size_t i = 0; i < N; ++i) {
+    (*dims)[i] = r.Get<T>();
+    bool used = static_cast<int>(i) < ndim;
+    if (used != ((*dims)[i] != 0)) return false;
+  }
+  return r.ok();
+}
+
+}  // namespace
+
+const char* SectionName(int section) {
+  static constexpr const char* kNames[kSectionCount] = {
+      "code lengths", "chunk index", "gap array", "bitstream", "outliers", "verbatim", "fill runs"};
+  return section >= 0 && section < kSectionCount ? kNames[section] : "unknown";
+}
+
+void AppendFileHeader(const FileHeader& h, std::vector<uint8_t>* out) {
+  size_t start = out->size();
+  ByteWriter w(out);
+  w.Put<uint32_t>(kFileMagic);
+  w.Put<uint16_t>(kVersion);
+  w.Put<uint16_t>(kFileHeaderSize);
+  w.Put<uint8_t>(static_cast<uint8_t>(h.dtype));
+  w.Put<uint8_t>(static_cast<uint8_t>(h.shape.size()));
+  w.Put<uint8_t>(static_cast<uint8_t>(h.bound_mode));
+  w.Put<uint8_t>(h.fill_value ? kFileFlagFill : 0);
+  w.Put<uint32_t>(0);
+  for (int i = 0; i < kMaxDims; ++i) {
+    w.Put<uint64_t>(i < static_cast<int>(h.shape.size()) ? h.shape[i] : 0);
+  }
+  w.Put<double>(h.bound_value);
+  w.Put<double>(h.abs_bound);
+  w.Put<double>(h.fill_value.value_or(0.0));
+  w.Put<uint64_t>(h.frame_rows);
+  w.Put<uint64_t>(h.frame_count);
+  w.Put<uint32_t>(0);
+  w.Put<uint32_t>(Crc32c(out->data() + start, kFileHeaderSize - 4));
+}
+
+absl::StatusOr<FileHeader> ParseFileHeader(absl::Span<const uint8_t> bytes) {
+  if (bytes.size() < kFileHeaderSize) {
+    if (bytes.size() >= 4 && LoadLE<uint32_t>(bytes.data()) != kFileMagic) {
+      return Corrupt("not an ebzip archive (bad magic)");
+    }
+    return Corrupt(absl::StrCat("truncated: ", bytes.size(), " bytes, shorter than the ",
+                                kFileHeaderSize, "-byte file header"));
+  }
+  ByteReader r(bytes.subspan(0, kFileHeaderSize));
+  uint32_t magic = r.Get<uint32_t>();
+  uint16_t version = r.Get<uint16_t>();
+  if (magic != kFileMagic) return Corrupt("not an ebzip archive (bad magic)");
+  if (auto s = CheckMagicAndVersion(magic, kFileMagic, version, "archive"); !s.ok()) return s;
+  uint32_t stored_crc = LoadLE<uint32_t>(bytes.data() + kFileHeaderSize - 4);
+  if (Crc32c(bytes.data(), kFileHeaderSize - 4) != stored_crc) {
+    return Corrupt("file header checksum mismatch");
+  }
+  FileHeader h;
+  uint16_t header_size = r.Get<uint16_t>();
+  uint8_t dtype = r.Get<uint8_t>();
+  uint8_t ndim = r.Get<uint8_t>();
+  uint8_t mode = r.Get<uint8_t>();
+  uint8_t flags = r.Get<uint8_t>();
+  uint32_t reserved = r.Get<uint32_t>();
+  if (header_size != kFileHeaderSize) return Corrupt("unexpected file header size");
+  if (!ValidDType(dtype)) return Corrupt("unknown dtype");
+  if (ndim < 1 || ndim > kMaxDims) return Corrupt("rank out of range");
+  if (!ValidMode(mode)) return Corrupt("unknown bound mode");
+  if ((flags & ~kFileFlagFill) != 0 || reserved != 0) return Corrupt("reserved bits set");
+  std::array<uint64_t, kMaxDims> shape;
+  if (!ReadDims(r, ndim, &shape)) return Corrupt("shape and rank disagree");
+  h.dtype = static_cast<DType>(dtype);
+  h.shape.assign(shape.begin(), shape.begin() + ndim);
+  h.bound_mode = static_cast<BoundMode>(mode);
+  h.bound_value = r.Get<double>();
+  h.abs_bound = r.Get<double>();
+  double fill = r.Get<double>();
+  h.frame_rows = r.Get<uint64_t>();
+  h.frame_count = r.Get<uint64_t>();
+  if (r.Get<uint32_t>() != 0) return Corrupt("reserved bits set");
+  if (!r.ok()) return Corrupt("file header");
+  if (auto s = ValidateArraySpec({h.dtype, h.shape}); !s.ok()) return Corrupt(s.message());
+  if (!(std::isfinite(h.bound_value) && h.bound_value > 0)) return Corrupt("bad bound value");
+  if (!(std::isfinite(h.abs_bound) && h.abs_bound >= 0)) return Corrupt("bad absolute bound");
+  if (flags & kFileFlagFill) {
+    if (!std::isfinite(fill)) return Corrupt("bad fill value");
+    h.fill_value = fill;
+  }
+  if (h.frame_rows == 0 || h.frame_rows > h.shape[0]) return Corrupt("bad frame rows");
+  if (h.frame_count != (h.shape[0] + h.frame_rows - 1) / h.frame_rows) {
+    return Corrupt("frame count disagrees with shape");
+  }
+  return h;
+}
+
+uint64_t FrameHeader::num_elements() const {
+  uint64_t n = 1;
+  for (int i = 0; i < ndim; ++i) n *= shape[i];
+  return n;
+}
+uint64_t FrameHeader::num_chunks() const {
+  return (num_elements() + chunk_symbols - 1) / chunk_symbols;
+}
+uint64_t FrameHeader::num_groups() const { return (num_chunks() + chunk_group - 1) / chunk_group; }
+uint64_t FrameHeader::frame_size() const {
+  uint64_t size = kFrameHeaderSize;
+  for (const SectionEntry& s : sections) size += AlignUp(s.length, kAlignment);
+  return size;
+}
+
+uint64_t ChunkIndexBytes(const FrameHeader& h) { return h.num_groups() * 8 + h.num_chunks() * 4; }
+uint64_t OutlierBytes(const FrameHeader& h) { return h.outlier_count * 8; }
+uint64_t VerbatimBytes(const FrameHeader& h) {
+  return AlignUp(h.verbatim_count * 4, kAlignment) + h.verbatim_count * DTypeSize(h.dtype);
+}
+uint64_t FillRunBytes(const FrameHeader& h) { return h.fill_run_count * 8; }
+
+void AppendFrameHeader(const FrameHeader& h, std::vector<uint8_t>* out) {
+  size_t start = out->size();
+  ByteWriter w(out);
+  w.Put<uint32_t>(kFrameMagic);
+  w.Put<uint16_t>(kVersion);
+  w.Put<uint16_t>(kFrameHeaderSize);
+  w.Put<uint8_t>(static_cast<uint8_t>(h.dtype));
+  w.Put<uint8_t>(static_cast<uint8_t>(h.ndim));
+  w.Put<uint8_t>(static_cast<uint8_t>(h.bound_mode));
+  w.Put<uint8_t>((h.has_gap_array ? kFrameFlagGapArray : 0) | (h.fill_value ? kFrameFlagFill : 0));
+  w.Put<uint8_t>(h.max_code_length);
+  w.Put<uint8_t>(0);
+  w.Put<uint16_t>(0);
+  for (uint64_t d : h.shape) w.Put<uint64_t>(d);
+  w.Put<uint64_t>(h.first_row);
+  w.Put<double>(h.bound_value);
+  w.Put<double>(h.abs_bound);
+  w.Put<double>(h.quant_step);
+  w.Put<double>(h.fill_value.value_or(0.0));
+  w.Put<uint32_t>(h.radius);
+  w.Put<uint32_t>(h.chunk_symbols);
+  for (uint16_t b : h.block) w.Put<uint16_t>(b);
+  w.Put<uint32_t>(h.subsequence_bits);
+  w.Put<uint32_t>(h.chunk_group);
+  w.Put<uint64_t>(h.outlier_count);
+  w.Put<uint64_t>(h.verbatim_count);
+  w.Put<uint64_t>(h.fill_run_count);
+  for (const SectionEntry& s : h.sections) {
+    w.Put<uint64_t>(s.length);
+    w.Put<uint32_t>(s.crc);
+    w.Put<uint32_t>(0);
+  }
+  w.Put<uint32_t>(0);
+  w.Put<uint32_t>(Crc32c(out->data() + start, kFrameHeaderSize - 4));
+}
+
+absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
+  if (bytes.size() < kFrameHeaderSize) return Corrupt("truncated frame header");
+  ByteReader r(bytes.subspan(0, kFrameHeaderSize));
+  uint32_t magic = r.Get<uint32_t>();
+  uint16_t version = r.Get<uint16_t>();
+  if (auto s = CheckMagicAndVersion(magic, kFrameMagic, version, "frame"); !s.ok()) return s;
+  if (Crc32c(bytes.data(), kFrameHeaderSize - 4) !=
+      LoadLE<uint32_t>(bytes.data() + kFrameHeaderSize - 4)) {
+    return Corrupt("frame header checksum mismatch");
+  }
+  FrameHeader h;
+  uint16_t header_size = r.Get<uint16_t>();
+  uint8_t dtype = r.Get<uint8_t>();
+  uint8_t ndim = r.Get<uint8_t>();
+  uint8_t mode = r.Get<uint8_t>();
+  uint8_t flags = r.Get<uint8_t>();
+  h.max_code_length = r.Get<uint8_t>();
+  uint8_t reserved8 = r.Get<uint8_t>();
+  uint16_t reserved16 = r.Get<uint16_t>();
+  if (header_size != kFrameHeaderSize) return Corrupt("unexpected frame header size");
+  if (!ValidDType(dtype)) return Corrupt("unknown dtype in frame");
+  if (ndim < 1 || ndim > kMaxDims) return Corrupt("frame rank out of range");
+  if (!ValidMode(mode)) return Corrupt("unknown bound mode in frame");
+  if ((flags & ~(kFrameFlagGapArray | kFrameFlagFill)) != 0 || reserved8 != 0 ||
+      reserved16 != 0) {
+    return Corrupt("reserved frame bits set");
+  }
+  h.dtype = static_cast<DType>(dtype);
+  h.ndim = ndim;
+  h.bound_mode = static_cast<BoundMode>(mode);
+  h.has_gap_array = flags & kFrameFlagGapArray;
+  if (!ReadDims(r, ndim, &h.shape)) return Corrupt("frame shape and rank disagree");
+  h.first_row = r.Get<uint64_t>();
+  h.bound_value = r.Get<double>();
+  h.abs_bound = r.Get<double>();
+  h.quant_step = r.Get<double>();
+  double fill = r.Get<double>();
+  h.radius = r.Get<uint32_t>();
+  h.chunk_symbols = r.Get<uint32_t>();
+  if (!ReadDims(r, ndim, &h.block)) return Corrupt("block shape and rank disagree");
+  h.subsequence_bits = r.Get<uint32_t>();
+  h.chunk_group = r.Get<uint32_t>();
+  h.outlier_count = r.Get<uint64_t>();
+  h.verbatim_count = r.Get<uint64_t>();
+  h.fill_run_count = r.Get<uint64_t>();
+  for (SectionEntry& s : h.sections) {
+    s.length = r.Get<uint64_t>();
+    s.crc = r.Get<uint32_t>();
+    if (r.Get<uint32_t>() != 0) return Corrupt("reserved frame bits set");
+  }
+  if (r.Get<uint32_t>() != 0) return Corrupt("reserved frame bits set");
+  if (!r.ok()) return Corrupt("frame header");
+
+  uint64_t n = 1;
+  for (int i = 0; i < ndim; ++i) {
+    if (h.shape[i] > kMaxFrameElements || n * h.shape[i] > kMaxFrameElements) {
+      return Corrupt("frame has too many elements");
+    }
+    n *= h.shape[i];
+  }
+  if (!(std::isfinite(h.bound_value) && h.bound_value > 0)) return Corrupt("bad bound value");
+  if (!(std::isfinite(h.abs_bound) && h.abs_bound >= 0)) return Corrupt("bad absolute bound");
+  if (!(std::isfinite(h.quant_step) && h.quant_step > 0)) return Corrupt("bad quantization step");
+  if (flags & kFrameFlagFill) {
+    if (!std::isfinite(fill)) return Corrupt("bad fill value");
+    h.fill_value = fill;
+  }
+  if (h.radius < 1 || h.radius > kMaxRadius) return Corrupt("radius out of range");
+  if (h.chunk_symbols < 1 || h.chunk_symbols > kMaxChunkSymbols) {
+    return Corrupt("chunk size out of range");
+  }
+  if (h.max_code_length < 1 || h.max_code_length > kMaxCodeLength) {
+    return Corrupt("maximum code length out of range");
+  }
+  if (h.subsequence_bits < 32 || h.subsequence_bits % 32 != 0 ||
+      h.subsequence_bits > kMaxSubsequenceBits) {
+    return Corrupt("subsequence size out of range");
+  }
+  if (h.chunk_group < 1 || h.chunk_group > 65536) return Corrupt("chunk group out of range");
+  if (h.outlier_count > n || h.verbatim_count > n || h.fill_run_count > n) {
+    return Corrupt("section count exceeds element count");
+  }
+  if (h.sections[kCodeLengths].length == 0) return Corrupt("empty code lengths");
+  if (h.sections[kChunkIndex].length != ChunkIndexBytes(h)) return Corrupt("chunk index size");
+  if (h.has_gap_array != (h.sections[kGapArray].length != 0)) {
+    return Corrupt("gap array flag and size disagree");
+  }
+  if (h.sections[kBitstream].length % 4 != 0) return Corrupt("bitstream is not whole words");
+  if (h.sections[kOutliers].length != OutlierBytes(h)) return Corrupt("outlier section size");
+  if (h.sections[kVerbatim].length != VerbatimBytes(h)) return Corrupt("verbatim section size");
+  if (h.sections[kFillRuns].length != FillRunBytes(h)) return Corrupt("fill run section size");
+  if (!h.fill_value && h.fill_run_count != 0) return Corrupt("fill runs without a fill value");
+  for (const SectionEntry& s : h.sections) {
+    if (s.length > (uint64_t{1} << 48)) return Corrupt("section too large");
+  }
+  return h;
+}
+
+uint64_t FrameIndexSize(uint64_t frame_count) { return 16 + 16 * frame_count; }
+
+void AppendFrameIndex(absl::Span<const FrameIndexEntry> entries, std::vector<uint8_t>* out) {
+  size_t start = out->size();
+  ByteWriter w(out);
+  w.Put<uint32_t>(kIndexMagic);
+  w.Put<uint32_t>(0);  // CRC, patched below
+  w.Put<uint64_t>(entries.size());
+  for (const FrameIndexEntry& e : entries) {
+    w.Put<uint64_t>(e.offset);
+    w.Put<uint64_t>(e.size);
+  }
+  uint32_t crc = Crc32c(out->data() + start + 8, out->size() - start - 8);
+  StoreLE<uint32_t>(out->data() + start + 4, crc);
+}
+
+absl::StatusOr<std::vector<FrameIndexEntry>> ParseFrameIndex(absl::Span<const uint8_t> bytes) {
+  ByteReader r(bytes);
+  uint32_t magic = r.Get<uint32_t>();
+  uint32_t crc = r.Get<uint32_t>();
+  uint64_t count = r.Get<uint64_t>();
+  if (!r.ok() || magic != kIndexMagic) return Corrupt("bad frame index magic");
+  if (count > r.remaining() / 16 || bytes.size() != FrameIndexSize(count)) {
+    return Corrupt("frame index size");
+  }
+  if (Crc32c(bytes.data() + 8, bytes.size() - 8) != crc) {
+    return Corrupt("frame index checksum mismatch");
+  }
+  std::vector<FrameIndexEntry> entries(count);
+  for (FrameIndexEntry& e : entries) {
+    e.offset = r.Get<uint64_t>();
+    e.size = r.Get<uint64_t>();
+  }
+  return entries;
+}
+
+void AppendTrailer(uint64_t index_offset, std::vector<uint8_t>* out) {
+  size_t start = out->size();
+  ByteWriter w(out);
+  w.Put<uint64_t>(index_offset);
+  w.Put<uint32_t>(kTrailerMagic);
+  w.Put<uint32_t>(Crc32c(out->data() + start, 12));
+}
+
+absl::StatusOr<uint64_t> ParseTrailer(absl::Span<const uint8_t> bytes) {
+  if (bytes.size() < kTrailerSize) return Corrupt("truncated: no trailer");
+  const uint8_t* t = bytes.data() + bytes.size() - kTrailerSize;
+  if (LoadLE<uint32_t>(t + 8) != kTrailerMagic) return Corrupt("truncated: bad trailer magic");
+  if (Crc32c(t, 12) != LoadLE<uint32_t>(t + 12)) return Corrupt("trailer checksum mismatch");
+  return LoadLE<uint64_t>(t);
+}
+
+}  // namespace ebzip::format

@@ -1,0 +1,127 @@
+// The archive's fixed-layout structures (FORMAT.md is the normative text):
+// the file header, the frame header with its section table, the frame index
+// and the trailer. Parsing validates everything a later stage relies on, so
+// decoders never see an out-of-range field.
+#ifndef EBZIP_CODEC_FORMAT_H_
+#define EBZIP_CODEC_FORMAT_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codec/types.h"
+
+namespace ebzip::format {
+
+inline constexpr uint16_t kVersion = 1;
+inline constexpr uint32_t kFileMagic = 0x415A4245;     // "EBZA"
+inline constexpr uint32_t kFrameMagic = 0x465A4245;    // "EBZF"
+inline constexpr uint32_t kIndexMagic = 0x495A4245;    // "EBZI"
+inline constexpr uint32_t kTrailerMagic = 0x455A4245;  // "EBZE"
+inline constexpr size_t kFileHeaderSize = 96;
+inline constexpr size_t kFrameHeaderSize = 256;
+inline constexpr size_t kTrailerSize = 16;
+inline constexpr size_t kAlignment = 8;  // frames and sections start on it
+
+// Limits every reader enforces (FORMAT.md §Limits).
+inline constexpr int kMaxCodeLength = 24;
+inline constexpr uint32_t kMaxRadius = 32768;  // symbols fit in 16 bits
+inline constexpr uint64_t kMaxFrameElements = (uint64_t{1} << 32) - 1;
+inline constexpr uint32_t kMaxChunkSymbols = uint32_t{1} << 20;
+inline constexpr uint32_t kMaxSubsequenceBits = uint32_t{1} << 16;
+
+enum Section : int {
+  kCodeLengths = 0,
+  kChunkIndex,
+  kGapArray,
+  kBitstream,
+  kOutliers,
+  kVerbatim,
+  kFillRuns,
+  kSectionCount
+};
+const char* SectionName(int section);
+
+inline constexpr uint8_t kFileFlagFill = 1;
+inline constexpr uint8_t kFrameFlagGapArray = 1;
+inline constexpr uint8_t kFrameFlagFill = 2;
+
+struct FileHeader {
+  DType dtype = DType::kFloat32;
+  std::vector<uint64_t> shape;  // the whole array, C order
+  BoundMode bound_mode = BoundMode::kAbs;
+  double bound_value = 0;  // as the user gave it
+  double abs_bound = 0;    // the absolute bound every value honours
+  std::optional<double> fill_value;
+  uint64_t frame_rows = 0;  // slab thickness along dimension 0
+  uint64_t frame_count = 0;
+};
+
+void AppendFileHeader(const FileHeader& h, std::vector<uint8_t>* out);
+// Parses and validates the first kFileHeaderSize bytes of `bytes`.
+absl::StatusOr<FileHeader> ParseFileHeader(absl::Span<const uint8_t> bytes);
+
+struct SectionEntry {
+  uint64_t length = 0;  // bytes, without the padding that follows
+  uint32_t crc = 0;     // CRC-32C of those bytes
+};
+
+struct FrameHeader {
+  DType dtype = DType::kFloat32;
+  int ndim = 1;
+  BoundMode bound_mode = BoundMode::kAbs;
+  bool has_gap_array = false;
+  uint8_t max_code_length = 0;
+  std::array<uint64_t, kMaxDims> shape{};  // this frame's own shape; unused dims 0
+  uint64_t first_row = 0;                  // where the slab starts in the array
+  double bound_value = 0;
+  double abs_bound = 0;
+  double quant_step = 0;  // reconstruction is (T)(q * quant_step)
+  std::optional<double> fill_value;
+  uint32_t radius = 0;
+  uint32_t chunk_symbols = 0;
+  std::array<uint16_t, kMaxDims> block{};  // Lorenzo block; unused dims 0
+  uint32_t subsequence_bits = 0;
+  uint32_t chunk_group = 0;
+  uint64_t outlier_count = 0;
+  uint64_t verbatim_count = 0;
+  uint64_t fill_run_count = 0;
+  std::array<SectionEntry, kSectionCount> sections{};
+
+  uint64_t num_elements() const;
+  uint64_t num_chunks() const;
+  uint64_t num_groups() const;
+  // Header plus every section padded to kAlignment.
+  uint64_t frame_size() const;
+};
+
+void AppendFrameHeader(const FrameHeader& h, std::vector<uint8_t>* out);
+// Parses and validates a frame header, including that the section lengths
+// agree with the counts in it. Does not look at the section bytes.
+absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes);
+
+// Expected byte lengths of the sections whose size the header fixes.
+uint64_t ChunkIndexBytes(const FrameHeader& h);
+uint64_t OutlierBytes(const FrameHeader& h);
+uint64_t VerbatimBytes(const FrameHeader& h);
+uint64_t FillRunBytes(const FrameHeader& h);
+
+struct FrameIndexEntry {
+  uint64_t offset = 0;  // from the start of the archive
+  uint64_t size = 0;
+};
+
+void AppendFrameIndex(absl::Span<const FrameIndexEntry> entries, std::vector<uint8_t>* out);
+absl::StatusOr<std::vector<FrameIndexEntry>> ParseFrameIndex(absl::Span<const uint8_t> bytes);
+uint64_t FrameIndexSize(uint64_t frame_count);
+
+void AppendTrailer(uint64_t index_offset, std::vector<uint8_t>* out);
+// Returns the index offset recorded in the last kTrailerSize bytes.
+absl::StatusOr<uint64_t> ParseTrailer(absl::Span<const uint8_t> bytes);
+
+}  // namespace ebzip::format
+
+#endif  // EBZIP_CODEC_FORMAT_H_

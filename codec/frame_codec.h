@@ -1,0 +1,50 @@
+// One frame: a slab of the array along dimension 0, compressed on its own
+// (FORMAT.md §Frame). The pipeline is quantize -> Lorenzo -> histogram ->
+// Huffman code -> chunked encode, and its exact inverse.
+#ifndef EBZIP_CODEC_FRAME_CODEC_H_
+#define EBZIP_CODEC_FRAME_CODEC_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codec/format.h"
+#include "codec/huffman_decoder.h"
+#include "codec/types.h"
+
+namespace ebzip {
+
+// Everything that fixes a frame's bytes apart from its data.
+struct FrameParams {
+  DType dtype = DType::kFloat32;
+  std::vector<uint64_t> shape;  // the frame's own shape
+  uint64_t first_row = 0;
+  BoundMode bound_mode = BoundMode::kAbs;
+  double bound_value = 0;
+  double abs_bound = 0;
+  double quant_step = 0;
+  std::optional<double> fill_value;
+  std::array<uint16_t, kMaxDims> block{};
+  uint32_t radius = 32768;
+  uint32_t chunk_symbols = 16384;
+  uint32_t subsequence_bits = 1024;
+  uint32_t chunk_group = 16;
+  int max_code_length = 20;
+  bool gap_array = true;
+};
+
+// Appends the frame's bytes (a multiple of 8 long) to *out. `data` holds the
+// frame's elements, little-endian.
+void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out);
+
+// Decodes a frame into `out` (header.num_elements() elements of its dtype),
+// verifying every checksum and cross-check on the way.
+absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const format::FrameHeader& header,
+                         DecoderKind decoder, uint8_t* out);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_FRAME_CODEC_H_

@@ -1,0 +1,33 @@
+// Canonical, length-limited Huffman codes: built from a histogram, stored as
+// code lengths only (as DEFLATE does), and assigned codes canonically so the
+// lengths alone determine every codeword.
+#ifndef EBZIP_CODEC_HUFFMAN_CODE_H_
+#define EBZIP_CODEC_HUFFMAN_CODE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace ebzip {
+
+// Code lengths for every symbol of the histogram (0 for unused symbols),
+// none longer than max_length. Deterministic: ties break on symbol value.
+// A histogram with one used symbol gets a 1-bit code. At least one count must
+// be non-zero and max_length must allow 2^max_length >= used symbols.
+std::vector<uint8_t> BuildCodeLengths(absl::Span<const uint32_t> histogram, int max_length);
+
+// Canonical codewords (right-aligned, MSB first) for the given lengths.
+std::vector<uint32_t> CanonicalCodes(absl::Span<const uint8_t> lengths);
+
+// The code-length section (FORMAT.md §Code lengths).
+void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* out);
+// Parses exactly `alphabet` lengths, each <= max_length, at least one used,
+// satisfying Kraft's inequality. DATA_LOSS otherwise.
+absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,
+                                                      uint32_t alphabet, int max_length);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_HUFFMAN_CODE_H_

@@ -1,0 +1,283 @@
+#include "codec/huffman_decoder.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "codec/parallel.h"
+
+namespace ebzip {
+namespace {
+
+absl::Status CorruptChunk(uint64_t chunk, absl::string_view what) {
+  return absl::DataLossError(
+      absl::StrCat("corrupt archive: bitstream: chunk ", chunk, ": ", what));
+}
+
+// Bit access to one chunk; reads past the bitstream's end see zeros.
+class ChunkBits {
+ public:
+  ChunkBits(absl::Span<const uint32_t> words, uint64_t start_word, uint32_t bits)
+      : words_(words), base_(start_word * 32), bits_(bits) {}
+
+  uint32_t Peek(uint64_t pos) const {
+    const uint64_t bit = base_ + pos;
+    const uint64_t w = bit >> 5;
+    const uint64_t hi = w < words_.size() ? words_[w] : 0;
+    const uint64_t lo = w + 1 < words_.size() ? words_[w + 1] : 0;
+    return static_cast<uint32_t>(((hi << 32 | lo) << (bit & 31)) >> 32);
+  }
+  uint32_t bits() const { return bits_; }
+
+ private:
+  absl::Span<const uint32_t> words_;
+  uint64_t base_;
+  uint32_t bits_;
+};
+
+struct Run {
+  bool ok = true;     // false: an invalid codeword or one past the chunk's end
+  uint64_t end = 0;   // position of the first codeword at or after `limit`
+  uint64_t count = 0;
+};
+
+// Decodes the codewords that start in [start, limit). Writes symbols to `out`
+// when given (at most `capacity`), and marks codeword starts in `marks`
+// (bit p - mark_base) when given.
+Run DecodeRun(const HuffmanTable& table, const ChunkBits& in, uint64_t start, uint64_t limit,
+              uint16_t* out, uint64_t capacity, uint64_t* marks = nullptr,
+              uint64_t mark_base = 0) {
+  Run run;
+  uint64_t pos = start;
+  while (pos < limit) {
+    uint16_t symbol;
+    const int len = table.Decode(in.Peek(pos), &symbol);
+    if (len == 0 || pos + len > in.bits()) {
+      run.ok = false;
+      break;
+    }
+    if (marks) marks[(pos - mark_base) >> 6] |= uint64_t{1} << ((pos - mark_base) & 63);
+    if (out) {
+      if (run.count >= capacity) {
+        run.ok = false;
+        break;
+      }
+      out[run.count] = symbol;
+    }
+    ++run.count;
+    pos += len;
+  }
+  run.end = pos;
+  return run;
+}
+
+absl::Status DecodeChunkSequential(const HuffmanTable& table, const ChunkBits& in, uint64_t chunk,
+                                   absl::Span<uint16_t> out) {
+  Run run = DecodeRun(table, in, 0, in.bits(), out.data(), out.size());
+  if (!run.ok) return CorruptChunk(chunk, "invalid codeword");
+  if (run.count != out.size()) return CorruptChunk(chunk, "symbol count mismatch");
+  return absl::OkStatus();
+}
+
+// Count, scan, write: the second half of both subsequence decoders. Checks
+// that each subsequence ends exactly where the next one starts.
+absl::Status DecodeFromStarts(const HuffmanTable& table, const ChunkBits& in, uint64_t chunk,
+                              uint32_t subsequence_bits, absl::Span<const uint64_t> starts,
+                              absl::Span<uint16_t> out) {
+  const size_t m = starts.size();
+  std::vector<uint64_t> offsets(m + 1, 0);
+  for (size_t j = 0; j < m; ++j) {
+    const uint64_t limit = std::min<uint64_t>(uint64_t{subsequence_bits} * (j + 1), in.bits());
+    Run run = DecodeRun(table, in, starts[j], limit, nullptr, 0);
+    const uint64_t expected_end = j + 1 < m ? starts[j + 1] : in.bits();
+    if (!run.ok || run.end != expected_end) {
+      return CorruptChunk(chunk, absl::StrCat("subsequence ", j, " does not meet the next"));
+    }
+    offsets[j + 1] = offsets[j] + run.count;
+  }
+  if (offsets[m] != out.size()) return CorruptChunk(chunk, "symbol count mismatch");
+  for (size_t j = 0; j < m; ++j) {
+    const uint64_t limit = std::min<uint64_t>(uint64_t{subsequence_bits} * (j + 1), in.bits());
+    DecodeRun(table, in, starts[j], limit, out.data() + offsets[j], offsets[j + 1] - offsets[j]);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<uint64_t>> StartsFromGaps(const ChunkBits& in, uint64_t chunk,
+                                                     uint32_t subsequence_bits,
+                                                     absl::Span<const uint8_t> gaps) {
+  std::vector<uint64_t> starts(gaps.size());
+  for (size_t j = 0; j < gaps.size(); ++j) {
+    starts[j] = uint64_t{subsequence_bits} * j + gaps[j];
+    if (starts[j] > in.bits() || (j == 0 && gaps[0] != 0)) {
+      return CorruptChunk(chunk, "gap points outside the chunk");
+    }
+  }
+  return starts;
+}
+
+// Finds every subsequence's first codeword boundary without a gap array.
+absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table,
+                                                       const ChunkBits& in, uint64_t chunk,
+                                                       uint32_t subsequence_bits) {
+  const uint64_t s = subsequence_bits;
+  const uint64_t m = (in.bits() + s - 1) / s;
+  const uint64_t mark_words = s / 64 + 1;
+  auto limit_of = [&](uint64_t j) { return std::min<uint64_t>(s * (j + 1), in.bits()); };
+
+  // Phase 1: every subsequence decodes speculatively from its first bit (in
+  // parallel on a GPU), remembering where its codewords started.
+  std::vector<Run> speculative(m);
+  std::vector<uint64_t> marks(m * mark_words, 0);
+  for (uint64_t j = 1; j < m; ++j) {
+    speculative[j] = DecodeRun(table, in, s * j, limit_of(j), nullptr, 0,
+                               marks.data() + j * mark_words, s * j);
+  }
+  // Phase 2: walk the true boundaries; a subsequence whose speculative start
+  // was wrong re-decodes from the true one until it lands on a codeword
+  // start of its speculative path, after which both paths agree.
+  std::vector<uint64_t> starts(m, 0);
+  Run first = DecodeRun(table, in, 0, limit_of(0), nullptr, 0);
+  if (!first.ok) return CorruptChunk(chunk, "invalid codeword");
+  uint64_t boundary = first.end;
+  for (uint64_t j = 1; j < m; ++j) {
+    starts[j] = boundary;
+    const Run& spec = speculative[j];
+    const uint64_t* mark = marks.data() + j * mark_words;
+    uint64_t pos = boundary;
+    bool synced = false;
+    while (pos < limit_of(j)) {
+      const uint64_t rel = pos - s * j;
+      if (spec.ok && (mark[rel >> 6] >> (rel & 63) & 1)) {
+        synced = true;
+        break;
+      }
+      uint16_t symbol;
+      const int len = table.Decode(in.Peek(pos), &symbol);
+      if (len == 0 || pos + len > in.bits()) return CorruptChunk(chunk, "invalid codeword");
+      pos += len;
+    }
+    boundary = synced ? spec.end : pos;
+  }
+  return starts;
+}
+
+}  // namespace
+
+const char* DecoderKindName(DecoderKind kind) {
+  switch (kind) {
+    case DecoderKind::kAuto:
+      return "auto";
+    case DecoderKind::kChunkParallel:
+      return "chunk-parallel";
+    case DecoderKind::kGapArray:
+      return "gap-array";
+    case DecoderKind::kSelfSync:
+      return "self-sync";
+  }
+  return "unknown";
+}
+
+HuffmanTable::HuffmanTable(absl::Span<const uint8_t> lengths) {
+  for (uint8_t l : lengths) max_length_ = std::max<int>(max_length_, l);
+  count_.assign(max_length_ + 1, 0);
+  first_code_.assign(max_length_ + 1, 0);
+  offset_.assign(max_length_ + 1, 0);
+  for (uint8_t l : lengths) {
+    if (l) ++count_[l];
+  }
+  uint32_t code = 0;
+  uint32_t offset = 0;
+  for (int l = 1; l <= max_length_; ++l) {
+    code = (code + count_[l - 1]) << 1;
+    first_code_[l] = code;
+    offset_[l] = offset;
+    offset += count_[l];
+  }
+  count_[0] = 0;
+  sorted_.resize(offset);
+  std::vector<uint32_t> fill = offset_;
+  for (size_t s = 0; s < lengths.size(); ++s) {
+    if (lengths[s]) sorted_[fill[lengths[s]]++] = static_cast<uint16_t>(s);
+  }
+  lookup_.assign(size_t{1} << kLookupBits, 0);
+  for (int l = 1; l <= std::min(max_length_, kLookupBits); ++l) {
+    for (uint32_t i = 0; i < count_[l]; ++i) {
+      const uint32_t entry = (uint32_t{sorted_[offset_[l] + i]} << 8) | static_cast<uint32_t>(l);
+      const uint32_t prefix = (first_code_[l] + i) << (kLookupBits - l);
+      std::fill_n(lookup_.begin() + prefix, size_t{1} << (kLookupBits - l), entry);
+    }
+  }
+}
+
+int HuffmanTable::DecodeLong(uint32_t window, uint16_t* symbol) const {
+  for (int l = kLookupBits + 1; l <= max_length_; ++l) {
+    const uint32_t code = window >> (32 - l);
+    if (code - first_code_[l] < count_[l]) {
+      *symbol = sorted_[offset_[l] + (code - first_code_[l])];
+      return l;
+    }
+  }
+  return 0;
+}
+
+absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const BitstreamView& in,
+                           absl::Span<uint16_t> out) {
+  const ChunkLayout& layout = *in.layout;
+  const uint64_t chunks = layout.bits.size();
+  if (chunks != (out.size() + in.chunk_symbols - 1) / in.chunk_symbols) {
+    return absl::DataLossError("corrupt archive: chunk count disagrees with element count");
+  }
+  if (kind == DecoderKind::kAuto) kind = DecoderKind::kChunkParallel;
+  if (kind == DecoderKind::kGapArray && in.gaps.size() != layout.total_gap_entries) {
+    return in.gaps.empty()
+               ? absl::FailedPreconditionError("the gap-array decoder needs a gap array, and "
+                                               "this archive was written without one")
+               : absl::DataLossError("corrupt archive: gap array size disagrees with chunks");
+  }
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  absl::Status first_error;
+  ParallelFor(chunks, [&](uint64_t c) {
+    if (failed.load(std::memory_order_relaxed)) return;
+    const uint64_t begin = c * in.chunk_symbols;
+    auto chunk_out = out.subspan(begin, std::min<uint64_t>(in.chunk_symbols, out.size() - begin));
+    ChunkBits bits(in.words, layout.start_word[c], layout.bits[c]);
+    absl::Status status;
+    switch (kind) {
+      case DecoderKind::kGapArray: {
+        const uint64_t m = (layout.bits[c] + in.subsequence_bits - 1) / in.subsequence_bits;
+        auto starts = StartsFromGaps(bits, c, in.subsequence_bits,
+                                     in.gaps.subspan(layout.gap_offset[c], m));
+        status = starts.ok() ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts,
+                                                chunk_out)
+                             : starts.status();
+        break;
+      }
+      case DecoderKind::kSelfSync: {
+        auto starts = StartsBySelfSync(table, bits, c, in.subsequence_bits);
+        status = starts.ok() ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts,
+                                                chunk_out)
+                             : starts.status();
+        break;
+      }
+      default:
+        status = DecodeChunkSequential(table, bits, c, chunk_out);
+    }
+    if (!status.ok() && !failed.exchange(true)) {
+      std::lock_guard<std::mutex> lock(mu);
+      first_error = status;
+    }
+  });
+  if (failed) {
+    std::lock_guard<std::mutex> lock(mu);
+    return first_error;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ebzip
+

@@ -1,0 +1,31 @@
+// Chunked Huffman encoding: symbols are cut into chunks of a fixed count,
+// each chunk starts on a 32-bit word, and (optionally) a gap array records
+// for every subsequence of each chunk where its first codeword begins.
+#ifndef EBZIP_CODEC_HUFFMAN_ENCODER_H_
+#define EBZIP_CODEC_HUFFMAN_ENCODER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "codec/chunk_layout.h"
+
+namespace ebzip {
+
+struct EncodedSymbols {
+  ChunkLayout layout;
+  std::vector<uint32_t> words;  // the bitstream, MSB-first within each word
+  std::vector<uint8_t> gaps;    // empty unless requested
+};
+
+// Every symbol must have a non-zero length.
+EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<const uint8_t> lengths,
+                             absl::Span<const uint32_t> codes, uint32_t chunk_symbols,
+                             uint32_t subsequence_bits, bool with_gaps);
+
+// 256-bin-per-thread histogram of 16-bit symbols over the whole alphabet.
+std::vector<uint32_t> Histogram(absl::Span<const uint16_t> symbols, uint32_t alphabet);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_HUFFMAN_ENCODER_H_

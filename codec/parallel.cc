@@ -1,0 +1,118 @@
+#include "codec/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ebzip {
+namespace {
+
+// One ParallelFor call: workers and the caller claim indices from `next`.
+struct Job {
+  uint64_t n;
+  const std::function<void(uint64_t)>* fn;
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> done{0};
+  std::mutex mu;
+  std::condition_variable finished;
+
+  void Work() {
+    uint64_t completed = 0;
+    for (uint64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      (*fn)(i);
+      ++completed;
+    }
+    if (completed != 0 && done.fetch_add(completed) + completed == n) {
+      std::lock_guard<std::mutex> lock(mu);
+      finished.notify_all();
+    }
+  }
+};
+
+class Pool {
+ public:
+  explicit Pool(int threads) {
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Loop(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  // Offers the job to up to `helpers` idle workers.
+  void Offer(const std::shared_ptr<Job>& job, int helpers) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int i = 0; i < helpers; ++i) queue_.push_back(job);
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      job->Work();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+Pool& GlobalPool() {
+  static Pool* pool = new Pool(std::max(0, DefaultThreadCount() - 1));
+  return *pool;
+}
+
+}  // namespace
+
+int DefaultThreadCount() {
+  static const int count = [] {
+    if (const char* env = std::getenv("EBZIP_THREADS")) {
+      int v = std::atoi(env);
+      if (v > 0) return v;
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return count;
+}
+
+void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads) {
+  if (n == 0) return;
+  int threads = max_threads > 0 ? std::min(max_threads, DefaultThreadCount())
+                                : DefaultThreadCount();
+  if (threads <= 1 || n == 1) {
+    for (uint64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->n = n;
+  job->fn = &fn;
+  GlobalPool().Offer(job, static_cast<int>(std::min<uint64_t>(threads - 1, n - 1)));
+  job->Work();
+  std::unique_lock<std::mutex> lock(job->mu);
+  job->finished.wait(lock, [&] { return job->done.load() == n; });
+}
+
+}  // namespace ebzip

@@ -1,0 +1,97 @@
+// The per-element rule of dual quantization with a strict bound (DESIGN §3,
+// FORMAT.md §Reconstruction). Shared by the CPU codec and the CUDA kernels.
+#ifndef EBZIP_CODEC_QUANTIZE_POINT_H_
+#define EBZIP_CODEC_QUANTIZE_POINT_H_
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "codec/host_device.h"
+
+namespace ebzip {
+
+// Pre-quantized values stay below this in magnitude, so four Lorenzo
+// differences (4-D) still fit an int32: |delta| <= 16 * 2^26 = 2^30.
+inline constexpr double kQuantLimit = 67108864.0;  // 2^26
+
+enum class PointKind : uint8_t { kQuantized = 0, kVerbatim = 1, kFill = 2 };
+
+template <typename T>
+struct FloatTraits;
+template <>
+struct FloatTraits<float> {
+  using Bits = uint32_t;
+  static constexpr Bits kExponent = 0x7F800000u;
+};
+template <>
+struct FloatTraits<double> {
+  using Bits = uint64_t;
+  static constexpr Bits kExponent = 0x7FF0000000000000ull;
+};
+
+template <typename T>
+EBZIP_HD inline typename FloatTraits<T>::Bits ToBits(T x) {
+  typename FloatTraits<T>::Bits b;
+  std::memcpy(&b, &x, sizeof(T));
+  return b;
+}
+
+// Narrows with IEEE round-to-nearest, spelled out for values beyond
+// FLT_MAX, where a plain cast would be undefined behaviour in C++.
+template <typename T>
+EBZIP_HD inline T Narrow(double v) {
+  if constexpr (sizeof(T) == sizeof(double)) {
+    return v;
+  } else {
+    constexpr double kMax = 3.4028234663852886e38;        // FLT_MAX
+    constexpr double kOverflow = 3.4028235677973366e38;   // FLT_MAX + ulp/2
+    const double a = std::fabs(v);
+    if (a > kMax) {
+      const float big = a < kOverflow ? 3.4028234663852886e38f : HUGE_VALF;
+      return v < 0 ? -big : big;
+    }
+    return static_cast<float>(v);
+  }
+}
+
+// The value the decoder reconstructs from quantized value q.
+template <typename T>
+EBZIP_HD inline T Dequantize(int32_t q, double step) {
+  return Narrow<T>(static_cast<double>(q) * step);
+}
+
+struct QuantRule {
+  double abs_bound;  // every quantized value reconstructs within this
+  double step;       // quantization step, normally 2 * abs_bound
+  bool has_fill;
+  uint64_t fill_bits;  // bit pattern of the fill value as T
+};
+
+// Classifies x and sets *q (0 unless kQuantized). Non-finite values, -0.0 and
+// subnormals are kept verbatim so they round-trip bit for bit; so is any value
+// whose reconstruction would miss the bound or whose q would be too large.
+template <typename T>
+EBZIP_HD inline PointKind QuantizePoint(T x, const QuantRule& rule, int32_t* q) {
+  using Bits = typename FloatTraits<T>::Bits;
+  *q = 0;
+  const Bits bits = ToBits(x);
+  if (rule.has_fill && bits == static_cast<Bits>(rule.fill_bits)) return PointKind::kFill;
+  const Bits exponent = bits & FloatTraits<T>::kExponent;
+  if (exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0)) {
+    return PointKind::kVerbatim;
+  }
+  const double r = static_cast<double>(x) / rule.step;
+  if (!(std::fabs(r) < kQuantLimit)) return PointKind::kVerbatim;
+  const double rounded = std::rint(r);  // ties to even, on host and device alike
+  const T y = Narrow<T>(rounded * rule.step);
+  if (!(std::fabs(static_cast<double>(y) - static_cast<double>(x)) <= rule.abs_bound)) {
+    return PointKind::kVerbatim;
+  }
+  *q = static_cast<int32_t>(rounded);
+  return PointKind::kQuantized;
+}
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_QUANTIZE_POINT_H_

@@ -1,0 +1,159 @@
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "codec/chunk_layout.h"
+#include "codec/huffman_code.h"
+#include "codec/huffman_decoder.h"
+#include "codec/huffman_encoder.h"
+#include "gtest/gtest.h"
+
+namespace ebzip {
+namespace {
+
+double Kraft(const std::vector<uint8_t>& lengths) {
+  double k = 0;
+  for (uint8_t l : lengths) {
+    if (l) k += std::ldexp(1.0, -l);
+  }
+  return k;
+}
+
+TEST(HuffmanCode, TextbookLengths) {
+  // Frequencies 1,1,2,4: the optimal code has lengths 3,3,2,1.
+  EXPECT_EQ(BuildCodeLengths(std::vector<uint32_t>{1, 1, 2, 4}, 20),
+            (std::vector<uint8_t>{3, 3, 2, 1}));
+  // Unused symbols get no code; one used symbol gets one bit.
+  EXPECT_EQ(BuildCodeLengths(std::vector<uint32_t>{0, 5, 0}, 20), (std::vector<uint8_t>{0, 1, 0}));
+}
+
+TEST(HuffmanCode, LengthLimitHolds) {
+  // Fibonacci weights make the deepest possible tree.
+  std::vector<uint32_t> fib(30);
+  fib[0] = fib[1] = 1;
+  for (size_t i = 2; i < fib.size(); ++i) fib[i] = fib[i - 1] + fib[i - 2];
+  for (int limit : {5, 8, 12, 20}) {
+    auto lengths = BuildCodeLengths(fib, limit);
+    EXPECT_LE(*std::max_element(lengths.begin(), lengths.end()), limit);
+    EXPECT_LE(Kraft(lengths), 1.0);
+    EXPECT_DOUBLE_EQ(Kraft(lengths), 1.0) << "a Huffman code is complete";
+  }
+}
+
+TEST(HuffmanCode, CanonicalCodesArePrefixFree) {
+  std::mt19937 rng(1);
+  std::vector<uint32_t> hist(300);
+  for (auto& h : hist) h = rng() % 1000;
+  auto lengths = BuildCodeLengths(hist, 12);
+  auto codes = CanonicalCodes(lengths);
+  for (size_t a = 0; a < hist.size(); ++a) {
+    for (size_t b = 0; b < hist.size(); ++b) {
+      if (a == b || !lengths[a] || !lengths[b] || lengths[a] > lengths[b]) continue;
+      EXPECT_NE(codes[b] >> (lengths[b] - lengths[a]), codes[a]) << a << " prefixes " << b;
+    }
+  }
+}
+
+TEST(HuffmanCode, CodeLengthSectionRoundTrips) {
+  std::vector<uint8_t> lengths(65536, 0);
+  lengths[7] = 3;
+  lengths[32768] = 1;
+  lengths[32769] = 2;
+  lengths[65535] = 3;
+  std::vector<uint8_t> bytes;
+  AppendCodeLengths(lengths, &bytes);
+  EXPECT_LT(bytes.size(), 20u);
+  auto parsed = ParseCodeLengths(bytes, 65536, 20);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(*parsed, lengths);
+}
+
+TEST(HuffmanCode, CodeLengthSectionRejectsNonsense) {
+  auto code = [](std::vector<uint8_t> bytes, uint32_t alphabet) {
+    return ParseCodeLengths(bytes, alphabet, 20).status().code();
+  };
+  EXPECT_EQ(code({1, 1, 1}, 3), absl::StatusCode::kDataLoss);  // Kraft > 1
+  EXPECT_EQ(code({1, 1}, 3), absl::StatusCode::kDataLoss);     // too few
+  EXPECT_EQ(code({1, 1, 0, 2}, 3), absl::StatusCode::kDataLoss);  // run past the end
+  EXPECT_EQ(code({21, 0, 2}, 3), absl::StatusCode::kDataLoss);    // too long
+  EXPECT_EQ(code({0, 3}, 3), absl::StatusCode::kDataLoss);        // no code at all
+  EXPECT_EQ(code({0, 0x80}, 3), absl::StatusCode::kDataLoss);     // unterminated varint
+  EXPECT_EQ(code({}, 3), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code({1, 1, 0}, 3), absl::StatusCode::kDataLoss);     // dangling zero run
+}
+
+struct CodedStream {
+  std::vector<uint16_t> symbols;
+  std::vector<uint8_t> lengths;
+  EncodedSymbols encoded;
+};
+
+CodedStream MakeStream(uint64_t n, uint32_t alphabet, double skew, uint32_t chunk, uint32_t subseq,
+                       int seed) {
+  std::mt19937 rng(seed);
+  std::geometric_distribution<int> g(skew);
+  CodedStream s;
+  s.symbols.resize(n);
+  for (auto& x : s.symbols) x = static_cast<uint16_t>(std::min<uint32_t>(g(rng), alphabet - 1));
+  auto hist = Histogram(s.symbols, alphabet);
+  s.lengths = BuildCodeLengths(hist, 20);
+  s.encoded = HuffmanEncode(s.symbols, s.lengths, CanonicalCodes(s.lengths), chunk, subseq, true);
+  return s;
+}
+
+TEST(HuffmanDecode, AllDecodersAgreeWithTheInput) {
+  int seed = 0;
+  for (double skew : {0.9, 0.3, 0.01}) {
+    for (uint32_t chunk : {1u, 7u, 1000u, 16384u}) {
+      for (uint32_t subseq : {32u, 96u, 1024u}) {
+        CodedStream s = MakeStream(50000, 4096, skew, chunk, subseq, ++seed);
+        HuffmanTable table(s.lengths);
+        BitstreamView view{s.encoded.words, &s.encoded.layout, s.encoded.gaps, chunk, subseq};
+        for (DecoderKind kind : {DecoderKind::kChunkParallel, DecoderKind::kGapArray,
+                                 DecoderKind::kSelfSync}) {
+          std::vector<uint16_t> out(s.symbols.size());
+          auto status = HuffmanDecode(kind, table, view, absl::MakeSpan(out));
+          ASSERT_TRUE(status.ok()) << DecoderKindName(kind) << status;
+          ASSERT_EQ(out, s.symbols) << DecoderKindName(kind) << " skew " << skew << " chunk "
+                                    << chunk << " subseq " << subseq;
+        }
+      }
+    }
+  }
+}
+
+TEST(HuffmanDecode, CorruptBitsAreDetectedOrHarmless) {
+  CodedStream s = MakeStream(20000, 512, 0.2, 4096, 128, 42);
+  HuffmanTable table(s.lengths);
+  std::mt19937 rng(7);
+  int detected = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<uint32_t> words = s.encoded.words;
+    words[rng() % words.size()] ^= 1u << (rng() % 32);
+    BitstreamView view{words, &s.encoded.layout, s.encoded.gaps, 4096, 128};
+    for (DecoderKind kind : {DecoderKind::kChunkParallel, DecoderKind::kGapArray,
+                             DecoderKind::kSelfSync}) {
+      std::vector<uint16_t> out(s.symbols.size());
+      auto status = HuffmanDecode(kind, table, view, absl::MakeSpan(out));
+      if (!status.ok()) {
+        EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+        ++detected;
+      }
+    }
+  }
+  // A flipped bit usually changes codeword boundaries; the archive's CRC
+  // catches the rest before the decoder runs.
+  EXPECT_GT(detected, 100);
+}
+
+TEST(HuffmanDecode, GapDecoderNeedsGaps) {
+  CodedStream s = MakeStream(1000, 64, 0.5, 100, 64, 3);
+  HuffmanTable table(s.lengths);
+  BitstreamView view{s.encoded.words, &s.encoded.layout, {}, 100, 64};
+  std::vector<uint16_t> out(s.symbols.size());
+  EXPECT_EQ(HuffmanDecode(DecoderKind::kGapArray, table, view, absl::MakeSpan(out)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace ebzip
