@@ -1,0 +1,48 @@
+// Command-line flags shared by the subcommands, and their translation into
+// codec options. Flags are Abseil flags: `--name value` or `--name=value`.
+#ifndef EBZIP_CLIENT_CLI_FLAGS_H_
+#define EBZIP_CLIENT_CLI_FLAGS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/flags/declare.h"
+#include "absl/status/statusor.h"
+#include "codec/archive.h"
+#include "codec/huffman_decoder.h"
+#include "codec/types.h"
+
+ABSL_DECLARE_FLAG(std::string, type);
+ABSL_DECLARE_FLAG(std::string, shape);
+ABSL_DECLARE_FLAG(std::optional<double>, abs);
+ABSL_DECLARE_FLAG(std::optional<double>, rel);
+ABSL_DECLARE_FLAG(std::string, fill);
+ABSL_DECLARE_FLAG(std::string, o);
+ABSL_DECLARE_FLAG(bool, gap_array);
+ABSL_DECLARE_FLAG(uint64_t, frame_elements);
+ABSL_DECLARE_FLAG(uint32_t, radius);
+ABSL_DECLARE_FLAG(uint32_t, chunk_symbols);
+ABSL_DECLARE_FLAG(uint32_t, subsequence_bits);
+ABSL_DECLARE_FLAG(std::string, decoder);
+ABSL_DECLARE_FLAG(bool, quiet);
+
+namespace ebzip::cli {
+
+absl::StatusOr<DType> DTypeFromFlag();
+absl::StatusOr<std::vector<uint64_t>> ShapeFromFlag();
+absl::StatusOr<DecoderKind> DecoderFromFlag();
+
+// --abs / --rel (exactly one), --fill, and the tuning flags. `file_fill` is
+// the fill value a NetCDF/HDF5 variable declares; --fill auto takes it.
+absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> file_fill);
+
+// --fill as a number, or nothing for "auto"/"none".
+absl::StatusOr<std::optional<double>> ExplicitFillFromFlag();
+
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace ebzip::cli
+
+#endif  // EBZIP_CLIENT_CLI_FLAGS_H_

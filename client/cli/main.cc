@@ -1,0 +1,51 @@
+// ebzip: the command line. `ebzip help` lists the commands.
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "client/cli/commands.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(ebzip: error-bounded compression of float arrays
+
+  ebzip compress   --type f32 --shape 2161,4320 (--abs E | --rel E) IN.raw -o OUT.ebz
+  ebzip compress   (--abs E | --rel E) file.nc:VARIABLE -o OUT.ebz   (HDF5: file.h5:/path)
+  ebzip decompress IN.ebz -o OUT.raw
+  ebzip info       IN.ebz
+  ebzip compare    --type f32 A.raw B.raw [--abs E]
+
+Shapes are C order, slowest dimension first. Run with --helpfull for every flag.
+Exit codes: 0 success, 1 failure (corrupt archive, I/O error, bound violated), 2 bad usage.)";
+
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  if (positional.size() < 2 || std::string(positional[1]) == "help") {
+    std::fprintf(positional.size() < 2 ? stderr : stdout, "%s\n", kUsage);
+    return positional.size() < 2 ? kExitUsage : 0;
+  }
+  const std::map<std::string, absl::Status (*)(const ebzip::cli::Args&)> commands = {
+      {"compress", ebzip::cli::CompressCommand},
+      {"decompress", ebzip::cli::DecompressCommand},
+      {"info", ebzip::cli::InfoCommand},
+      {"compare", ebzip::cli::CompareCommand},
+  };
+  const std::string name = positional[1];
+  auto it = commands.find(name);
+  if (it == commands.end()) {
+    std::fprintf(stderr, "ebzip: unknown command '%s'\n\n%s\n", name.c_str(), kUsage);
+    return kExitUsage;
+  }
+  const absl::Status status = it->second({positional.begin() + 2, positional.end()});
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "ebzip %s: %s\n", name.c_str(), std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}

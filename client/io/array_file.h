@@ -1,0 +1,27 @@
+// Loading one array from a scientific data file named on a command line as
+// "PATH:VARIABLE", whatever the container format.
+#ifndef EBZIP_CLIENT_IO_ARRAY_FILE_H_
+#define EBZIP_CLIENT_IO_ARRAY_FILE_H_
+
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "client/io/loaded_array.h"
+
+namespace ebzip {
+
+// "path.nc:VAR" or "path.cdf:VAR" load a netCDF variable ("path.nc:grp/VAR"
+// in a netCDF-4 group); "path.h5:/group/dset" or "path.hdf5:dset" load an
+// HDF5 dataset. The format comes from the file's magic bytes; the extension
+// only decides between netCDF-4 and plain HDF5, which share a magic.
+// Errors: NotFound (no file, no variable), InvalidArgument (malformed source,
+// unknown format, unsupported type or rank), DataLoss (unreadable data).
+absl::StatusOr<LoadedArray> LoadArraySource(std::string_view source);
+
+// True when `arg` is "PATH:SOMETHING" and PATH is an existing regular file,
+// so that a command line can tell sources from raw-file arguments.
+bool LooksLikeArraySource(std::string_view arg);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CLIENT_IO_ARRAY_FILE_H_
