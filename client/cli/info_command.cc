@@ -42,7 +42,7 @@ absl::Status Run(const Args& args) {
   std::printf("archive          %s (format version %d)\n", args[0].c_str(), format::kVersion);
   std::printf("array            %s %s (%s)\n", DTypeName(spec.dtype),
               ShapeToString(spec.shape).c_str(), HumanBytes(spec.num_bytes()).c_str());
-  std::printf("error bound      %s %.6g -> absolute %.9g\n", BoundModeName(f.bound_mode),
+  std::printf("error bound      %s %.6g -> absolute %.17g\n", BoundModeName(f.bound_mode),
               f.bound_value, f.abs_bound);
   if (f.fill_value) std::printf("fill value       %.9g\n", *f.fill_value);
   std::printf("frames           %llu of %llu rows\n",

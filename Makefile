@@ -1,0 +1,25 @@
+# The two set-up commands (README.md): `make run` and `make test`.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+.PHONY: run test build deps fuzz clean
+
+run: build
+	scripts/demo.sh $(BUILD)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	scripts/install_deps.sh
+
+fuzz: deps
+	scripts/fuzz.sh 60
+
+clean:
+	rm -rf $(BUILD)
