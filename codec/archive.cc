@@ -159,7 +159,7 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
   }
   const uint64_t limit = std::min(options.frame_elements, format::kMaxFrameElements);
   uint64_t rows = std::max<uint64_t>(1, limit / row_elements) / b0 * b0;
-  rows = std::clamp<uint64_t>(rows, b0, spec.shape[0]);
+  rows = std::min(std::max(rows, b0), spec.shape[0]);
   plan.row_bytes = row_elements * DTypeSize(spec.dtype);
 
   format::FileHeader& h = plan.header;

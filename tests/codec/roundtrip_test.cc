@@ -147,6 +147,10 @@ TEST(RoundTrip, ShapesNotMultipleOfBlock) {
   RoundTrip(data, {17, 9, 5}, Abs(1e-2));
   RoundTrip(data, {17 * 9 * 5}, Abs(1e-2));
   RoundTrip(data, {17 * 9, 5}, Abs(1e-2));
+  // Fewer rows than one block along dimension 0.
+  RoundTrip(data, {5, 153}, Abs(1e-2));
+  RoundTrip(data, {3, 5, 51}, Abs(1e-2));
+  RoundTrip(data, {1, 3, 5, 51}, Abs(1e-2));
 }
 
 TEST(RoundTrip, TinyBoundMakesMostPointsOutliers) {
