@@ -62,7 +62,8 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
     return absl::InvalidArgumentError("fill value must be finite");
   }
   if (o.radius < 1 || o.radius > format::kMaxRadius) {
-    return absl::InvalidArgumentError(absl::StrCat("radius must be in [1, ", format::kMaxRadius, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("radius must be in [1, ", format::kMaxRadius, "]"));
   }
   if (o.chunk_symbols < 1 || o.chunk_symbols > format::kMaxChunkSymbols) {
     return absl::InvalidArgumentError("chunk size out of range");
@@ -194,8 +195,7 @@ std::vector<uint8_t> ArchiveWriter::Finish() const {
   return bytes;
 }
 
-absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
-                                              absl::Span<const uint8_t> data,
+absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
                                               const CompressOptions& options) {
   if (auto s = ValidateCompressOptions(spec, options); !s.ok()) return s;
   if (data.size() != spec.num_bytes()) {

@@ -91,8 +91,7 @@ class ArchiveWriter {
 };
 
 // Compresses a whole array held in memory.
-absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
-                                              absl::Span<const uint8_t> data,
+absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
                                               const CompressOptions& options);
 
 // A parsed archive: its header and where each frame lies.

@@ -22,7 +22,8 @@ ChunkLayout ChunkLayout::FromBits(std::vector<uint32_t> bits, uint32_t subsequen
 
 void AppendChunkIndex(const ChunkLayout& layout, uint32_t chunk_group, std::vector<uint8_t>* out) {
   ByteWriter w(out);
-  for (size_t c = 0; c < layout.bits.size(); c += chunk_group) w.Put<uint64_t>(layout.start_word[c]);
+  for (size_t c = 0; c < layout.bits.size(); c += chunk_group)
+    w.Put<uint64_t>(layout.start_word[c]);
   for (uint32_t b : layout.bits) w.Put<uint32_t>(b);
 }
 

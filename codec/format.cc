@@ -207,8 +207,7 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
   if (!ValidDType(dtype)) return Corrupt("unknown dtype in frame");
   if (ndim < 1 || ndim > kMaxDims) return Corrupt("frame rank out of range");
   if (!ValidMode(mode)) return Corrupt("unknown bound mode in frame");
-  if ((flags & ~(kFrameFlagGapArray | kFrameFlagFill)) != 0 || reserved8 != 0 ||
-      reserved16 != 0) {
+  if ((flags & ~(kFrameFlagGapArray | kFrameFlagFill)) != 0 || reserved8 != 0 || reserved16 != 0) {
     return Corrupt("reserved frame bits set");
   }
   h.dtype = static_cast<DType>(dtype);

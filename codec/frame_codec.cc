@@ -207,9 +207,9 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   const auto& bitstream = sec[format::kBitstream];
   std::vector<uint32_t> words(bitstream.size() / 4);
   std::memcpy(words.data(), bitstream.data(), bitstream.size());
-  auto layout = ParseChunkIndex(sec[format::kChunkIndex], h.num_chunks(), h.chunk_group,
-                                h.subsequence_bits,
-                                uint64_t{h.chunk_symbols} * h.max_code_length, words.size());
+  auto layout =
+      ParseChunkIndex(sec[format::kChunkIndex], h.num_chunks(), h.chunk_group, h.subsequence_bits,
+                      uint64_t{h.chunk_symbols} * h.max_code_length, words.size());
   if (!layout.ok()) return layout.status();
   if (h.has_gap_array && sec[format::kGapArray].size() != layout->total_gap_entries) {
     return Corrupt("gap array size disagrees with chunk lengths");
@@ -290,8 +290,8 @@ void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uin
   }
 }
 
-absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h,
-                         DecoderKind decoder, uint8_t* out) {
+absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, DecoderKind decoder,
+                         uint8_t* out) {
   if (frame.size() < h.frame_size()) return Corrupt("truncated frame");
   std::array<absl::Span<const uint8_t>, format::kSectionCount> sec;
   uint64_t offset = format::kFrameHeaderSize;

@@ -13,8 +13,7 @@ namespace ebzip {
 namespace {
 
 absl::Status CorruptChunk(uint64_t chunk, absl::string_view what) {
-  return absl::DataLossError(
-      absl::StrCat("corrupt archive: bitstream: chunk ", chunk, ": ", what));
+  return absl::DataLossError(absl::StrCat("corrupt archive: bitstream: chunk ", chunk, ": ", what));
 }
 
 // Bit access to one chunk; reads past the bitstream's end see zeros.
@@ -39,8 +38,8 @@ class ChunkBits {
 };
 
 struct Run {
-  bool ok = true;     // false: an invalid codeword or one past the chunk's end
-  uint64_t end = 0;   // position of the first codeword at or after `limit`
+  bool ok = true;    // false: an invalid codeword or one past the chunk's end
+  uint64_t end = 0;  // position of the first codeword at or after `limit`
   uint64_t count = 0;
 };
 
@@ -48,8 +47,7 @@ struct Run {
 // when given (at most `capacity`), and marks codeword starts in `marks`
 // (bit p - mark_base) when given.
 Run DecodeRun(const HuffmanTable& table, const ChunkBits& in, uint64_t start, uint64_t limit,
-              uint16_t* out, uint64_t capacity, uint64_t* marks = nullptr,
-              uint64_t mark_base = 0) {
+              uint16_t* out, uint64_t capacity, uint64_t* marks = nullptr, uint64_t mark_base = 0) {
   Run run;
   uint64_t pos = start;
   while (pos < limit) {
@@ -133,8 +131,8 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
   std::vector<Run> speculative(m);
   std::vector<uint64_t> marks(m * mark_words, 0);
   for (uint64_t j = 1; j < m; ++j) {
-    speculative[j] = DecodeRun(table, in, s * j, limit_of(j), nullptr, 0,
-                               marks.data() + j * mark_words, s * j);
+    speculative[j] =
+        DecodeRun(table, in, s * j, limit_of(j), nullptr, 0, marks.data() + j * mark_words, s * j);
   }
   // Phase 2: walk the true boundaries; a subsequence whose speculative start
   // was wrong re-decodes from the true one until it lands on a codeword
@@ -234,8 +232,9 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
   if (kind == DecoderKind::kAuto) kind = DecoderKind::kChunkParallel;
   if (kind == DecoderKind::kGapArray && in.gaps.size() != layout.total_gap_entries) {
     return in.gaps.empty()
-               ? absl::FailedPreconditionError("the gap-array decoder needs a gap array, and "
-                                               "this archive was written without one")
+               ? absl::FailedPreconditionError(
+                     "the gap-array decoder needs a gap array, and "
+                     "this archive was written without one")
                : absl::DataLossError("corrupt archive: gap array size disagrees with chunks");
   }
   std::atomic<bool> failed{false};
@@ -250,18 +249,18 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
     switch (kind) {
       case DecoderKind::kGapArray: {
         const uint64_t m = (layout.bits[c] + in.subsequence_bits - 1) / in.subsequence_bits;
-        auto starts = StartsFromGaps(bits, c, in.subsequence_bits,
-                                     in.gaps.subspan(layout.gap_offset[c], m));
-        status = starts.ok() ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts,
-                                                chunk_out)
-                             : starts.status();
+        auto starts =
+            StartsFromGaps(bits, c, in.subsequence_bits, in.gaps.subspan(layout.gap_offset[c], m));
+        status = starts.ok()
+                     ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts, chunk_out)
+                     : starts.status();
         break;
       }
       case DecoderKind::kSelfSync: {
         auto starts = StartsBySelfSync(table, bits, c, in.subsequence_bits);
-        status = starts.ok() ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts,
-                                                chunk_out)
-                             : starts.status();
+        status = starts.ok()
+                     ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts, chunk_out)
+                     : starts.status();
         break;
       }
       default:
@@ -280,4 +279,3 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
 }
 
 }  // namespace ebzip
-

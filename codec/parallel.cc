@@ -100,8 +100,8 @@ int DefaultThreadCount() {
 
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads) {
   if (n == 0) return;
-  int threads = max_threads > 0 ? std::min(max_threads, DefaultThreadCount())
-                                : DefaultThreadCount();
+  int threads =
+      max_threads > 0 ? std::min(max_threads, DefaultThreadCount()) : DefaultThreadCount();
   if (threads <= 1 || n == 1) {
     for (uint64_t i = 0; i < n; ++i) fn(i);
     return;

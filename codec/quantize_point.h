@@ -44,8 +44,8 @@ EBZIP_HD inline T Narrow(double v) {
   if constexpr (sizeof(T) == sizeof(double)) {
     return v;
   } else {
-    constexpr double kMax = 3.4028234663852886e38;        // FLT_MAX
-    constexpr double kOverflow = 3.4028235677973366e38;   // FLT_MAX + ulp/2
+    constexpr double kMax = 3.4028234663852886e38;       // FLT_MAX
+    constexpr double kOverflow = 3.4028235677973366e38;  // FLT_MAX + ulp/2
     const double a = std::fabs(v);
     if (a > kMax) {
       const float big = a < kOverflow ? 3.4028234663852886e38f : HUGE_VALF;

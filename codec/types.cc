@@ -46,12 +46,11 @@ uint64_t ArraySpec::num_elements() const {
 
 absl::Status ValidateArraySpec(const ArraySpec& spec) {
   if (DTypeSize(spec.dtype) == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown dtype ", static_cast<int>(spec.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat("unknown dtype ", static_cast<int>(spec.dtype)));
   }
   if (spec.shape.empty() || spec.shape.size() > static_cast<size_t>(kMaxDims)) {
-    return absl::InvalidArgumentError(absl::StrCat("shape must have 1 to ", kMaxDims,
-                                                   " dimensions, got ", spec.shape.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("shape must have 1 to ", kMaxDims, " dimensions, got ", spec.shape.size()));
   }
   uint64_t limit = std::numeric_limits<uint64_t>::max() / DTypeSize(spec.dtype);
   uint64_t n = 1;
@@ -69,8 +68,6 @@ absl::Status ValidateArraySpec(const ArraySpec& spec) {
   return absl::OkStatus();
 }
 
-std::string ShapeToString(absl::Span<const uint64_t> shape) {
-  return absl::StrJoin(shape, "x");
-}
+std::string ShapeToString(absl::Span<const uint64_t> shape) { return absl::StrJoin(shape, "x"); }
 
 }  // namespace ebzip

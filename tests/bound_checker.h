@@ -14,7 +14,7 @@ namespace ebzip::testing {
 
 struct CheckResult {
   uint64_t checked = 0;
-  uint64_t violations = 0;       // finite values off by more than the bound
+  uint64_t violations = 0;        // finite values off by more than the bound
   uint64_t special_mismatch = 0;  // NaN/Inf/-0/subnormal/fill not bit-exact
   uint64_t first_bad = UINT64_MAX;
   double max_error = 0;

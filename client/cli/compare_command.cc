@@ -64,9 +64,9 @@ absl::Status Run(const Args& args) {
   if (!b.ok()) return b.status();
   const size_t size = *dtype == DType::kFloat32 ? 4 : 8;
   if (a->bytes().size() != b->bytes().size() || a->bytes().size() % size != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("sizes differ or are not whole values: ",
-                                                   a->bytes().size(), " vs ",
-                                                   b->bytes().size(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sizes differ or are not whole values: ", a->bytes().size(), " vs ",
+                     b->bytes().size(), " bytes"));
   }
   const uint64_t n = a->bytes().size() / size;
   Stats s = *dtype == DType::kFloat32
@@ -87,9 +87,9 @@ absl::Status Run(const Args& args) {
                 static_cast<unsigned long long>(s.violations));
   }
   if (s.violations || s.special_mismatches) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(s.violations, " values exceed the bound and ", s.special_mismatches,
-                     " special values differ"));
+    return absl::FailedPreconditionError(absl::StrCat(s.violations, " values exceed the bound and ",
+                                                      s.special_mismatches,
+                                                      " special values differ"));
   }
   return absl::OkStatus();
 }

@@ -71,7 +71,8 @@ absl::Status Run(const Args& args) {
   if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
 
   ValueRange range;
-  if (options->mode == BoundMode::kRel) range = FiniteRange(in->spec, in->bytes, options->fill_value);
+  if (options->mode == BoundMode::kRel)
+    range = FiniteRange(in->spec, in->bytes, options->fill_value);
   auto plan = PlanArchive(in->spec, *options, ResolveBound(*options, range));
   if (!plan.ok()) return plan.status();
 
@@ -102,13 +103,14 @@ absl::Status Run(const Args& args) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t n = in->spec.num_elements();
-    std::printf("%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
-                "verbatim %.3f%%, %.2f s\n",
-                in->name.c_str(), DTypeName(in->spec.dtype), ShapeToString(in->spec.shape).c_str(),
-                HumanBytes(in->bytes.size()).c_str(), HumanBytes(out->bytes_written()).c_str(),
-                static_cast<double>(in->bytes.size()) / static_cast<double>(out->bytes_written()),
-                plan->header.abs_bound, 100.0 * static_cast<double>(outliers) / n,
-                100.0 * static_cast<double>(verbatim) / n, seconds);
+    std::printf(
+        "%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
+        "verbatim %.3f%%, %.2f s\n",
+        in->name.c_str(), DTypeName(in->spec.dtype), ShapeToString(in->spec.shape).c_str(),
+        HumanBytes(in->bytes.size()).c_str(), HumanBytes(out->bytes_written()).c_str(),
+        static_cast<double>(in->bytes.size()) / static_cast<double>(out->bytes_written()),
+        plan->header.abs_bound, 100.0 * static_cast<double>(outliers) / n,
+        100.0 * static_cast<double>(verbatim) / n, seconds);
   }
   return absl::OkStatus();
 }

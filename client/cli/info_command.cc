@@ -20,8 +20,8 @@ absl::Status Run(const Args& args) {
   if (!info.ok()) return info.status();
 
   std::array<uint64_t, format::kSectionCount> section_bytes{};
-  uint64_t headers = format::kFileHeaderSize + format::FrameIndexSize(info->frames.size()) +
-                     format::kTrailerSize;
+  uint64_t headers =
+      format::kFileHeaderSize + format::FrameIndexSize(info->frames.size()) + format::kTrailerSize;
   uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
   format::FrameHeader first;
   for (uint64_t i = 0; i < info->frames.size(); ++i) {
@@ -48,18 +48,20 @@ absl::Status Run(const Args& args) {
   std::printf("frames           %llu of %llu rows\n",
               static_cast<unsigned long long>(info->frames.size()),
               static_cast<unsigned long long>(f.frame_rows));
-  std::printf("parameters       block %s, radius %u, chunk %u symbols, subsequence %u bits, "
-              "max code length %d, gap array %s\n",
-              absl::StrJoin(first.block.begin(), first.block.begin() + first.ndim, "x").c_str(),
-              first.radius, first.chunk_symbols, first.subsequence_bits, first.max_code_length,
-              first.has_gap_array ? "yes" : "no");
-  std::printf("quantization     step %.9g, outliers %llu (%.3f%%), verbatim %llu (%.3f%%), "
-              "fill runs %llu\n",
-              first.quant_step, static_cast<unsigned long long>(outliers),
-              100.0 * static_cast<double>(outliers) / static_cast<double>(n),
-              static_cast<unsigned long long>(verbatim),
-              100.0 * static_cast<double>(verbatim) / static_cast<double>(n),
-              static_cast<unsigned long long>(fill_runs));
+  std::printf(
+      "parameters       block %s, radius %u, chunk %u symbols, subsequence %u bits, "
+      "max code length %d, gap array %s\n",
+      absl::StrJoin(first.block.begin(), first.block.begin() + first.ndim, "x").c_str(),
+      first.radius, first.chunk_symbols, first.subsequence_bits, first.max_code_length,
+      first.has_gap_array ? "yes" : "no");
+  std::printf(
+      "quantization     step %.9g, outliers %llu (%.3f%%), verbatim %llu (%.3f%%), "
+      "fill runs %llu\n",
+      first.quant_step, static_cast<unsigned long long>(outliers),
+      100.0 * static_cast<double>(outliers) / static_cast<double>(n),
+      static_cast<unsigned long long>(verbatim),
+      100.0 * static_cast<double>(verbatim) / static_cast<double>(n),
+      static_cast<unsigned long long>(fill_runs));
   std::printf("size             %s, ratio %.3f, %.3f bits/value\n", HumanBytes(total).c_str(),
               static_cast<double>(spec.num_bytes()) / static_cast<double>(total),
               8.0 * static_cast<double>(total) / static_cast<double>(n));

@@ -72,14 +72,14 @@ TEST(HuffmanCode, CodeLengthSectionRejectsNonsense) {
   auto code = [](std::vector<uint8_t> bytes, uint32_t alphabet) {
     return ParseCodeLengths(bytes, alphabet, 20).status().code();
   };
-  EXPECT_EQ(code({1, 1, 1}, 3), absl::StatusCode::kDataLoss);  // Kraft > 1
-  EXPECT_EQ(code({1, 1}, 3), absl::StatusCode::kDataLoss);     // too few
+  EXPECT_EQ(code({1, 1, 1}, 3), absl::StatusCode::kDataLoss);     // Kraft > 1
+  EXPECT_EQ(code({1, 1}, 3), absl::StatusCode::kDataLoss);        // too few
   EXPECT_EQ(code({1, 1, 0, 2}, 3), absl::StatusCode::kDataLoss);  // run past the end
   EXPECT_EQ(code({21, 0, 2}, 3), absl::StatusCode::kDataLoss);    // too long
   EXPECT_EQ(code({0, 3}, 3), absl::StatusCode::kDataLoss);        // no code at all
   EXPECT_EQ(code({0, 0x80}, 3), absl::StatusCode::kDataLoss);     // unterminated varint
   EXPECT_EQ(code({}, 3), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(code({1, 1, 0}, 3), absl::StatusCode::kDataLoss);     // dangling zero run
+  EXPECT_EQ(code({1, 1, 0}, 3), absl::StatusCode::kDataLoss);  // dangling zero run
 }
 
 struct CodedStream {
@@ -109,8 +109,8 @@ TEST(HuffmanDecode, AllDecodersAgreeWithTheInput) {
         CodedStream s = MakeStream(50000, 4096, skew, chunk, subseq, ++seed);
         HuffmanTable table(s.lengths);
         BitstreamView view{s.encoded.words, &s.encoded.layout, s.encoded.gaps, chunk, subseq};
-        for (DecoderKind kind : {DecoderKind::kChunkParallel, DecoderKind::kGapArray,
-                                 DecoderKind::kSelfSync}) {
+        for (DecoderKind kind :
+             {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
           std::vector<uint16_t> out(s.symbols.size());
           auto status = HuffmanDecode(kind, table, view, absl::MakeSpan(out));
           ASSERT_TRUE(status.ok()) << DecoderKindName(kind) << status;
@@ -131,8 +131,8 @@ TEST(HuffmanDecode, CorruptBitsAreDetectedOrHarmless) {
     std::vector<uint32_t> words = s.encoded.words;
     words[rng() % words.size()] ^= 1u << (rng() % 32);
     BitstreamView view{words, &s.encoded.layout, s.encoded.gaps, 4096, 128};
-    for (DecoderKind kind : {DecoderKind::kChunkParallel, DecoderKind::kGapArray,
-                             DecoderKind::kSelfSync}) {
+    for (DecoderKind kind :
+         {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
       std::vector<uint16_t> out(s.symbols.size());
       auto status = HuffmanDecode(kind, table, view, absl::MakeSpan(out));
       if (!status.ok()) {

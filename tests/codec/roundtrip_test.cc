@@ -36,8 +36,8 @@ std::vector<uint8_t> RoundTrip(const std::vector<T>& data, std::vector<uint64_t>
   EXPECT_TRUE(archive.ok()) << archive.status();
   if (!archive.ok()) return {};
   std::vector<uint8_t> reference;
-  for (DecoderKind kind : {DecoderKind::kChunkParallel, DecoderKind::kGapArray,
-                           DecoderKind::kSelfSync}) {
+  for (DecoderKind kind :
+       {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
     if (kind == DecoderKind::kGapArray && !options.gap_array) continue;
     auto out = Decompress(*archive, kind);
     EXPECT_TRUE(out.ok()) << DecoderKindName(kind) << ": " << out.status().ToString();
@@ -45,8 +45,7 @@ std::vector<uint8_t> RoundTrip(const std::vector<T>& data, std::vector<uint64_t>
     EXPECT_EQ(out->spec.shape, shape);
     EXPECT_EQ(out->data.size(), data.size() * sizeof(T));
     const T* decoded = reinterpret_cast<const T*>(out->data.data());
-    auto result = CheckBound(data.data(), decoded, data.size(), out->abs_bound,
-                             options.fill_value);
+    auto result = CheckBound(data.data(), decoded, data.size(), out->abs_bound, options.fill_value);
     EXPECT_TRUE(result.ok()) << DecoderKindName(kind) << ": " << result.Describe();
     if (reference.empty()) {
       reference = out->data;
@@ -223,8 +222,7 @@ TEST(Compress, RejectsBadArguments) {
             absl::StatusCode::kInvalidArgument);
   CompressOptions fill = Abs(1);
   fill.fill_value = NAN;
-  EXPECT_EQ(Compress(spec, Bytes(data), fill).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Compress(spec, Bytes(data), fill).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
