@@ -58,8 +58,9 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
     return absl::InvalidArgumentError(
         absl::StrCat("error bound must be a positive finite number, got ", o.bound));
   }
-  if (o.fill_value && !std::isfinite(*o.fill_value)) {
-    return absl::InvalidArgumentError("fill value must be finite");
+  if (o.fill_value && !format::ValidFillValue(spec.dtype, *o.fill_value)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fill value must be finite and representable as ", DTypeName(spec.dtype)));
   }
   if (o.radius < 1 || o.radius > format::kMaxRadius) {
     return absl::InvalidArgumentError(
@@ -153,7 +154,7 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
   uint64_t row_elements = 1;
   for (int i = 1; i < ndim; ++i) row_elements *= spec.shape[i];
   const uint64_t b0 = f.block[0];
-  if (row_elements > format::kMaxFrameElements / b0) {
+  if (row_elements > format::kMaxFrameElements / std::min(b0, spec.shape[0])) {
     return absl::InvalidArgumentError(absl::StrCat(
         "shape ", ShapeToString(spec.shape), ": ", b0, " rows of ", row_elements,
         " elements exceed the frame limit of ", format::kMaxFrameElements, " elements"));
@@ -227,33 +228,6 @@ uint64_t ArchiveInfo::FrameRows(uint64_t index) const {
   return std::min(header.frame_rows, header.shape[0] - index * header.frame_rows);
 }
 
-absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
-  ArchiveInfo info;
-  auto header = format::ParseFileHeader(archive);
-  if (!header.ok()) return header.status();
-  info.header = *header;
-  auto index_offset = format::ParseTrailer(archive);
-  if (!index_offset.ok()) return index_offset.status();
-  const uint64_t index_size = format::FrameIndexSize(info.header.frame_count);
-  if (*index_offset < format::kFileHeaderSize || *index_offset > archive.size() ||
-      archive.size() - *index_offset != index_size + format::kTrailerSize) {
-    return Corrupt("truncated or misplaced frame index");
-  }
-  auto frames = format::ParseFrameIndex(archive.subspan(*index_offset, index_size));
-  if (!frames.ok()) return frames.status();
-  info.frames = *std::move(frames);
-  uint64_t expected = format::kFileHeaderSize;
-  for (const format::FrameIndexEntry& e : info.frames) {
-    if (e.offset != expected || e.size < format::kFrameHeaderSize || e.size % 8 != 0 ||
-        e.size > *index_offset - e.offset) {
-      return Corrupt("frame index does not tile the archive");
-    }
-    expected += e.size;
-  }
-  if (expected != *index_offset) return Corrupt("frame index does not tile the archive");
-  return info;
-}
-
 absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
                                                     absl::Span<const uint8_t> archive,
                                                     uint64_t index) {
@@ -266,18 +240,57 @@ absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
               h->first_row == index * f.frame_rows && h->bound_mode == f.bound_mode &&
               h->bound_value == f.bound_value && h->abs_bound == f.abs_bound &&
               h->fill_value.has_value() == f.fill_value.has_value() &&
-              (!f.fill_value || *h->fill_value == *f.fill_value);
+              (!f.fill_value || ToBits(*h->fill_value) == ToBits(*f.fill_value));
   for (int i = 1; same && i < h->ndim; ++i) same = h->shape[i] == f.shape[i];
   if (!same) return Corrupt(absl::StrCat("frame ", index, " disagrees with the file header"));
   return h;
 }
 
+absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
+  ArchiveInfo info;
+  auto header = format::ParseFileHeader(archive);
+  if (!header.ok()) return header.status();
+  info.header = *header;
+  auto index_offset = format::ParseTrailer(archive);
+  if (!index_offset.ok()) return index_offset.status();
+  // Each frame takes at least a frame header, which bounds the count before
+  // any size is computed from it.
+  if (info.header.frame_count > archive.size() / format::kFrameHeaderSize) {
+    return Corrupt("more frames than the archive can hold");
+  }
+  const uint64_t index_size = format::FrameIndexSize(info.header.frame_count);
+  if (*index_offset < format::kFileHeaderSize || *index_offset > archive.size() ||
+      archive.size() - *index_offset != index_size + format::kTrailerSize) {
+    return Corrupt("truncated or misplaced frame index");
+  }
+  auto frames = format::ParseFrameIndex(archive.subspan(*index_offset, index_size));
+  if (!frames.ok()) return frames.status();
+  info.frames = *std::move(frames);
+  if (info.frames.size() != info.header.frame_count) {
+    return Corrupt("frame index disagrees with the file header");
+  }
+  uint64_t expected = format::kFileHeaderSize;
+  for (const format::FrameIndexEntry& e : info.frames) {
+    if (e.offset != expected || e.size < format::kFrameHeaderSize || e.size % 8 != 0 ||
+        e.size > *index_offset - e.offset) {
+      return Corrupt("frame index does not tile the archive");
+    }
+    expected += e.size;
+  }
+  if (expected != *index_offset) return Corrupt("frame index does not tile the archive");
+  info.frame_headers.reserve(info.frames.size());
+  for (uint64_t i = 0; i < info.frames.size(); ++i) {
+    auto h = ReadFrameHeader(info, archive, i);
+    if (!h.ok()) return h.status();
+    info.frame_headers.push_back(*h);
+  }
+  return info;
+}
+
 absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
                              uint64_t index, DecoderKind decoder, uint8_t* out) {
-  auto h = ReadFrameHeader(info, archive, index);
-  if (!h.ok()) return h.status();
   const format::FrameIndexEntry& e = info.frames[index];
-  return DecodeFrame(archive.subspan(e.offset, e.size), *h, decoder, out);
+  return DecodeFrame(archive.subspan(e.offset, e.size), info.frame_headers[index], decoder, out);
 }
 
 absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,

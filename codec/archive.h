@@ -98,15 +98,20 @@ absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<
 struct ArchiveInfo {
   format::FileHeader header;
   std::vector<format::FrameIndexEntry> frames;
+  std::vector<format::FrameHeader> frame_headers;  // validated against header
 
   ArraySpec spec() const { return {header.dtype, header.shape}; }
   uint64_t FrameRows(uint64_t index) const;
 };
 
-// Validates the file header, trailer and frame index of a complete archive.
+// Validates the file header, trailer, frame index and every frame header of
+// a complete archive (not the sections: DecompressFrame checks those). After
+// it, the array's size is bounded by the archive's (a frame has at least a
+// bit per element), so callers may allocate the output.
 absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive);
 
-// Parses frame `index`'s header and checks it agrees with the file header.
+// Parses frame `index`'s header and checks it agrees with the file header
+// (ReadArchiveInfo has done this for every frame already).
 absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
                                                     absl::Span<const uint8_t> archive,
                                                     uint64_t index);

@@ -6,6 +6,7 @@
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
 #include "codec/crc32c.h"
+#include "codec/quantize_point.h"
 
 namespace ebzip::format {
 namespace {
@@ -27,6 +28,8 @@ absl::Status CheckMagicAndVersion(uint32_t magic, uint32_t expected_magic, uint1
 }
 
 bool ValidDType(uint8_t v) { return v == 1 || v == 2; }
+
+bool NonNegative(double v) { return std::isfinite(v) && v >= 0 && !std::signbit(v); }
 bool ValidMode(uint8_t v) { return v == 1 || v == 2; }
 
 // Reads ndim dimensions and checks the unused ones are zero.
@@ -41,6 +44,11 @@ bool ReadDims(ByteReader& r, int ndim, std::array<T, N>* dims) {
 }
 
 }  // namespace
+
+bool ValidFillValue(DType dtype, double fill) {
+  if (!std::isfinite(fill)) return false;
+  return dtype != DType::kFloat32 || std::fabs(fill) <= 3.4028234663852886e38;
+}
 
 const char* SectionName(int section) {
   static constexpr const char* kNames[kSectionCount] = {
@@ -114,12 +122,18 @@ absl::StatusOr<FileHeader> ParseFileHeader(absl::Span<const uint8_t> bytes) {
   if (!r.ok()) return Corrupt("file header");
   if (auto s = ValidateArraySpec({h.dtype, h.shape}); !s.ok()) return Corrupt(s.message());
   if (!(std::isfinite(h.bound_value) && h.bound_value > 0)) return Corrupt("bad bound value");
-  if (!(std::isfinite(h.abs_bound) && h.abs_bound >= 0)) return Corrupt("bad absolute bound");
+  if (!NonNegative(h.abs_bound)) return Corrupt("bad absolute bound");
   if (flags & kFileFlagFill) {
-    if (!std::isfinite(fill)) return Corrupt("bad fill value");
+    if (!ValidFillValue(h.dtype, fill)) return Corrupt("bad fill value");
     h.fill_value = fill;
+  } else if (ToBits(fill) != 0) {
+    return Corrupt("fill value without its flag");
   }
   if (h.frame_rows == 0 || h.frame_rows > h.shape[0]) return Corrupt("bad frame rows");
+  // Every frame must fit the frame limit; this also bounds frame_count.
+  uint64_t row_elements = 1;
+  for (size_t i = 1; i < h.shape.size(); ++i) row_elements *= h.shape[i];
+  if (row_elements > kMaxFrameElements / h.frame_rows) return Corrupt("frames too large");
   if (h.frame_count != (h.shape[0] + h.frame_rows - 1) / h.frame_rows) {
     return Corrupt("frame count disagrees with shape");
   }
@@ -244,11 +258,13 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
     n *= h.shape[i];
   }
   if (!(std::isfinite(h.bound_value) && h.bound_value > 0)) return Corrupt("bad bound value");
-  if (!(std::isfinite(h.abs_bound) && h.abs_bound >= 0)) return Corrupt("bad absolute bound");
+  if (!NonNegative(h.abs_bound)) return Corrupt("bad absolute bound");
   if (!(std::isfinite(h.quant_step) && h.quant_step > 0)) return Corrupt("bad quantization step");
   if (flags & kFrameFlagFill) {
-    if (!std::isfinite(fill)) return Corrupt("bad fill value");
+    if (!ValidFillValue(h.dtype, fill)) return Corrupt("bad fill value");
     h.fill_value = fill;
+  } else if (ToBits(fill) != 0) {
+    return Corrupt("fill value without its flag");
   }
   if (h.radius < 1 || h.radius > kMaxRadius) return Corrupt("radius out of range");
   if (h.chunk_symbols < 1 || h.chunk_symbols > kMaxChunkSymbols) {
@@ -261,7 +277,9 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
       h.subsequence_bits > kMaxSubsequenceBits) {
     return Corrupt("subsequence size out of range");
   }
-  if (h.chunk_group < 1 || h.chunk_group > 65536) return Corrupt("chunk group out of range");
+  if (h.chunk_group < 1 || h.chunk_group > kMaxChunkGroup) {
+    return Corrupt("chunk group out of range");
+  }
   if (h.outlier_count > n || h.verbatim_count > n || h.fill_run_count > n) {
     return Corrupt("section count exceeds element count");
   }
@@ -271,12 +289,15 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
     return Corrupt("gap array flag and size disagree");
   }
   if (h.sections[kBitstream].length % 4 != 0) return Corrupt("bitstream is not whole words");
+  // Every codeword is at least one bit, so a frame cannot claim more elements
+  // than its bitstream has bits: this caps what a reader allocates.
+  if (h.sections[kBitstream].length * 8 < n) return Corrupt("bitstream too short for the frame");
   if (h.sections[kOutliers].length != OutlierBytes(h)) return Corrupt("outlier section size");
   if (h.sections[kVerbatim].length != VerbatimBytes(h)) return Corrupt("verbatim section size");
   if (h.sections[kFillRuns].length != FillRunBytes(h)) return Corrupt("fill run section size");
   if (!h.fill_value && h.fill_run_count != 0) return Corrupt("fill runs without a fill value");
   for (const SectionEntry& s : h.sections) {
-    if (s.length > (uint64_t{1} << 48)) return Corrupt("section too large");
+    if (s.length > kMaxSectionBytes) return Corrupt("section too large");
   }
   return h;
 }

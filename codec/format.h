@@ -32,6 +32,12 @@ inline constexpr uint32_t kMaxRadius = 32768;  // symbols fit in 16 bits
 inline constexpr uint64_t kMaxFrameElements = (uint64_t{1} << 32) - 1;
 inline constexpr uint32_t kMaxChunkSymbols = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxSubsequenceBits = uint32_t{1} << 16;
+inline constexpr uint32_t kMaxChunkGroup = uint32_t{1} << 16;
+inline constexpr uint64_t kMaxSectionBytes = uint64_t{1} << 48;
+
+// Whether `fill` can be the fill value of an array of `dtype`: finite, and
+// for float32 within float32's range (so narrowing it is well defined).
+bool ValidFillValue(DType dtype, double fill);
 
 enum Section : int {
   kCodeLengths = 0,

@@ -11,7 +11,7 @@
 
 namespace ebzip {
 
-// Pre-quantized values stay below this in magnitude, so four Lorenzo
+// |x / step| must stay below this, so |q| <= 2^26 and four Lorenzo
 // differences (4-D) still fit an int32: |delta| <= 16 * 2^26 = 2^30.
 inline constexpr double kQuantLimit = 67108864.0;  // 2^26
 

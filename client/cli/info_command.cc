@@ -25,8 +25,7 @@ absl::Status Run(const Args& args) {
   uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
   format::FrameHeader first;
   for (uint64_t i = 0; i < info->frames.size(); ++i) {
-    auto h = ReadFrameHeader(*info, file->bytes(), i);
-    if (!h.ok()) return h.status();
+    const format::FrameHeader* h = &info->frame_headers[i];
     if (i == 0) first = *h;
     headers += format::kFrameHeaderSize;
     for (int s = 0; s < format::kSectionCount; ++s) section_bytes[s] += h->sections[s].length;

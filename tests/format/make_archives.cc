@@ -1,0 +1,323 @@
+// Writes small .ebz archives that exercise every part of FORMAT.md, each with
+// the C++ decoder's output next to it, for tests/format/read_by_spec.py to
+// decode independently and compare byte for byte.
+//
+//   make_archives OUTDIR
+//
+// writes OUTDIR/NAME.ebz, OUTDIR/NAME.cpp.raw for every case and
+// OUTDIR/cases.txt listing the case names, one per line.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codec/archive.h"
+
+namespace {
+
+using ebzip::ArraySpec;
+using ebzip::BoundMode;
+using ebzip::CompressOptions;
+using ebzip::DType;
+
+template <typename T>
+constexpr DType DTypeOf() {
+  return sizeof(T) == 4 ? DType::kFloat32 : DType::kFloat64;
+}
+
+bool WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(f);
+}
+
+CompressOptions Options(BoundMode mode, double bound) {
+  CompressOptions o;
+  o.mode = mode;
+  o.bound = bound;
+  return o;
+}
+
+uint64_t Count(const std::vector<uint64_t>& shape) {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+// A smooth field over the C-order index with a little noise.
+template <typename T>
+std::vector<T> Smooth(const std::vector<uint64_t>& shape, uint64_t seed, double amplitude = 100) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> noise(0, 0.05);
+  const uint64_t n = Count(shape);
+  std::vector<T> v(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    v[i] = static_cast<T>(amplitude * std::sin(static_cast<double>(i) * 0.01) +
+                          0.3 * amplitude * std::cos(static_cast<double>(i) * 0.0007) + noise(rng));
+  }
+  return v;
+}
+
+// NaN, infinities, -0.0, a subnormal and +0.0 at a few spread-out places;
+// with `huge`, also finite values too large to quantize (which would make
+// a relative bound meaninglessly large, so REL cases leave them out).
+template <typename T>
+void AddSpecials(std::vector<T>* v, uint64_t seed, bool huge) {
+  using L = std::numeric_limits<T>;
+  const T specials[] = {L::quiet_NaN(),       L::infinity(),   -L::infinity(),
+                        static_cast<T>(-0.0), L::denorm_min(), static_cast<T>(0.0),
+                        static_cast<T>(1e30), -L::max()};
+  const int kinds = huge ? 8 : 6;
+  std::mt19937_64 rng(seed);
+  for (int k = 0; k < 4 * kinds; ++k) {
+    (*v)[rng() % v->size()] = specials[k % kinds];
+  }
+}
+
+// Runs of the fill value, one of them long enough to cross chunk and frame
+// boundaries in the cases that use it.
+template <typename T>
+void AddFill(std::vector<T>* v, double fill, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint64_t n = v->size();
+  for (int k = 0; k < 6; ++k) {
+    const uint64_t start = rng() % n;
+    const uint64_t len = 1 + rng() % (k == 0 ? 700 : 20);
+    for (uint64_t i = start; i < n && i < start + len; ++i) (*v)[i] = static_cast<T>(fill);
+  }
+}
+
+struct Writer {
+  std::string dir;
+  std::vector<std::string> names;
+  int failures = 0;
+
+  template <typename T>
+  void Case(const std::string& name, const std::vector<uint64_t>& shape, const std::vector<T>& data,
+            const CompressOptions& options) {
+    const ArraySpec spec{DTypeOf<T>(), shape};
+    const absl::Span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(data.data()),
+                                          data.size() * sizeof(T));
+    auto archive = ebzip::Compress(spec, bytes, options);
+    if (!archive.ok()) {
+      std::fprintf(stderr, "%s: compress: %s\n", name.c_str(), archive.status().ToString().c_str());
+      ++failures;
+      return;
+    }
+    auto decoded = ebzip::Decompress(*archive);
+    if (!decoded.ok()) {
+      std::fprintf(stderr, "%s: decompress: %s\n", name.c_str(),
+                   decoded.status().ToString().c_str());
+      ++failures;
+      return;
+    }
+    if (!WriteFile(dir + "/" + name + ".ebz", *archive) ||
+        !WriteFile(dir + "/" + name + ".cpp.raw", decoded->data)) {
+      std::fprintf(stderr, "%s: cannot write to %s\n", name.c_str(), dir.c_str());
+      ++failures;
+      return;
+    }
+    names.push_back(name);
+  }
+};
+
+// Residuals whose counts are the Fibonacci numbers 1, 1, 2, ..., 17711 (22
+// symbols, 46367 elements, all inside one Lorenzo block): the unconstrained
+// Huffman tree is 21 deep, so the 20-bit length limit engages.
+std::vector<double> FibonacciWalk(uint64_t seed) {
+  std::vector<int> deltas;
+  uint64_t a = 1, b = 1;
+  for (int k = 0; k < 22; ++k) {
+    const int delta = k % 2 == 0 ? k / 2 : -(k / 2 + 1);  // 0, -1, 1, -2, 2, ...
+    for (uint64_t i = 0; i < a; ++i) deltas.push_back(delta);
+    const uint64_t c = a + b;
+    a = b;
+    b = c;
+  }
+  std::mt19937_64 rng(seed);
+  std::shuffle(deltas.begin(), deltas.end(), rng);
+  std::vector<double> v(deltas.size());
+  double x = 0;
+  for (size_t i = 0; i < deltas.size(); ++i) v[i] = x += deltas[i];
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+    return 2;
+  }
+  Writer w{argv[1], {}, 0};
+
+  {  // 1-D f32, five frames, small chunks and subsequences, specials, fill.
+    std::vector<uint64_t> shape{5000};
+    auto v = Smooth<float>(shape, 1);
+    AddSpecials(&v, 2, true);
+    AddFill(&v, -9999.0, 3);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-3);
+    o.fill_value = -9999.0;
+    o.frame_elements = 1024;
+    o.chunk_symbols = 512;
+    o.subsequence_bits = 64;
+    o.chunk_group = 4;
+    w.Case("d1_f32_abs_fill_gap", shape, v, o);
+  }
+  {  // 1-D f64, REL, no gap array, small radius: many outliers.
+    std::vector<uint64_t> shape{3001};
+    auto v = Smooth<double>(shape, 4, 1e4);
+    AddSpecials(&v, 5, false);
+    CompressOptions o = Options(BoundMode::kRel, 1e-5);
+    o.radius = 64;
+    o.gap_array = false;
+    o.frame_elements = 1000;
+    o.chunk_symbols = 300;
+    o.chunk_group = 3;
+    w.Case("d1_f64_rel_nogap_outliers", shape, v, o);
+  }
+  {  // 2-D f32, default 16x16 blocks, frames of 16 rows, fill = NaN-free -1e34.
+    std::vector<uint64_t> shape{70, 45};
+    auto v = Smooth<float>(shape, 6);
+    AddSpecials(&v, 7, false);
+    AddFill(&v, -1e34, 8);
+    CompressOptions o = Options(BoundMode::kRel, 1e-3);
+    o.fill_value = -1e34;
+    o.frame_elements = 45 * 20;
+    o.chunk_symbols = 256;
+    o.subsequence_bits = 32;
+    w.Case("d2_f32_rel_fill_gap", shape, v, o);
+  }
+  {  // 2-D f64, odd block, no gap array.
+    std::vector<uint64_t> shape{33, 29};
+    auto v = Smooth<double>(shape, 9);
+    AddSpecials(&v, 10, true);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-5);
+    o.radius = 2048;
+    o.block = {4, 5};
+    o.frame_elements = 29 * 9;
+    o.gap_array = false;
+    o.chunk_symbols = 100;
+    o.chunk_group = 1;
+    w.Case("d2_f64_abs_block4x5_nogap", shape, v, o);
+  }
+  {  // 3-D f32, REL with fill, gap array.
+    std::vector<uint64_t> shape{20, 13, 11};
+    auto v = Smooth<float>(shape, 11);
+    AddSpecials(&v, 12, false);
+    AddFill(&v, 1e20, 13);
+    CompressOptions o = Options(BoundMode::kRel, 1e-4);
+    o.fill_value = 1e20;
+    o.frame_elements = 13 * 11 * 8;
+    o.chunk_symbols = 200;
+    o.subsequence_bits = 96;
+    o.chunk_group = 2;
+    w.Case("d3_f32_rel_fill_gap", shape, v, o);
+  }
+  {  // 3-D f64, tiny radius: most residuals are outliers.
+    std::vector<uint64_t> shape{9, 17, 8};
+    auto v = Smooth<double>(shape, 14);
+    AddSpecials(&v, 15, true);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-4);
+    o.radius = 8;
+    o.chunk_symbols = 100;
+    w.Case("d3_f64_abs_radius8", shape, v, o);
+  }
+  {  // 4-D f32, default 1x8x8x8 block, two rows per frame.
+    std::vector<uint64_t> shape{5, 5, 9, 10};
+    auto v = Smooth<float>(shape, 16);
+    AddSpecials(&v, 17, true);
+    AddFill(&v, 0.0, 18);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-2);
+    o.fill_value = 0.0;
+    o.frame_elements = 5 * 9 * 10 * 2;
+    o.chunk_symbols = 128;
+    o.subsequence_bits = 32;
+    w.Case("d4_f32_abs_fill0_gap", shape, v, o);
+  }
+  {  // 4-D f64, custom block, no gap array, REL.
+    std::vector<uint64_t> shape{7, 6, 7, 9};
+    auto v = Smooth<double>(shape, 19);
+    AddSpecials(&v, 20, false);
+    CompressOptions o = Options(BoundMode::kRel, 1e-3);
+    o.block = {2, 3, 4, 5};
+    o.frame_elements = 6 * 7 * 9 * 3;
+    o.gap_array = false;
+    o.chunk_symbols = 1000;
+    o.chunk_group = 16;
+    w.Case("d4_f64_rel_block2345_nogap", shape, v, o);
+  }
+  {  // REL over a constant field: the bound is 0, the step is |value|.
+    std::vector<uint64_t> shape{40, 30};
+    std::vector<float> v(Count(shape), 2.5f);
+    v[7] = std::numeric_limits<float>::quiet_NaN();
+    w.Case("d2_f32_rel_constant", shape, v, Options(BoundMode::kRel, 1e-2));
+  }
+  {  // Every value is the fill value: one symbol, a 1-bit code.
+    std::vector<uint64_t> shape{300};
+    std::vector<double> v(Count(shape), -1.0);
+    CompressOptions o = Options(BoundMode::kRel, 1e-2);
+    o.fill_value = -1.0;
+    w.Case("d1_f64_all_fill", shape, v, o);
+  }
+  {  // One element.
+    std::vector<uint64_t> shape{1, 1, 1};
+    std::vector<float> v{3.25f};
+    w.Case("d3_f32_single", shape, v, Options(BoundMode::kAbs, 0.1));
+  }
+  {  // Length-limited Huffman code (Fibonacci histogram), one long block.
+    auto v = FibonacciWalk(21);
+    std::vector<uint64_t> shape{v.size()};
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);
+    o.block = {65535};
+    o.chunk_symbols = 4096;
+    o.subsequence_bits = 32;
+    w.Case("d1_f64_fibonacci_lengths", shape, v, o);
+  }
+  {  // Values near FLT_MAX whose reconstruction rounds down onto FLT_MAX.
+    std::vector<uint64_t> shape{64};
+    std::vector<float> v(Count(shape));
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = i % 3 == 0 ? FLT_MAX : (i % 3 == 1 ? -FLT_MAX : 1e37f * static_cast<float>(i));
+    }
+    CompressOptions o = Options(BoundMode::kAbs, static_cast<double>(FLT_MAX) * (1 + 1e-9) / 2);
+    w.Case("d1_f32_near_flt_max", shape, v, o);
+  }
+  {  // REL whose range overflows a double: values near both ends.
+    std::vector<uint64_t> shape{6, 50};
+    auto v = Smooth<double>(shape, 23);
+    v[3] = 1.7e308;
+    v[250] = -1.6e308;
+    AddSpecials(&v, 24, false);
+    w.Case("d2_f64_rel_range_overflow", shape, v, Options(BoundMode::kRel, 1e-3));
+  }
+  {  // White noise: wide histogram, many distinct symbols and outliers.
+    std::vector<uint64_t> shape{12, 40, 41};
+    std::mt19937_64 rng(22);
+    std::uniform_real_distribution<float> u(-3, 3);
+    std::vector<float> v(Count(shape));
+    for (float& x : v) x = u(rng);
+    CompressOptions o = Options(BoundMode::kAbs, 0.01);
+    o.radius = 512;
+    o.frame_elements = 40 * 41 * 8;
+    o.chunk_symbols = 1500;
+    o.subsequence_bits = 128;
+    o.chunk_group = 5;
+    w.Case("d3_f32_noise", shape, v, o);
+  }
+
+  std::ofstream list(w.dir + "/cases.txt", std::ios::trunc);
+  for (const std::string& name : w.names) list << name << "\n";
+  if (!list) {
+    std::fprintf(stderr, "cannot write %s/cases.txt\n", w.dir.c_str());
+    return 1;
+  }
+  std::printf("wrote %zu archives to %s\n", w.names.size(), w.dir.c_str());
+  return w.failures == 0 ? 0 : 1;
+}
