@@ -56,7 +56,9 @@ absl::Status Run(const Args& args) {
   if (!dtype.ok()) return dtype.status();
   auto fill = ExplicitFillFromFlag();
   if (!fill.ok()) return fill.status();
-  const std::optional<double> bound = absl::GetFlag(FLAGS_abs);
+  auto bound_or = AbsBoundFromFlag();
+  if (!bound_or.ok()) return bound_or.status();
+  const std::optional<double> bound = *bound_or;
   if (bound && !(*bound >= 0)) return absl::InvalidArgumentError("--abs must be >= 0");
   auto a = MappedFile::Open(args[0]);
   if (!a.ok()) return a.status();

@@ -40,14 +40,16 @@ absl::StatusOr<Input> OpenInput(const std::string& arg) {
     in.bytes = {data.data(), data.size()};
     return in;
   }
+  // Open first: a missing input (raw, or "missing.nc:VAR") is a failure to
+  // report as such, not a request for --type and --shape.
+  auto file = MappedFile::Open(arg);
+  if (!file.ok()) return file.status();
   auto dtype = DTypeFromFlag();
   if (!dtype.ok()) return dtype.status();
   auto shape = ShapeFromFlag();
   if (!shape.ok()) return shape.status();
   ArraySpec spec{*dtype, *shape};
   if (auto s = ValidateArraySpec(spec); !s.ok()) return s;
-  auto file = MappedFile::Open(arg);
-  if (!file.ok()) return file.status();
   if (file->bytes().size() != spec.num_bytes()) {
     return absl::InvalidArgumentError(absl::StrCat(
         arg, " holds ", file->bytes().size(), " bytes, but --shape ", ShapeToString(spec.shape),

@@ -11,8 +11,8 @@
 ABSL_FLAG(std::string, type, "", "element type of a raw input: f32 or f64");
 ABSL_FLAG(std::string, shape, "",
           "shape of a raw input, C order, slowest dimension first: e.g. 2161,4320");
-ABSL_FLAG(std::optional<double>, abs, std::nullopt, "absolute error bound");
-ABSL_FLAG(std::optional<double>, rel, std::nullopt,
+ABSL_FLAG(std::optional<std::string>, abs, std::nullopt, "absolute error bound");
+ABSL_FLAG(std::optional<std::string>, rel, std::nullopt,
           "error bound relative to the range of the finite values");
 ABSL_FLAG(std::string, fill, "auto",
           "fill value restored exactly and left out of --rel's range: a number, 'none', or "
@@ -61,6 +61,25 @@ absl::StatusOr<DecoderKind> DecoderFromFlag() {
       absl::StrCat("unknown --decoder '", d, "': use auto, chunk, gap or selfsync"));
 }
 
+namespace {
+
+absl::StatusOr<std::optional<double>> NumberFlag(const std::optional<std::string>& value,
+                                                 absl::string_view name) {
+  if (!value) return std::optional<double>();
+  double v;
+  if (!absl::SimpleAtod(*value, &v)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad --", name, " '", *value, "': expected a number"));
+  }
+  return std::optional<double>(v);
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<double>> AbsBoundFromFlag() {
+  return NumberFlag(absl::GetFlag(FLAGS_abs), "abs");
+}
+
 absl::StatusOr<std::optional<double>> ExplicitFillFromFlag() {
   const std::string f = absl::GetFlag(FLAGS_fill);
   if (f == "auto" || f == "none") return std::optional<double>();
@@ -73,8 +92,11 @@ absl::StatusOr<std::optional<double>> ExplicitFillFromFlag() {
 }
 
 absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> file_fill) {
-  const auto abs = absl::GetFlag(FLAGS_abs);
-  const auto rel = absl::GetFlag(FLAGS_rel);
+  auto abs_or = AbsBoundFromFlag();
+  if (!abs_or.ok()) return abs_or.status();
+  auto rel_or = NumberFlag(absl::GetFlag(FLAGS_rel), "rel");
+  if (!rel_or.ok()) return rel_or.status();
+  const std::optional<double> abs = *abs_or, rel = *rel_or;
   if (abs.has_value() == rel.has_value()) {
     return absl::InvalidArgumentError("give exactly one of --abs E or --rel E");
   }

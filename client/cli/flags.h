@@ -16,8 +16,8 @@
 
 ABSL_DECLARE_FLAG(std::string, type);
 ABSL_DECLARE_FLAG(std::string, shape);
-ABSL_DECLARE_FLAG(std::optional<double>, abs);
-ABSL_DECLARE_FLAG(std::optional<double>, rel);
+ABSL_DECLARE_FLAG(std::optional<std::string>, abs);
+ABSL_DECLARE_FLAG(std::optional<std::string>, rel);
 ABSL_DECLARE_FLAG(std::string, fill);
 ABSL_DECLARE_FLAG(std::string, o);
 ABSL_DECLARE_FLAG(bool, gap_array);
@@ -37,6 +37,10 @@ absl::StatusOr<DecoderKind> DecoderFromFlag();
 // --abs / --rel (exactly one), --fill, and the tuning flags. `file_fill` is
 // the fill value a NetCDF/HDF5 variable declares; --fill auto takes it.
 absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> file_fill);
+
+// --abs as a number, if given. Bounds are parsed here rather than by Abseil
+// so a malformed one is a usage error (exit 2) with our message.
+absl::StatusOr<std::optional<double>> AbsBoundFromFlag();
 
 // --fill as a number, or nothing for "auto"/"none".
 absl::StatusOr<std::optional<double>> ExplicitFillFromFlag();

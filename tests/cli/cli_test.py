@@ -1,0 +1,627 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the `ebzip` command line, through the real binary.
+
+Usage: cli_test.py PATH/TO/ebzip [unittest arguments...]
+
+Python 3 standard library only. Every result is checked by this script's own
+double-precision comparison (and, for NetCDF inputs, against values read by
+its own classic-format reader), not only by `ebzip compare`. Exit codes are
+the documented ones: 0 success, 1 failure, 2 bad usage; a failed run must
+leave neither its -o file nor any `*.partial-*` file behind.
+"""
+
+import array
+import math
+import os
+import random
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+EBZIP = None  # set from argv in main
+DATA_DIR = os.environ.get("EBZIP_FERRET_DATA") or "/usr/share/ferret-vis/data"
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+
+# --------------------------------------------------------------------------
+# Raw arrays: bytes <-> Python floats, and bit patterns for exact checks.
+
+def to_bytes(values, typecode):
+    a = array.array(typecode, values)
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a.tobytes()
+
+
+def from_bytes(data, typecode):
+    a = array.array(typecode)
+    a.frombytes(data)
+    if sys.byteorder != "little":
+        a.byteswap()
+    return a
+
+
+def bits_of(data, typecode):
+    """The raw bit patterns of the values, for bit-exact comparisons."""
+    return from_bytes(data, "I" if typecode == "f" else "Q")
+
+
+def is_subnormal(x):
+    return x != 0 and math.isfinite(x) and abs(x) < (1.1754943508222875e-38)
+
+
+def must_be_exact(x, typecode, fill_bits, bits):
+    """NaN, +-Inf, -0.0, subnormals and the fill value round-trip bit for bit."""
+    if not math.isfinite(x):
+        return True
+    if x == 0 and math.copysign(1.0, x) < 0:
+        return True
+    if typecode == "f" and is_subnormal(x):
+        return True
+    if typecode == "d" and x != 0 and abs(x) < 2.2250738585072014e-308:
+        return True
+    return fill_bits is not None and bits == fill_bits
+
+
+def check_bound(original, decoded, typecode, abs_bound, fill=None):
+    """Returns (violations, special mismatches, first bad index, max error),
+    computed in double precision. `original` and `decoded` are raw bytes."""
+    xs, ys = from_bytes(original, typecode), from_bytes(decoded, typecode)
+    xb, yb = bits_of(original, typecode), bits_of(decoded, typecode)
+    if len(xs) != len(ys):
+        raise AssertionError("sizes differ: %d vs %d values" % (len(xs), len(ys)))
+    fill_bits = None
+    if fill is not None:
+        fill_bits = bits_of(to_bytes([fill], typecode), typecode)[0]
+    violations = special = 0
+    first_bad = None
+    max_error = 0.0
+    for i in range(len(xs)):
+        x, y = xs[i], ys[i]
+        if must_be_exact(x, typecode, fill_bits, xb[i]):
+            bad = xb[i] != yb[i]
+            special += bad
+        else:
+            err = abs(x - y)
+            bad = not (err <= abs_bound)
+            if math.isfinite(err):
+                max_error = max(max_error, err)
+            violations += bad
+        if bad and first_bad is None:
+            first_bad = i
+    return violations, special, first_bad, max_error
+
+
+def finite_range(values, fill_bits=None, bits=None):
+    lo, hi = math.inf, -math.inf
+    for i, x in enumerate(values):
+        if not math.isfinite(x):
+            continue
+        if fill_bits is not None and bits[i] == fill_bits:
+            continue
+        lo = min(lo, x)
+        hi = max(hi, x)
+    return lo, hi
+
+
+# --------------------------------------------------------------------------
+# A reader for one variable of a classic netCDF file (CDF-1 and CDF-2),
+# written from the format specification, independent of ebzip's loaders.
+
+NC_TYPES = {1: ("b", 1), 2: ("c", 1), 3: ("h", 2), 4: ("i", 4), 5: ("f", 4), 6: ("d", 8)}
+NC_DIMENSION, NC_VARIABLE, NC_ATTRIBUTE = 0x0A, 0x0B, 0x0C
+
+
+class CdfVariable:
+    def __init__(self, shape, typecode, data, attributes):
+        self.shape = shape          # C order, slowest first
+        self.typecode = typecode    # "f" or "d"
+        self.data = data            # little-endian raw bytes, C order
+        self.attributes = attributes
+
+    def attribute_value(self, name):
+        if name not in self.attributes:
+            return None
+        nc_type, values = self.attributes[name]
+        return values[0] if nc_type in (5, 6) and values else None
+
+
+def read_cdf_variable(path, var_name):
+    with open(path, "rb") as f:
+        buf = f.read()
+    if buf[:3] != b"CDF" or buf[3] not in (1, 2):
+        raise ValueError("%s: not a classic netCDF file" % path)
+    offset_size = 4 if buf[3] == 1 else 8
+    pos = 4
+
+    def take(fmt):
+        nonlocal pos
+        values = struct.unpack_from(">" + fmt, buf, pos)
+        pos += struct.calcsize(">" + fmt)
+        return values[0] if len(values) == 1 else values
+
+    def name():
+        nonlocal pos
+        n = take("I")
+        s = buf[pos:pos + n].decode("utf-8")
+        pos += (n + 3) // 4 * 4
+        return s
+
+    def attributes():
+        nonlocal pos
+        tag, count = take("I"), take("I")
+        if tag not in (0, NC_ATTRIBUTE):
+            raise ValueError("bad attribute list tag %d" % tag)
+        atts = {}
+        for _ in range(count):
+            att_name = name()
+            nc_type, nelems = take("I"), take("I")
+            code, size = NC_TYPES[nc_type]
+            raw = buf[pos:pos + nelems * size]
+            pos += (nelems * size + 3) // 4 * 4
+            atts[att_name] = (nc_type, struct.unpack(">%d%s" % (nelems, code), raw))
+        return atts
+
+    numrecs = take("I")
+    tag, count = take("I"), take("I")
+    if tag not in (0, NC_DIMENSION):
+        raise ValueError("bad dimension list tag %d" % tag)
+    dims = [(name(), take("I")) for _ in range(count)]
+    attributes()  # global
+    tag, count = take("I"), take("I")
+    if tag not in (0, NC_VARIABLE):
+        raise ValueError("bad variable list tag %d" % tag)
+    variables = []
+    for _ in range(count):
+        v_name = name()
+        dimids = [take("I") for _ in range(take("I"))]
+        atts = attributes()
+        nc_type, vsize = take("I"), take("I")
+        begin = take("I" if offset_size == 4 else "Q")
+        is_record = bool(dimids) and dims[dimids[0]][1] == 0
+        variables.append((v_name, dimids, atts, nc_type, vsize, begin, is_record))
+
+    record_vars = [v for v in variables if v[6]]
+    for v_name, dimids, atts, nc_type, vsize, begin, is_record in variables:
+        if v_name != var_name:
+            continue
+        if nc_type not in (5, 6):
+            raise ValueError("%s is not float or double" % var_name)
+        code, size = NC_TYPES[nc_type]
+        shape = [numrecs if (is_record and i == 0) else dims[d][1]
+                 for i, d in enumerate(dimids)]
+        slab = size * math.prod(shape[1:] if is_record else shape)
+        if is_record:
+            # One record holds a slab of every record variable, each padded
+            # to 4 bytes, except when there is only one record variable.
+            recsize = slab if len(record_vars) == 1 else sum(v[4] for v in record_vars)
+            big = b"".join(buf[begin + r * recsize:begin + r * recsize + slab]
+                           for r in range(numrecs))
+        else:
+            big = buf[begin:begin + slab]
+        if len(big) != size * math.prod(shape):
+            raise ValueError("%s: %s is truncated" % (path, var_name))
+        a = array.array(code)
+        a.frombytes(big)
+        if sys.byteorder == "little":
+            a.byteswap()  # netCDF is big-endian
+        return CdfVariable(shape, code, to_bytes(a, code), atts)
+    raise KeyError("%s has no variable %s" % (path, var_name))
+
+
+# --------------------------------------------------------------------------
+
+def smooth_field(n, seed, typecode):
+    rng = random.Random(seed)
+    values = [math.sin(i * 0.003) * 50 + math.cos(i * 0.0007) * 20 + rng.gauss(0, 0.05)
+              for i in range(n)]
+    if typecode == "f":
+        values = list(array.array("f", values))  # representable as float32
+    return values
+
+
+def with_special_values(values, typecode):
+    """Plants NaN (with a payload), +-Inf, -0.0 and subnormals into a copy."""
+    v = list(values)
+    v[0] = math.nan
+    v[1] = math.inf
+    v[2] = -math.inf
+    v[3] = -0.0
+    v[4] = 1e-40 if typecode == "f" else 1e-310
+    v[5] = -1e-42 if typecode == "f" else -4e-320
+    data = bytearray(to_bytes(v, typecode))
+    # A NaN with a payload, set bit by bit.
+    nan_bits = 0x7FC12345 if typecode == "f" else 0x7FF8000000ABCDEF
+    fmt = "<I" if typecode == "f" else "<Q"
+    struct.pack_into(fmt, data, struct.calcsize(fmt) * 7, nan_bits)
+    return bytes(data)
+
+
+class CliTestCase(unittest.TestCase):
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="ebzip_cli_test_")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def write(self, name, data):
+        p = self.path(name)
+        with open(p, "wb") as f:
+            f.write(data)
+        return p
+
+    def read(self, name):
+        with open(self.path(name) if not os.path.isabs(name) else name, "rb") as f:
+            return f.read()
+
+    def ebzip(self, *args, expect=EXIT_OK):
+        """Runs ebzip, asserts its exit code, returns the CompletedProcess."""
+        proc = subprocess.run([EBZIP] + [str(a) for a in args], capture_output=True,
+                              text=True, cwd=self.dir, timeout=120)
+        self.assertEqual(
+            proc.returncode, expect,
+            "ebzip %s: exit %d, expected %d\nstdout: %s\nstderr: %s" %
+            (" ".join(map(str, args)), proc.returncode, expect, proc.stdout, proc.stderr))
+        if expect != EXIT_OK:
+            self.assertTrue(proc.stderr.strip(),
+                            "ebzip %s failed without a message on stderr" % " ".join(args))
+        return proc
+
+    def partials(self):
+        return [f for f in os.listdir(self.dir) if ".partial-" in f]
+
+    def assert_failed_cleanly(self, output, expect, *args):
+        """Runs ebzip expecting failure; checks no output and no partial files."""
+        existed = os.path.exists(output)
+        before = self.read(output) if existed else None
+        proc = self.ebzip(*args, expect=expect)
+        if existed:
+            self.assertEqual(self.read(output), before, "failed run changed " + output)
+        else:
+            self.assertFalse(os.path.exists(output), "failed run left " + output)
+        self.assertEqual(self.partials(), [], "failed run left partial files")
+        return proc
+
+    def compress_raw(self, raw_name, typecode, shape, bound_flag, bound, out_name, *extra):
+        return self.ebzip("compress", "--type", "f32" if typecode == "f" else "f64",
+                          "--shape", ",".join(map(str, shape)), bound_flag, repr(bound),
+                          raw_name, "-o", out_name, *extra)
+
+    def assert_within(self, original, decoded, typecode, abs_bound, fill=None):
+        violations, special, first, max_error = check_bound(
+            original, decoded, typecode, abs_bound, fill)
+        self.assertEqual(
+            (violations, special), (0, 0),
+            "bound %r: %d violations, %d special mismatches, first bad index %s, "
+            "max error %r" % (abs_bound, violations, special, first, max_error))
+        return max_error
+
+    def info(self, archive):
+        return self.ebzip("info", archive).stdout
+
+    def archive_abs_bound(self, archive):
+        m = re.search(r"-> absolute ([0-9.eE+-]+)", self.info(archive))
+        self.assertIsNotNone(m, "ebzip info prints no absolute bound")
+        return float(m.group(1))
+
+
+class RawRoundTripTest(CliTestCase):
+    SHAPE = (20, 30, 40)
+
+    def round_trip(self, typecode, bound_flag, bound):
+        n = math.prod(self.SHAPE)
+        original = with_special_values(smooth_field(n, 7, typecode), typecode)
+        self.write("in.raw", original)
+        self.compress_raw("in.raw", typecode, self.SHAPE, bound_flag, bound, "a.ebz")
+        self.ebzip("decompress", "a.ebz", "-o", "out.raw")
+        decoded = self.read("out.raw")
+        self.assertEqual(len(decoded), len(original))
+        if bound_flag == "--abs":
+            abs_bound = bound
+        else:
+            values = from_bytes(original, typecode)
+            lo, hi = finite_range(values)
+            abs_bound = bound * (hi - lo)
+        # The archive may promise a tighter bound than asked, never a looser.
+        self.assertLessEqual(self.archive_abs_bound("a.ebz"), abs_bound * (1 + 1e-8))
+        max_error = self.assert_within(original, decoded, typecode, abs_bound)
+        self.assertGreater(max_error, 0, "lossy codec returned the input unchanged?")
+        # ebzip compare agrees with the independent check.
+        self.ebzip("compare", "--type", "f32" if typecode == "f" else "f64", "in.raw",
+                   "out.raw", "--abs", repr(abs_bound))
+        self.assertEqual(self.partials(), [])
+
+    def test_f32_abs(self):
+        self.round_trip("f", "--abs", 1e-3)
+
+    def test_f32_rel(self):
+        self.round_trip("f", "--rel", 1e-4)
+
+    def test_f64_abs(self):
+        self.round_trip("d", "--abs", 1e-6)
+
+    def test_f64_rel(self):
+        self.round_trip("d", "--rel", 1e-5)
+
+    def test_f32_many_frames_without_gap_array(self):
+        n = math.prod(self.SHAPE)
+        original = to_bytes(smooth_field(n, 11, "f"), "f")
+        self.write("in.raw", original)
+        self.compress_raw("in.raw", "f", self.SHAPE, "--abs", 0.01, "a.ebz",
+                          "--frame_elements", str(30 * 40 * 4), "--gap_array=false")
+        info = self.info("a.ebz")
+        m = re.search(r"frames\s+(\d+) of", info)
+        self.assertIsNotNone(m, info)
+        self.assertGreater(int(m.group(1)), 1, info)
+        self.assertRegex(info, r"gap array no")
+        self.ebzip("decompress", "a.ebz", "-o", "out.raw", "--decoder", "selfsync")
+        self.assert_within(original, self.read("out.raw"), "f", 0.01)
+
+
+class NetcdfTest(CliTestCase):
+
+    def source(self, file_name):
+        path = os.path.join(DATA_DIR, file_name)
+        self.assertTrue(os.path.isfile(path),
+                        "%s missing: install Debian's ferret-datasets "
+                        "(scripts/install_deps.sh) or set EBZIP_FERRET_DATA" % path)
+        return path
+
+    def test_etopo20_rose_rel(self):
+        path = self.source("etopo20.cdf")
+        var = read_cdf_variable(path, "ROSE")
+        self.assertEqual(var.shape, [540, 1081])  # ncdump -h etopo20.cdf
+        self.assertEqual(var.typecode, "f")
+        fill = var.attribute_value("_FillValue")
+        values = from_bytes(var.data, "f")
+        lo, hi = finite_range(values, bits_of(to_bytes([fill], "f"), "f")[0],
+                              bits_of(var.data, "f"))
+        self.assertLess(lo, -1000)  # relief in metres: ocean floor and mountains
+        self.assertGreater(hi, 1000)
+        rel = 1e-4
+        abs_bound = rel * (hi - lo)
+
+        self.ebzip("compress", "--rel", repr(rel), path + ":ROSE", "-o", "rose.ebz")
+        info = self.info("rose.ebz")
+        self.assertIn("f32 540x1081", info)
+        self.assertLessEqual(self.archive_abs_bound("rose.ebz"), abs_bound * (1 + 1e-8))
+        self.ebzip("decompress", "rose.ebz", "-o", "rose.raw")
+        self.assert_within(var.data, self.read("rose.raw"), "f", abs_bound, fill)
+
+    def test_ocean_atlas_temp_auto_fill(self):
+        path = self.source("ocean_atlas_subset.nc")
+        var = read_cdf_variable(path, "TEMP")
+        self.assertEqual(var.shape, [12, 19, 90, 180])  # a record variable
+        fill = var.attribute_value("_FillValue")
+        self.assertEqual(fill, array.array("f", [-1e34])[0])
+        fill_bits = bits_of(to_bytes([fill], "f"), "f")[0]
+        bits = bits_of(var.data, "f")
+        fills = sum(1 for b in bits if b == fill_bits)
+        self.assertGreater(fills, 0, "TEMP was expected to hold land (fill) points")
+        values = from_bytes(var.data, "f")
+        lo, hi = finite_range(values, fill_bits, bits)
+        self.assertLess(hi - lo, 100, "temperatures in degrees C")
+
+        # REL with the fill left out of the range (--fill auto is the default):
+        # were -1e34 counted, the bound would be about 1e30.
+        rel = 1e-4
+        abs_bound = rel * (hi - lo)
+        self.ebzip("compress", "--rel", repr(rel), path + ":TEMP", "-o", "temp.ebz")
+        info = self.info("temp.ebz")
+        self.assertIn("f32 12x19x90x180", info)
+        self.assertRegex(info, r"fill value\s+-9\.99999979e\+33")
+        self.assertLessEqual(self.archive_abs_bound("temp.ebz"), abs_bound * (1 + 1e-8))
+        self.ebzip("decompress", "temp.ebz", "-o", "temp.raw")
+        decoded = self.read("temp.raw")
+        self.assert_within(var.data, decoded, "f", abs_bound, fill)
+        # And ebzip compare, told the fill, agrees.
+        self.write("temp_orig.raw", var.data)
+        self.ebzip("compare", "--type", "f32", "--fill", repr(fill), "temp_orig.raw",
+                   "temp.raw", "--abs", repr(abs_bound))
+
+
+class InfoTest(CliTestCase):
+
+    def test_prints_shape_and_ratio(self):
+        shape = (16, 25, 30)
+        original = to_bytes(smooth_field(math.prod(shape), 3, "f"), "f")
+        self.write("in.raw", original)
+        self.compress_raw("in.raw", "f", shape, "--abs", 0.01, "a.ebz")
+        info = self.info("a.ebz")
+        self.assertIn("16x25x30", info)
+        m = re.search(r"ratio ([0-9.]+)", info)
+        self.assertIsNotNone(m, info)
+        expected = len(original) / os.path.getsize(self.path("a.ebz"))
+        self.assertGreater(expected, 1)
+        self.assertAlmostEqual(float(m.group(1)), expected, delta=0.0015)
+
+
+class CompareTest(CliTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.a = smooth_field(5000, 5, "f")
+        self.write("a.raw", to_bytes(self.a, "f"))
+
+    def test_within_bound_exits_0(self):
+        b = list(array.array("f", [x + 0.004 for x in self.a]))
+        self.write("b.raw", to_bytes(b, "f"))
+        self.ebzip("compare", "--type", "f32", "a.raw", "b.raw", "--abs", "0.005")
+
+    def test_violation_exits_1(self):
+        b = list(self.a)
+        b[1234] += 0.02  # one point beyond the bound
+        self.write("b.raw", to_bytes(b, "f"))
+        proc = self.ebzip("compare", "--type", "f32", "a.raw", "b.raw", "--abs", "0.01",
+                          expect=EXIT_FAILURE)
+        self.assertIn("1 values exceed", proc.stderr)
+        self.ebzip("compare", "--type", "f32", "a.raw", "b.raw", "--abs", "0.03")
+
+    def test_special_value_mismatch_exits_1(self):
+        a = list(self.a)
+        a[10] = math.nan
+        self.write("a.raw", to_bytes(a, "f"))
+        self.write("b.raw", to_bytes(self.a, "f"))
+        self.ebzip("compare", "--type", "f32", "a.raw", "b.raw", "--abs", "1e9",
+                   expect=EXIT_FAILURE)
+
+    def test_f64(self):
+        a = smooth_field(3000, 9, "d")
+        self.write("a64.raw", to_bytes(a, "d"))
+        b = list(a)
+        b[7] += 1e-6
+        self.write("b64.raw", to_bytes(b, "d"))
+        self.ebzip("compare", "--type", "f64", "a64.raw", "b64.raw", "--abs", "2e-6")
+        self.ebzip("compare", "--type", "f64", "a64.raw", "b64.raw", "--abs", "5e-7",
+                   expect=EXIT_FAILURE)
+
+
+class ErrorsTest(CliTestCase):
+    SHAPE = (32, 50)
+
+    def setUp(self):
+        super().setUp()
+        self.original = to_bytes(smooth_field(math.prod(self.SHAPE), 1, "f"), "f")
+        self.write("in.raw", self.original)
+        self.compress_raw("in.raw", "f", self.SHAPE, "--abs", 0.001, "good.ebz")
+        self.archive = self.read("good.ebz")
+        self.ebzip("decompress", "good.ebz", "-o", "good.raw")
+        self.decoded = self.read("good.raw")
+        self.out = self.path("out")
+
+    def compress_args(self, *flags):
+        return ["compress", "--type", "f32", "--shape", "32,50", *flags, "in.raw"]
+
+    def test_usage_errors_exit_2(self):
+        o = ["-o", self.out]
+        # (arguments, a word the message must contain so the user knows why)
+        cases = {
+            "missing -o": (self.compress_args("--abs", "1e-3"), "-o"),
+            "both --abs and --rel": (
+                self.compress_args("--abs", "1e-3", "--rel", "1e-3") + o, "--rel"),
+            "neither --abs nor --rel": (self.compress_args() + o, "--abs"),
+            "--abs 0": (self.compress_args("--abs", "0") + o, "bound"),
+            "--abs nan": (self.compress_args("--abs", "nan") + o, "bound"),
+            "--abs -1": (self.compress_args("--abs", "-1") + o, "bound"),
+            "--rel inf": (self.compress_args("--rel", "inf") + o, "bound"),
+            "wrong --shape": (["compress", "--type", "f32", "--shape", "32,51", "--abs", "1",
+                               "in.raw"] + o, "--shape"),
+            "--shape of the wrong type size": (["compress", "--type", "f64", "--shape",
+                                                "32,50", "--abs", "1", "in.raw"] + o,
+                                               "--shape"),
+            "unknown --type": (["compress", "--type", "f16", "--shape", "32,50", "--abs", "1",
+                                "in.raw"] + o, "f16"),
+            "unknown command": (["squeeze", "in.raw"] + o, "squeeze"),
+            "no command": ([], "usage"),
+            "decompress without -o": (["decompress", "good.ebz"], "-o"),
+            "decompress, two inputs": (["decompress", "good.ebz", "good.ebz"] + o, "usage"),
+        }
+        for what, (args, word) in cases.items():
+            with self.subTest(what):
+                proc = self.assert_failed_cleanly(self.out, EXIT_USAGE, *args)
+                self.assertIn(word.lower(), proc.stderr.lower())
+
+    def test_failures_exit_1(self):
+        self.write("truncated_half.ebz", self.archive[:len(self.archive) // 2])
+        self.write("truncated_tail.ebz", self.archive[:-1])
+        self.write("truncated_header.ebz", self.archive[:10])
+        self.write("empty.ebz", b"")
+        flipped = bytearray(self.archive)
+        flipped[len(flipped) // 2] ^= 0x04
+        self.write("flipped.ebz", bytes(flipped))
+        o = ["-o", self.out]
+        missing_nc = self.path("missing.nc")
+        cases = {
+            "missing raw input": (["compress", "--type", "f32", "--shape", "32,50", "--abs",
+                                   "1", "missing.raw"] + o, "missing.raw"),
+            "missing NetCDF input": (["compress", "--abs", "1", missing_nc + ":ROSE"] + o,
+                                     missing_nc),
+            "missing archive": (["decompress", "missing.ebz"] + o, "missing.ebz"),
+            "truncated archive (half)": (["decompress", "truncated_half.ebz"] + o, "corrupt"),
+            "truncated archive (last byte)": (["decompress", "truncated_tail.ebz"] + o,
+                                              "corrupt"),
+            "truncated archive (header)": (["decompress", "truncated_header.ebz"] + o,
+                                           "corrupt"),
+            "empty archive": (["decompress", "empty.ebz"] + o, "corrupt"),
+            "bit-flipped archive": (["decompress", "flipped.ebz"] + o, "corrupt"),
+            "not an archive": (["decompress", "in.raw"] + o, "not an ebzip archive"),
+            "info on a truncated archive": (["info", "truncated_half.ebz"], "corrupt"),
+            "info on not an archive": (["info", "in.raw"], "not an ebzip archive"),
+        }
+        for what, (args, word) in cases.items():
+            with self.subTest(what):
+                proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, *args)
+                self.assertIn(word.lower(), proc.stderr.lower())
+
+    def test_existing_output_replaced_only_on_success(self):
+        self.write("out", b"precious")
+        self.write("flipped.ebz", self.archive[:100] + bytes([self.archive[100] ^ 1]) +
+                   self.archive[101:])
+        self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "flipped.ebz",
+                                   "-o", self.out)
+        self.assertEqual(self.read("out"), b"precious")
+        self.assert_failed_cleanly(self.out, EXIT_USAGE, *self.compress_args("--abs", "0"),
+                                   "-o", self.out)
+        self.assertEqual(self.read("out"), b"precious")
+        self.ebzip("decompress", "good.ebz", "-o", self.out)
+        self.assertEqual(self.read("out"), self.decoded)
+        self.assertEqual(self.partials(), [])
+
+    def test_every_single_bit_flip_is_rejected_or_harmless(self):
+        # Flipping one bit anywhere must give a clean failure (exit 1, no
+        # output) or, where the bit is padding no checksum covers, exactly
+        # the original decoding. Never a crash, never different values.
+        # Every 13th byte (a prime stride, so offsets fall on every alignment)
+        # and all of the last 64 (trailer and frame index): ~200 runs.
+        offsets = sorted(set(range(0, len(self.archive), 13)) |
+                         set(range(max(0, len(self.archive) - 64), len(self.archive))))
+        rejected = 0
+        for offset in offsets:
+            data = bytearray(self.archive)
+            data[offset] ^= 1 << (offset % 8)
+            self.write("bad.ebz", bytes(data))
+            if os.path.exists(self.out):
+                os.remove(self.out)
+            proc = subprocess.run([EBZIP, "decompress", "bad.ebz", "-o", self.out],
+                                  capture_output=True, cwd=self.dir, timeout=60)
+            with self.subTest(offset=offset):
+                self.assertIn(proc.returncode, (EXIT_OK, EXIT_FAILURE),
+                              "offset %d: exit %d, stderr %s" %
+                              (offset, proc.returncode, proc.stderr))
+                if proc.returncode == EXIT_OK:
+                    self.assertEqual(self.read("out"), self.decoded,
+                                     "offset %d decoded into different values" % offset)
+                else:
+                    rejected += 1
+                    self.assertTrue(proc.stderr.strip())
+                    self.assertFalse(os.path.exists(self.out))
+                self.assertEqual(self.partials(), [])
+        sys.stderr.write("\n  %d of %d bit flips rejected, the rest decoded identically "
+                         "(archive %d bytes)\n" % (rejected, len(offsets), len(self.archive)))
+        self.assertGreater(rejected, len(offsets) // 2)
+
+    def test_malformed_number_is_a_usage_error(self):
+        self.assert_failed_cleanly(self.out, EXIT_USAGE, *self.compress_args("--abs", "abc"),
+                                   "-o", self.out)
+
+
+def main():
+    global EBZIP
+    if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
+        sys.stderr.write("usage: cli_test.py PATH/TO/ebzip [unittest arguments]\n")
+        sys.exit(2)
+    EBZIP = os.path.abspath(sys.argv[1])
+    unittest.main(argv=[sys.argv[0]] + sys.argv[2:], verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
