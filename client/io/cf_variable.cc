@@ -122,4 +122,11 @@ LoadedArray FinishLoad(const CfVariable& var, ArraySpec spec, std::vector<uint8_
   return out;
 }
 
+std::array<NumericAttributeSlot, 4> NumericAttributeSlots(CfVariable& var) {
+  return {{{"_FillValue", &var.fill_value},
+           {"missing_value", &var.missing_value},
+           {"scale_factor", &var.scale_factor},
+           {"add_offset", &var.add_offset}}};
+}
+
 }  // namespace ebzip

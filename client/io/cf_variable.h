@@ -5,6 +5,7 @@
 #ifndef EBZIP_CLIENT_IO_CF_VARIABLE_H_
 #define EBZIP_CLIENT_IO_CF_VARIABLE_H_
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,6 +34,13 @@ struct CfVariable {
 };
 
 // "file.nc:VAR" from a path and the variable as the user named it.
+// The numeric CF attributes both readers look up, and where each one goes.
+struct NumericAttributeSlot {
+  const char* name;
+  std::optional<double>* value;
+};
+std::array<NumericAttributeSlot, 4> NumericAttributeSlots(CfVariable& var);
+
 std::string SourceLabel(std::string_view path, std::string_view variable);
 
 // Rejects unsupported types (InvalidArgument) and ranks outside 1..kMaxDims

@@ -146,14 +146,7 @@ absl::StatusOr<CfVariable> Inspect(hid_t dataset, const std::string& label) {
   var.shape.assign(dims.begin(), dims.end());
   if (var.kind == StoredKind::kUnsupported) return var;
 
-  struct {
-    const char* name;
-    std::optional<double>* value;
-  } numeric[] = {{"_FillValue", &var.fill_value},
-                 {"missing_value", &var.missing_value},
-                 {"scale_factor", &var.scale_factor},
-                 {"add_offset", &var.add_offset}};
-  for (const auto& attribute : numeric) {
+  for (const NumericAttributeSlot& attribute : NumericAttributeSlots(var)) {
     absl::StatusOr<std::optional<double>> value = NumericAttribute(dataset, attribute.name, label);
     if (!value.ok()) return value.status();
     *attribute.value = *value;
