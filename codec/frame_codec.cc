@@ -37,6 +37,8 @@ struct RangeFindings {
   std::vector<uint32_t> verbatim_index;
   std::vector<T> verbatim_value;
   std::vector<FillRun> fill_runs;
+  int64_t quantized_sum = 0;  // exact, so the placeholder is order-independent
+  uint64_t quantized_count = 0;
   std::vector<uint32_t> outlier_index;
   std::vector<int32_t> outlier_delta;
 };
@@ -69,6 +71,8 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     for (uint64_t i = r * kRange; i < end; ++i) {
       switch (QuantizePoint(data[i], rule, &q[i])) {
         case PointKind::kQuantized:
+          f.quantized_sum += q[i];
+          ++f.quantized_count;
           break;
         case PointKind::kVerbatim:
           f.verbatim_index.push_back(static_cast<uint32_t>(i));
@@ -82,6 +86,23 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
           }
           break;
       }
+    }
+  });
+
+  // Fill and verbatim elements are overwritten by the decoder, so their q is
+  // free: the frame's mean q keeps the predictor from seeing a cliff at every
+  // coastline (0 would be one).
+  int64_t sum = 0;
+  uint64_t count = 0;
+  for (const RangeFindings<T>& f : found) {
+    sum += f.quantized_sum;
+    count += f.quantized_count;
+  }
+  const int32_t placeholder = count ? static_cast<int32_t>(sum / static_cast<int64_t>(count)) : 0;
+  ParallelFor(ranges, [&](uint64_t r) {
+    for (uint32_t i : found[r].verbatim_index) q[i] = placeholder;
+    for (const FillRun& run : found[r].fill_runs) {
+      std::fill_n(q.begin() + run.start, run.length, placeholder);
     }
   });
 
