@@ -227,7 +227,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   if (!lengths.ok()) return lengths.status();
   const auto& bitstream = sec[format::kBitstream];
   std::vector<uint32_t> words(bitstream.size() / 4);
-  std::memcpy(words.data(), bitstream.data(), bitstream.size());
+  if (!bitstream.empty()) std::memcpy(words.data(), bitstream.data(), bitstream.size());
   auto layout =
       ParseChunkIndex(sec[format::kChunkIndex], h.num_chunks(), h.chunk_group, h.subsequence_bits,
                       uint64_t{h.chunk_symbols} * h.max_code_length, words.size());

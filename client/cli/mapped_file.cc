@@ -98,7 +98,6 @@ absl::Status OutputFile::Write(absl::Span<const uint8_t> bytes) {
 
 absl::Status OutputFile::Commit() {
   if (temp_.empty()) return absl::OkStatus();
-  if (::fsync(fd_) != 0) return ErrnoError("cannot flush", temp_);
   if (::rename(temp_.c_str(), path_.c_str()) != 0) return ErrnoError("cannot rename to", path_);
   committed_ = true;
   return absl::OkStatus();

@@ -1,6 +1,7 @@
 // Files the command line reads whole (mapped, so a 10 GB input costs no
 // copy) and writes atomically (to a temporary name renamed on Commit, so a
-// failed run never leaves a truncated output behind).
+// failed run never leaves a truncated output behind; like gzip, no fsync:
+// durability is the caller's choice).
 #ifndef EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 #define EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 
