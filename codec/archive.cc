@@ -17,9 +17,7 @@
 namespace ebzip {
 namespace {
 
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
-}
+absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
 
 template <typename T>
 ValueRange FiniteRangeT(const T* data, uint64_t n, std::optional<double> fill) {

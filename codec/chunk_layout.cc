@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
+#include "codec/format.h"
 
 namespace ebzip {
 
@@ -31,7 +32,7 @@ absl::StatusOr<ChunkLayout> ParseChunkIndex(absl::Span<const uint8_t> bytes, uin
                                             uint32_t chunk_group, uint32_t subsequence_bits,
                                             uint64_t max_chunk_bits, uint64_t bitstream_words) {
   auto corrupt = [](absl::string_view what) {
-    return absl::DataLossError(absl::StrCat("corrupt archive: chunk index: ", what));
+    return format::CorruptArchive(absl::StrCat("chunk index: ", what));
   };
   const uint64_t groups = (num_chunks + chunk_group - 1) / chunk_group;
   if (bytes.size() != groups * 8 + num_chunks * 4) return corrupt("size");

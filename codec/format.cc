@@ -11,9 +11,7 @@
 namespace ebzip::format {
 namespace {
 
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
-}
+absl::Status Corrupt(absl::string_view what) { return CorruptArchive(what); }
 
 absl::Status CheckMagicAndVersion(uint32_t magic, uint32_t expected_magic, uint16_t version,
                                   absl::string_view what) {
@@ -48,6 +46,10 @@ bool ReadDims(ByteReader& r, int ndim, std::array<T, N>* dims) {
 bool ValidFillValue(DType dtype, double fill) {
   if (!std::isfinite(fill)) return false;
   return dtype != DType::kFloat32 || std::fabs(fill) <= 3.4028234663852886e38;
+}
+
+absl::Status CorruptArchive(absl::string_view what) {
+  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
 }
 
 const char* SectionName(int section) {

@@ -10,7 +10,9 @@
 #include <optional>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "codec/types.h"
 
@@ -50,6 +52,10 @@ enum Section : int {
   kSectionCount
 };
 const char* SectionName(int section);
+
+// The one way every layer reports an archive it cannot trust: DATA_LOSS with
+// a message that starts "corrupt archive: ".
+absl::Status CorruptArchive(absl::string_view what);
 
 inline constexpr uint8_t kFileFlagFill = 1;
 inline constexpr uint8_t kFrameFlagGapArray = 1;

@@ -213,9 +213,7 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
   }
 }
 
-absl::Status Corrupt(absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("corrupt archive: ", what));
-}
+absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
 
 template <typename T>
 absl::Status DecodeFrameT(const FrameHeader& h,

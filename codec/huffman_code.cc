@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "codec/format.h"
 
 namespace ebzip {
 namespace {
@@ -107,7 +108,7 @@ void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* 
 absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,
                                                       uint32_t alphabet, int max_length) {
   auto corrupt = [](absl::string_view what) {
-    return absl::DataLossError(absl::StrCat("corrupt archive: code lengths: ", what));
+    return format::CorruptArchive(absl::StrCat("code lengths: ", what));
   };
   std::vector<uint8_t> lengths;
   lengths.reserve(alphabet);

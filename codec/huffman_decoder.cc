@@ -7,13 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "codec/format.h"
 #include "codec/parallel.h"
 
 namespace ebzip {
 namespace {
 
 absl::Status CorruptChunk(uint64_t chunk, absl::string_view what) {
-  return absl::DataLossError(absl::StrCat("corrupt archive: bitstream: chunk ", chunk, ": ", what));
+  return format::CorruptArchive(absl::StrCat("bitstream: chunk ", chunk, ": ", what));
 }
 
 // Bit access to one chunk; reads past the bitstream's end see zeros.
@@ -227,15 +228,14 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
   const ChunkLayout& layout = *in.layout;
   const uint64_t chunks = layout.bits.size();
   if (chunks != (out.size() + in.chunk_symbols - 1) / in.chunk_symbols) {
-    return absl::DataLossError("corrupt archive: chunk count disagrees with element count");
+    return format::CorruptArchive("chunk count disagrees with element count");
   }
   if (kind == DecoderKind::kAuto) kind = DecoderKind::kChunkParallel;
   if (kind == DecoderKind::kGapArray && in.gaps.size() != layout.total_gap_entries) {
-    return in.gaps.empty()
-               ? absl::FailedPreconditionError(
-                     "the gap-array decoder needs a gap array, and "
-                     "this archive was written without one")
-               : absl::DataLossError("corrupt archive: gap array size disagrees with chunks");
+    return in.gaps.empty() ? absl::FailedPreconditionError(
+                                 "the gap-array decoder needs a gap array, and "
+                                 "this archive was written without one")
+                           : format::CorruptArchive("gap array size disagrees with chunks");
   }
   std::atomic<bool> failed{false};
   std::mutex mu;
