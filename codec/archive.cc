@@ -96,23 +96,7 @@ ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
 }
 
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
-  ResolvedBound b;
-  if (options.mode == BoundMode::kAbs) {
-    b.abs_bound = options.bound;
-  } else if (range.any) {
-    const double span = range.max - range.min;
-    // A range beyond DBL_MAX (values near both extremes) still has a finite
-    // fraction when scaled first.
-    b.abs_bound = std::isfinite(span) ? options.bound * span
-                                      : options.bound * range.max - options.bound * range.min;
-    if (!std::isfinite(b.abs_bound)) b.abs_bound = DBL_MAX;
-  }
-  if (b.abs_bound > 0) {
-    b.quant_step = std::min(2 * b.abs_bound, DBL_MAX);
-  } else if (range.any && range.min != 0) {
-    b.quant_step = std::fabs(range.min);  // one value: q = +-1 rebuilds it exactly
-  }
-  return b;
+  return ResolveBoundFor(options.mode, options.bound, range.any, range.min, range.max);
 }
 
 FrameParams ArchivePlan::ParamsForFrame(uint64_t index) const {

@@ -15,6 +15,7 @@
 #include "codec/format.h"
 #include "codec/frame_codec.h"
 #include "codec/huffman_decoder.h"
+#include "codec/resolve_bound.h"
 #include "codec/types.h"
 
 namespace ebzip {
@@ -48,13 +49,7 @@ struct ValueRange {
 ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
                        std::optional<double> fill_value);
 
-// The bound every value will honour and the quantization step. ABS: the bound
-// as given. REL: bound times the range; when the range is 0 the bound is 0
-// (reconstruction must be exact) and the step is the one value's magnitude.
-struct ResolvedBound {
-  double abs_bound = 0;
-  double quant_step = 1;
-};
+// ResolveBoundFor (codec/resolve_bound.h) applied to the options and range.
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range);
 
 // Fixed before any frame is written: the file header and each frame's

@@ -6,11 +6,50 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/host_device.h"
+
 namespace ebzip {
+
+inline constexpr uint32_t kCrc32cPolynomial = 0x82F63B78u;  // reflected
 
 // Extends `crc` (the CRC of some preceding bytes, 0 for none) over `n` bytes.
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n);
 inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data, n); }
+
+// The CRC arithmetic that lets pieces of a buffer be checksummed in parallel
+// (the GPU writer does): polynomials over GF(2) modulo the CRC polynomial, in
+// the reflected bit order, where bit 31 holds x^0.
+namespace crc_internal {
+
+// a(x) * b(x) mod P.
+EBZIP_HD inline uint32_t MultiplyModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kCrc32cPolynomial : b >> 1;
+  }
+  return product;
+}
+
+// x^(8n) mod P: the operator that appends n zero bytes to a CRC register.
+EBZIP_HD inline uint32_t XPow8nModP(uint64_t n) {
+  uint32_t power = 1u << 31;     // x^0
+  uint32_t square = 1u << 23;    // x^8, then x^16, x^32, ...
+  for (; n != 0; n >>= 1) {
+    if (n & 1) power = MultiplyModP(square, power);
+    square = MultiplyModP(square, square);
+  }
+  return power;
+}
+
+}  // namespace crc_internal
+
+// The CRC of A followed by B, from Crc32c(A), Crc32c(B) and B's length. The
+// pre- and post-inversion of CRC-32C cancel out here, so finished CRCs
+// combine directly.
+EBZIP_HD inline uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
+  return crc_internal::MultiplyModP(crc_internal::XPow8nModP(length_b), crc_a) ^ crc_b;
+}
 
 }  // namespace ebzip
 

@@ -304,8 +304,6 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
   return h;
 }
 
-uint64_t FrameIndexSize(uint64_t frame_count) { return 16 + 16 * frame_count; }
-
 void AppendFrameIndex(absl::Span<const FrameIndexEntry> entries, std::vector<uint8_t>* out) {
   size_t start = out->size();
   ByteWriter w(out);

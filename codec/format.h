@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "codec/host_device.h"
 #include "codec/types.h"
 
 namespace ebzip::format {
@@ -27,6 +28,15 @@ inline constexpr size_t kFileHeaderSize = 96;
 inline constexpr size_t kFrameHeaderSize = 256;
 inline constexpr size_t kTrailerSize = 16;
 inline constexpr size_t kAlignment = 8;  // frames and sections start on it
+
+// Where the header fields that depend on the data lie, for writers that
+// serialize a header from a template and fill these in afterwards (the GPU
+// writer does, on the device). Each header's CRC is its last 4 bytes.
+inline constexpr size_t kFileHeaderAbsBoundAt = 56;   // f64
+inline constexpr size_t kFrameHeaderAbsBoundAt = 64;  // f64
+inline constexpr size_t kFrameHeaderQuantStepAt = 72;  // f64
+inline constexpr size_t kFrameHeaderCountsAt = 112;  // u64 outliers, verbatim, fill runs
+inline constexpr size_t kFrameHeaderSectionsAt = 136;  // {u64 length, u32 crc, u32 0} each
 
 // Limits every reader enforces (FORMAT.md §Limits).
 inline constexpr int kMaxCodeLength = 24;
@@ -128,7 +138,7 @@ struct FrameIndexEntry {
 
 void AppendFrameIndex(absl::Span<const FrameIndexEntry> entries, std::vector<uint8_t>* out);
 absl::StatusOr<std::vector<FrameIndexEntry>> ParseFrameIndex(absl::Span<const uint8_t> bytes);
-uint64_t FrameIndexSize(uint64_t frame_count);
+EBZIP_HD inline uint64_t FrameIndexSize(uint64_t frame_count) { return 16 + 16 * frame_count; }
 
 void AppendTrailer(uint64_t index_offset, std::vector<uint8_t>* out);
 // Returns the index offset recorded in the last kTrailerSize bytes.

@@ -1,9 +1,12 @@
 #include "codec/frame_codec.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -37,8 +40,6 @@ struct RangeFindings {
   std::vector<uint32_t> verbatim_index;
   std::vector<T> verbatim_value;
   std::vector<FillRun> fill_runs;
-  int64_t quantized_sum = 0;  // exact, so the placeholder is order-independent
-  uint64_t quantized_count = 0;
   std::vector<uint32_t> outlier_index;
   std::vector<int32_t> outlier_delta;
 };
@@ -53,6 +54,154 @@ QuantRule MakeRule(const FrameParams& p) {
 template <typename T>
 void PutArray(ByteWriter& w, const std::vector<T>& v) {
   w.PutBytes({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)});
+}
+
+// A frame's Lorenzo blocks (FORMAT.md §8.3), numbered in row-major order of
+// their place in the grid of blocks; the last block along a dimension may be
+// cut short by the frame's edge.
+class BlockTiling {
+ public:
+  explicit BlockTiling(const BlockGrid& grid) : g_(grid) {
+    for (int d = 0; d < kMaxDims; ++d) counts_[d] = (g_.dims[d] + g_.block[d] - 1) / g_.block[d];
+    // Divisions are slow enough to dominate when a field has many short
+    // fill runs, so each row's first block is looked up, not computed.
+    row_first_block_.reserve(g_.dims[0] * g_.dims[1] * g_.dims[2]);
+    for (uint64_t x0 = 0; x0 < g_.dims[0]; ++x0) {
+      for (uint64_t x1 = 0; x1 < g_.dims[1]; ++x1) {
+        for (uint64_t x2 = 0; x2 < g_.dims[2]; ++x2) {
+          row_first_block_.push_back(static_cast<uint32_t>(
+              ((x0 / g_.block[0] * counts_[1] + x1 / g_.block[1]) * counts_[2] + x2 / g_.block[2]) *
+              counts_[3]));
+        }
+      }
+    }
+  }
+
+  uint64_t count() const { return counts_[0] * counts_[1] * counts_[2] * counts_[3]; }
+  uint64_t max_volume() const { return g_.block[0] * g_.block[1] * g_.block[2] * g_.block[3]; }
+
+  // Splits the C-order range [start, start + length) where it crosses a row
+  // (the last dimension) or a block, and calls fn(block, first, count) for
+  // each piece in order.
+  template <typename Fn>
+  void ForEachPiece(uint64_t start, uint64_t length, Fn fn) const {
+    const uint64_t width = g_.dims[3];
+    const uint64_t end = start + length;
+    for (uint64_t i = start; i < end;) {
+      const uint64_t row = i / width;
+      const uint64_t row_start = row * width;
+      const uint64_t row_end = std::min(end, row_start + width);
+      for (uint64_t b = (i - row_start) / g_.block[3]; i < row_end; ++b) {
+        const uint64_t piece_end = std::min(row_end, row_start + (b + 1) * g_.block[3]);
+        fn(row_first_block_[row] + b, i, piece_end - i);
+        i = piece_end;
+      }
+    }
+  }
+
+  // The number of elements of block `id`.
+  uint64_t Volume(uint64_t id) const {
+    std::array<uint64_t, kMaxDims> lo, hi;
+    Bounds(id, &lo, &hi);
+    return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]) * (hi[3] - lo[3]);
+  }
+
+  // Calls fn(first, count) for each row of block `id` (its elements along
+  // the last dimension, consecutive in C order), in row-major order, until
+  // fn returns false.
+  template <typename Fn>
+  void ForEachRow(uint64_t id, Fn fn) const {
+    std::array<uint64_t, kMaxDims> lo, hi;
+    Bounds(id, &lo, &hi);
+    for (uint64_t x0 = lo[0]; x0 < hi[0]; ++x0) {
+      for (uint64_t x1 = lo[1]; x1 < hi[1]; ++x1) {
+        for (uint64_t x2 = lo[2]; x2 < hi[2]; ++x2) {
+          const uint64_t first = ((x0 * g_.dims[1] + x1) * g_.dims[2] + x2) * g_.dims[3] + lo[3];
+          if (!fn(first, hi[3] - lo[3])) return;
+        }
+      }
+    }
+  }
+
+ private:
+  // Block `id` covers [lo[d], hi[d]) along each dimension d.
+  void Bounds(uint64_t id, std::array<uint64_t, kMaxDims>* lo,
+              std::array<uint64_t, kMaxDims>* hi) const {
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      (*lo)[d] = id % counts_[d] * g_.block[d];
+      (*hi)[d] = std::min(g_.dims[d], (*lo)[d] + g_.block[d]);
+      id /= counts_[d];
+    }
+  }
+
+  const BlockGrid& g_;
+  std::array<uint64_t, kMaxDims> counts_;
+  std::vector<uint32_t> row_first_block_;  // blocks < elements < 2^32
+};
+
+// Gives every fill and verbatim element its placeholder q (FORMAT.md §10.2):
+// the q of the first quantized element of its own Lorenzo block in
+// row-major order, or 0 if the block has none. The decoder overwrites these
+// elements, so any q is valid; one near the data keeps the predictor from
+// seeing a cliff at every coastline, and taking it from the block alone
+// keeps blocks independent, so the GPU writer needs no frame-wide pass.
+//
+// QuantizePoint has already set their q to 0, so only blocks that mix
+// quantized and other elements need any work.
+template <typename T>
+void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>>& found,
+                       int32_t* q) {
+  bool any = false;
+  for (const RangeFindings<T>& f : found) any |= !f.verbatim_index.empty() || !f.fill_runs.empty();
+  if (!any) return;  // most frames: nothing to allocate or scan
+
+  // Which elements are fill or verbatim, and how many each block holds.
+  const BlockTiling tiling(grid);
+  std::vector<uint8_t> special(grid.size(), 0);
+  std::vector<uint32_t> specials_per_block(tiling.count(), 0);  // a frame has < 2^32 elements
+  auto mark = [&](uint64_t start, uint64_t length) {
+    std::fill_n(special.begin() + start, length, 1);
+    tiling.ForEachPiece(start, length, [&](uint64_t block, uint64_t, uint64_t count) {
+      specials_per_block[block] += static_cast<uint32_t>(count);
+    });
+  };
+  for (const RangeFindings<T>& f : found) {
+    for (uint32_t i : f.verbatim_index) mark(i, 1);
+    for (const FillRun& run : f.fill_runs) mark(run.start, run.length);
+  }
+  std::vector<uint64_t> mixed;
+  for (uint64_t b = 0; b < specials_per_block.size(); ++b) {
+    if (specials_per_block[b] != 0 && specials_per_block[b] != tiling.Volume(b)) mixed.push_back(b);
+  }
+
+  // Each mixed block's placeholder. Blocks are disjoint, so they are
+  // searched in parallel, in batches of about kRange elements.
+  std::vector<int32_t> placeholder(tiling.count(), 0);
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / tiling.max_volume());
+  ParallelFor((mixed.size() + per_task - 1) / per_task, [&](uint64_t t) {
+    const uint64_t end = std::min<uint64_t>(mixed.size(), (t + 1) * per_task);
+    for (uint64_t k = t * per_task; k < end; ++k) {
+      tiling.ForEachRow(mixed[k], [&](uint64_t first, uint64_t count) {
+        const void* hit = std::memchr(special.data() + first, 0, count);
+        if (hit == nullptr) return true;
+        placeholder[mixed[k]] = q[static_cast<const uint8_t*>(hit) - special.data()];
+        return false;
+      });
+    }
+  });
+
+  // Written run by run in index order, which is kinder to the cache than
+  // block by block. Each range's elements are its own, so ranges run in
+  // parallel.
+  ParallelFor(found.size(), [&](uint64_t r) {
+    auto place = [&](uint64_t start, uint64_t length) {
+      tiling.ForEachPiece(start, length, [&](uint64_t block, uint64_t first, uint64_t count) {
+        if (placeholder[block] != 0) std::fill_n(q + first, count, placeholder[block]);
+      });
+    };
+    for (uint32_t i : found[r].verbatim_index) place(i, 1);
+    for (const FillRun& run : found[r].fill_runs) place(run.start, run.length);
+  });
 }
 
 template <typename T>
@@ -71,8 +220,6 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     for (uint64_t i = r * kRange; i < end; ++i) {
       switch (QuantizePoint(data[i], rule, &q[i])) {
         case PointKind::kQuantized:
-          f.quantized_sum += q[i];
-          ++f.quantized_count;
           break;
         case PointKind::kVerbatim:
           f.verbatim_index.push_back(static_cast<uint32_t>(i));
@@ -89,26 +236,11 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     }
   });
 
-  // Fill and verbatim elements are overwritten by the decoder, so their q is
-  // free: the frame's mean q keeps the predictor from seeing a cliff at every
-  // coastline (0 would be one).
-  int64_t sum = 0;
-  uint64_t count = 0;
-  for (const RangeFindings<T>& f : found) {
-    sum += f.quantized_sum;
-    count += f.quantized_count;
-  }
-  const int32_t placeholder = count ? static_cast<int32_t>(sum / static_cast<int64_t>(count)) : 0;
-  ParallelFor(ranges, [&](uint64_t r) {
-    for (uint32_t i : found[r].verbatim_index) q[i] = placeholder;
-    for (const FillRun& run : found[r].fill_runs) {
-      std::fill_n(q.begin() + run.start, run.length, placeholder);
-    }
-  });
+  const BlockGrid grid = BlockGrid::Make(p.shape, {p.block.data(), p.shape.size()});
+  ApplyPlaceholders(grid, found, q.data());
 
   // Lorenzo residuals, then symbols; residuals outside the radius are outliers.
-  const std::array<uint16_t, kMaxDims>& block = p.block;
-  LorenzoForward(BlockGrid::Make(p.shape, {block.data(), p.shape.size()}), q.data());
+  LorenzoForward(grid, q.data());
   std::vector<uint16_t> symbols(n);
   const int64_t radius = p.radius;
   ParallelFor(ranges, [&](uint64_t r) {

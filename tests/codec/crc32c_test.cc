@@ -30,5 +30,22 @@ TEST(Crc32c, ExtendEqualsWhole) {
   }
 }
 
+// What lets the GPU writer checksum a section in parallel pieces.
+TEST(Crc32c, CombineEqualsWhole) {
+  std::string s(5000, '\0');
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>(i * 131 + (i >> 5));
+  const uint32_t whole = Crc32c(s.data(), s.size());
+  for (size_t cut : {0, 1, 3, 8, 64, 1000, 4095, 4999, 5000}) {
+    const uint32_t a = Crc32c(s.data(), cut);
+    const uint32_t b = Crc32c(s.data() + cut, s.size() - cut);
+    EXPECT_EQ(Crc32cCombine(a, b, s.size() - cut), whole) << "cut at " << cut;
+  }
+  // Three pieces, combined in either grouping.
+  const uint32_t p1 = Crc32c(s.data(), 100), p2 = Crc32c(s.data() + 100, 1900),
+                 p3 = Crc32c(s.data() + 2000, 3000);
+  EXPECT_EQ(Crc32cCombine(Crc32cCombine(p1, p2, 1900), p3, 3000), whole);
+  EXPECT_EQ(Crc32cCombine(p1, Crc32cCombine(p2, p3, 3000), 4900), whole);
+}
+
 }  // namespace
 }  // namespace ebzip

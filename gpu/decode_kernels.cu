@@ -1,0 +1,498 @@
+// Decompression's Huffman side: decode tables from the code-length section,
+// the chunk index, and the three decoders (DESIGN §1): chunk-parallel (a
+// thread per chunk), gap-array (a block per chunk, a thread per run of
+// subsequences starting where the gap array says, count, scan, decode into
+// shared memory, coalesced write; Rivera et al.) and self-synchronizing (the
+// same without gaps: speculative starts corrected until they agree, stopping
+// early where a corrected path meets the speculative one; Weißenberger and
+// Schmidt). Every inconsistency is reported, never decoded around.
+#include <cub/block/block_scan.cuh>
+
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+
+namespace ebzip::gpu {
+namespace {
+
+constexpr int kLookupBits = 12;
+constexpr int kTableThreads = 1024;
+constexpr int kMaxLength = format::kMaxCodeLength;
+
+// ---------------------------------------------------------------------------
+// Decode tables (the device twin of codec/huffman_decoder.cc's HuffmanTable).
+
+__global__ void __launch_bounds__(kTableThreads)
+    BuildTablesKernel(const Segment* segments, const Item* items, DecodeTables t,
+                      DeviceStatus* status) {
+  using Scan = cub::BlockScan<uint32_t, kTableThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  __shared__ uint32_t count[kMaxLength + 2];
+  __shared__ uint32_t first[kMaxLength + 2];
+  __shared__ uint32_t offset[kMaxLength + 2];
+  __shared__ uint32_t parsed, bad;
+  const uint32_t s = blockIdx.x;
+  const Segment& seg = segments[s];
+  const uint32_t alphabet = 2 * seg.radius;
+  uint8_t* lengths = t.lengths + uint64_t{s} * 65536;
+  uint32_t* lookup = t.lookup + uint64_t{s} * (1 << kLookupBits);
+  for (uint32_t i = threadIdx.x; i < 65536; i += kTableThreads) lengths[i] = 0;
+  for (uint32_t i = threadIdx.x; i < (1u << kLookupBits); i += kTableThreads) lookup[i] = 0;
+  if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
+  __syncthreads();
+
+  // The section is a few hundred bytes: one thread walks it (FORMAT.md §5.1).
+  if (threadIdx.x == 0) {
+    const uint8_t* p = items[seg.item].archive + seg.section_offset[format::kCodeLengths];
+    const uint64_t size = seg.section_length[format::kCodeLengths];
+    uint32_t n = 0;
+    bool ok = true;
+    for (uint64_t i = 0; ok && i < size;) {
+      const uint8_t b = p[i++];
+      if (b != 0) {
+        ok = b <= seg.max_code_length && n < alphabet;
+        if (ok) lengths[n++] = b;
+        continue;
+      }
+      uint64_t run = 0;
+      for (int shift = 0;; shift += 7) {
+        if (i >= size || shift > 35) {
+          ok = false;
+          break;
+        }
+        const uint8_t v = p[i++];
+        run |= static_cast<uint64_t>(v & 0x7F) << shift;
+        if (!(v & 0x80)) break;
+      }
+      ok = ok && run != 0 && run <= alphabet - n;
+      n += ok ? static_cast<uint32_t>(run) : 0;
+    }
+    parsed = ok && n == alphabet;
+    bad = 0;
+  }
+  __syncthreads();
+  if (!parsed) {
+    if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
+    return;
+  }
+  // Symbols per length, then Kraft: sum of 2^-l <= 1.
+  const uint32_t per = 65536 / kTableThreads;
+  const uint32_t my_begin = threadIdx.x * per;
+  for (uint32_t i = my_begin; i < my_begin + per; ++i) {
+    if (lengths[i]) atomicAdd(&count[lengths[i]], 1u);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    uint64_t kraft = 0, used = 0;
+    uint32_t code = 0, at = 0;
+    for (int l = 1; l <= kMaxLength; ++l) {
+      kraft += uint64_t{count[l]} << (kMaxLength - l);
+      used += count[l];
+      code = (code + count[l - 1]) << 1;
+      first[l] = code;
+      offset[l] = at;
+      at += count[l];
+    }
+    bad = used == 0 || kraft > (uint64_t{1} << kMaxLength);
+  }
+  __syncthreads();
+  if (bad) {
+    if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
+    return;
+  }
+  // Symbols sorted by (length, symbol), and the lookup table for short codes.
+  uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
+  for (int l = 1; l <= static_cast<int>(seg.max_code_length); ++l) {
+    uint32_t mine = 0;
+    for (uint32_t i = my_begin; i < my_begin + per; ++i) mine += lengths[i] == l;
+    uint32_t rank;
+    Scan(temp).ExclusiveSum(mine, rank);
+    __syncthreads();
+    for (uint32_t i = my_begin; i < my_begin + per; ++i) {
+      if (lengths[i] != l) continue;
+      sorted[offset[l] + rank] = static_cast<uint16_t>(i);
+      if (l <= kLookupBits) {
+        const uint32_t code = first[l] + rank;
+        const uint32_t fill = 1u << (kLookupBits - l);
+        for (uint32_t k = 0; k < fill; ++k) lookup[(code << (kLookupBits - l)) + k] = (i << 8) | l;
+      }
+      ++rank;
+    }
+  }
+  if (threadIdx.x <= kMaxLength) {
+    t.first_code[uint64_t{s} * 32 + threadIdx.x] = first[threadIdx.x];
+    t.count[uint64_t{s} * 32 + threadIdx.x] = count[threadIdx.x];
+    t.offset[uint64_t{s} * 32 + threadIdx.x] = offset[threadIdx.x];
+  }
+}
+
+// One segment's table, as the decoders read it.
+struct Table {
+  const uint32_t* lookup;
+  const uint32_t* first;
+  const uint32_t* count;
+  const uint32_t* offset;
+  const uint16_t* sorted;
+  int max_length;
+
+  __device__ Table(const DecodeTables& t, uint32_t s, int max_len)
+      : lookup(t.lookup + uint64_t{s} * (1 << kLookupBits)),
+        first(t.first_code + uint64_t{s} * 32),
+        count(t.count + uint64_t{s} * 32),
+        offset(t.offset + uint64_t{s} * 32),
+        sorted(t.sorted + uint64_t{s} * 65536),
+        max_length(max_len) {}
+
+  // Length of the codeword at the top of `window` (0 if none) and its symbol.
+  __device__ int Decode(uint32_t window, uint32_t* symbol) const {
+    const uint32_t e = __ldg(&lookup[window >> (32 - kLookupBits)]);
+    if (e != 0) {
+      *symbol = e >> 8;
+      return static_cast<int>(e & 0xFF);
+    }
+    for (int l = kLookupBits + 1; l <= max_length; ++l) {
+      const uint32_t code = window >> (32 - l);
+      const uint32_t k = code - __ldg(&first[l]);
+      if (k < __ldg(&count[l])) {
+        *symbol = __ldg(&sorted[__ldg(&offset[l]) + k]);
+        return l;
+      }
+    }
+    return 0;
+  }
+};
+
+// Reads a chunk's bits MSB-first; words past the chunk read as zero.
+struct BitReader {
+  const uint32_t* words;
+  uint32_t num_words;
+
+  __device__ uint32_t Word(uint32_t i) const { return i < num_words ? words[i] : 0u; }
+  __device__ uint32_t Window(uint32_t pos) const {
+    const uint32_t w = pos / 32, r = pos % 32;
+    const uint32_t hi = Word(w);
+    return r == 0 ? hi : (hi << r) | (Word(w + 1) >> (32 - r));
+  }
+};
+
+// Where a chunk is and what decodes it.
+struct ChunkView {
+  uint32_t s;
+  const Segment* seg;
+  uint64_t c;          // within the segment
+  uint32_t count;      // symbols
+  uint32_t bits;
+  BitReader reader;
+  uint16_t* out;       // the chunk's first symbol
+
+  __device__ ChunkView(const Segment* segments, uint32_t num_segments, const Item* items,
+                       uint64_t chunk, const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                       uint16_t* symbols) {
+    s = SegmentOfChunk(segments, num_segments, chunk);
+    seg = &segments[s];
+    c = chunk - seg->chunk_base;
+    const uint64_t begin = c * seg->chunk_symbols;
+    count = static_cast<uint32_t>(min(seg->geo.n - begin, uint64_t{seg->chunk_symbols}));
+    bits = chunk_bits[chunk];
+    reader.words = reinterpret_cast<const uint32_t*>(items[seg->item].archive +
+                                                     seg->section_offset[format::kBitstream]) +
+                   (word_prefix[chunk] - word_prefix[seg->chunk_base]);
+    reader.num_words = (bits + 31) / 32;
+    out = symbols + seg->symbol_base + begin;
+  }
+};
+
+// Decodes from `pos` until the first codeword start at or after `stop`
+// (or the chunk's end). Returns false on an invalid codeword. With `emit`,
+// writes the symbols; with `trace`, records the first kTrace start positions.
+constexpr int kTrace = 16;
+template <bool kEmit>
+__device__ bool DecodeRun(const Table& table, const BitReader& r, uint32_t& pos, uint32_t stop,
+                          uint32_t bits, uint32_t& n, uint16_t* emit, uint32_t* trace,
+                          uint32_t& traced) {
+  while (pos < stop) {
+    if (trace && traced < kTrace) trace[traced++] = pos;
+    uint32_t sym;
+    const int l = table.Decode(r.Window(pos), &sym);
+    if (l == 0 || pos + l > bits) return false;
+    if constexpr (kEmit) emit[n] = static_cast<uint16_t>(sym);
+    ++n;
+    pos += l;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// (a) Chunk-parallel: the baseline, one thread decodes a whole chunk.
+
+__global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segments,
+                                    uint64_t num_chunks, const Item* items, DecodeTables tables,
+                                    const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                                    uint16_t* symbols, uint64_t* zero_symbols,
+                                    DeviceStatus* status) {
+  const uint64_t chunk = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  // An index that failed its checks may point outside the bitstream.
+  if (chunk >= num_chunks || status->error != kNoError) return;
+  const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
+  const Table table(tables, v.s, v.seg->max_code_length);
+  uint32_t pos = 0, zeros = 0;
+  for (uint32_t i = 0; i < v.count; ++i) {
+    uint32_t sym;
+    const int l = table.Decode(v.reader.Window(pos), &sym);
+    if (l == 0 || pos + l > v.bits) {
+      ReportError(status, kErrBitstream, v.s);
+      return;
+    }
+    v.out[i] = static_cast<uint16_t>(sym);
+    zeros += sym == 0;
+    pos += l;
+  }
+  if (pos != v.bits) ReportError(status, kErrBitstream, v.s);
+  if (zeros) atomicAdd(reinterpret_cast<unsigned long long*>(&zero_symbols[v.s]), zeros);
+}
+
+// ---------------------------------------------------------------------------
+// (b) and (c): a block per chunk; thread t owns a contiguous run of
+// subsequences and decodes from the first codeword start in it.
+
+template <bool kSelfSync>
+__global__ void __launch_bounds__(kThreads)
+    BlockDecodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
+                      DecodeTables tables, const uint32_t* chunk_bits,
+                      const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                      uint64_t* zero_symbols, DeviceStatus* status) {
+  using Scan = cub::BlockScan<uint32_t, kThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  __shared__ uint32_t start[kThreads + 1];  // true codeword start of each thread's run
+  __shared__ uint32_t end[kThreads];        // where each thread's decoding stopped
+  __shared__ uint32_t trace[kSelfSync ? kThreads : 1][kTrace];
+  __shared__ uint32_t zeros;
+  extern __shared__ uint16_t staged[];      // the chunk's symbols
+  __shared__ bool skip;
+  // See ChunkParallelKernel; one read, so the whole block agrees.
+  if (threadIdx.x == 0) skip = status->error != kNoError;
+  __syncthreads();
+  if (skip) return;
+
+  const ChunkView v(segments, num_segments, items, blockIdx.x, chunk_bits, word_prefix, symbols);
+  const Segment& seg = *v.seg;
+  const Table table(tables, v.s, seg.max_code_length);
+  const uint32_t sub = seg.subsequence_bits;
+  const uint32_t subsequences = (v.bits + sub - 1) / sub;
+  const uint32_t per = (subsequences + kThreads - 1) / kThreads;
+  const uint32_t t = threadIdx.x;
+  const uint32_t boundary = min(v.bits, t * per * sub);  // first bit of my run
+  const uint32_t stop = min(v.bits, (t + 1) * per * sub);
+  const bool active = boundary < v.bits;
+  if (t == 0) zeros = 0;
+
+  uint32_t pos = boundary, n = 0;
+  bool ok = true;
+  if constexpr (!kSelfSync) {
+    // (b) The gap array gives the first codeword start of each subsequence.
+    if (active) {
+      const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
+                            (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
+      pos = boundary + gaps[t * per];
+      ok = pos <= v.bits && (t > 0 || pos == 0);
+    }
+    start[t] = active ? pos : v.bits;
+    uint32_t traced = 0;
+    if (ok && active) ok = DecodeRun<false>(table, v.reader, pos, stop, v.bits, n, nullptr, nullptr, traced);
+    end[t] = active ? pos : v.bits;
+    if (!ok) ReportError(status, kErrGapArray, v.s);
+    __syncthreads();
+    // The runs must chain: each ends exactly where the next begins.
+    if (active && ok && end[t] != (t + 1 < kThreads ? start[t + 1] : v.bits)) {
+      ReportError(status, kErrGapArray, v.s);
+    }
+  } else {
+    // (c) Speculative start at the run's first bit (thread 0's is true).
+    uint32_t traced = 0;
+    uint32_t* my_trace = trace[t];
+    bool valid = active && DecodeRun<false>(table, v.reader, pos, stop, v.bits, n, nullptr, my_trace, traced);
+    start[t] = active ? boundary : v.bits;
+    end[t] = valid ? pos : 0xFFFFFFFFu;
+    if (!active) end[t] = v.bits;
+    __syncthreads();
+    // Rounds: a thread whose start disagrees with its predecessor's (valid)
+    // end decodes again from there, stopping as soon as it lands on a
+    // codeword start of its previous path: from there on the paths agree.
+    for (uint32_t round = 0; round <= kThreads; ++round) {
+      const uint32_t want = t == 0 ? 0 : end[t - 1];
+      const bool redo = active && t > 0 && want != 0xFFFFFFFFu && want != start[t];
+      __syncthreads();
+      if (redo) {
+        uint32_t p = want, m = 0, k = 0;
+        const uint32_t old_traced = traced;
+        const uint32_t old_n = n;
+        bool met = false, good = p <= v.bits;
+        uint32_t fresh = 0;
+        uint32_t fresh_trace[kTrace];
+        while (good && p < stop) {
+          while (k < old_traced && my_trace[k] < p) ++k;
+          if (k < old_traced && my_trace[k] == p) {
+            met = true;
+            break;
+          }
+          if (fresh < kTrace) fresh_trace[fresh++] = p;
+          uint32_t sym;
+          const int l = table.Decode(v.reader.Window(p), &sym);
+          if (l == 0 || p + l > v.bits) {
+            good = false;
+            break;
+          }
+          p += l;
+          ++m;
+        }
+        if (met) {
+          // Same path from trace[k] on: k symbols of the old path precede it.
+          n = m + (old_n - k);
+          // Keep the old end; re-trace from the new start for later rounds.
+          for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
+          uint32_t i = fresh;
+          for (uint32_t j = k; j < old_traced && i < kTrace; ++j) my_trace[i++] = my_trace[j];
+          traced = i;
+        } else {
+          n = m;
+          for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
+          traced = fresh;
+          end[t] = good ? p : 0xFFFFFFFFu;
+        }
+        start[t] = want;
+      }
+      if (!__syncthreads_or(redo)) break;
+    }
+    ok = !active || end[t] != 0xFFFFFFFFu;
+    if (!ok) ReportError(status, kErrBitstream, v.s);
+    pos = start[t];
+  }
+  __syncthreads();
+
+  // Count, scan, decode into shared memory, write out coalesced.
+  uint32_t rank, total;
+  Scan(temp).ExclusiveSum(active && ok ? n : 0, rank, total);
+  const bool chained = end[kThreads - 1] == v.bits || v.bits == 0;
+  if (total != v.count || !chained) {
+    if (t == 0) ReportError(status, kErrBitstream, v.s);
+    return;
+  }
+  uint32_t my_zeros = 0;
+  if (active && ok) {
+    uint32_t p = start[t], m = 0, traced = 0;
+    DecodeRun<true>(table, v.reader, p, stop, v.bits, m, staged + rank, nullptr, traced);
+    for (uint32_t i = 0; i < m; ++i) my_zeros += staged[rank + i] == 0;
+  }
+  if (my_zeros) atomicAdd(&zeros, my_zeros);
+  __syncthreads();
+  for (uint32_t i = t; i < v.count; i += kThreads) v.out[i] = staged[i];
+  if (t == 0 && zeros) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(&zero_symbols[v.s]), zeros);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Chunk index (FORMAT.md §5.2).
+
+__global__ void ReadChunkIndexKernel(const Segment* segments, uint32_t num_segments,
+                                     uint64_t num_chunks, const Item* items, uint32_t* chunk_bits,
+                                     uint64_t* chunk_words, uint64_t* chunk_gaps,
+                                     DeviceStatus* status) {
+  const uint64_t chunk = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (chunk >= num_chunks) return;
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
+  const Segment& seg = segments[s];
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
+  const uint8_t* index = items[seg.item].archive + seg.section_offset[format::kChunkIndex];
+  uint32_t bits = LoadBytes<uint32_t>(index + groups * 8 + c * 4);
+  if (uint64_t{bits} > uint64_t{seg.chunk_symbols} * seg.max_code_length) {
+    ReportError(status, kErrChunkIndex, s);
+    bits = 0;
+  }
+  chunk_bits[chunk] = bits;
+  chunk_words[chunk] = (bits + 31) / 32;
+  chunk_gaps[chunk] = seg.gap_array ? (bits + seg.subsequence_bits - 1) / seg.subsequence_bits : 0;
+}
+
+__global__ void CheckChunkIndexKernel(const Segment* segments, uint32_t num_segments,
+                                      uint64_t num_chunks, const Item* items,
+                                      const uint64_t* chunk_words, const uint64_t* chunk_gaps,
+                                      const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                                      DeviceStatus* status) {
+  const uint64_t chunk = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (chunk >= num_chunks) return;
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
+  const Segment& seg = segments[s];
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint64_t words_before = word_prefix[chunk] - word_prefix[seg.chunk_base];
+  if (c % seg.chunk_group == 0) {
+    const uint8_t* index = items[seg.item].archive + seg.section_offset[format::kChunkIndex];
+    if (LoadBytes<uint64_t>(index + (c / seg.chunk_group) * 8) != words_before) {
+      ReportError(status, kErrChunkIndex, s);
+    }
+  }
+  if (c + 1 == seg.num_chunks) {
+    const uint64_t words = words_before + chunk_words[chunk];
+    const uint64_t gaps = gap_prefix[chunk] - gap_prefix[seg.chunk_base] + chunk_gaps[chunk];
+    if (words * 4 != seg.section_length[format::kBitstream] ||
+        (seg.gap_array && gaps != seg.section_length[format::kGapArray])) {
+      ReportError(status, kErrChunkIndex, s);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchBuildDecodeTables(const Segment* segments, uint32_t num_segments,
+                                    const Item* items, DecodeTables tables, DeviceStatus* status,
+                                    cudaStream_t stream) {
+  BuildTablesKernel<<<num_segments, kTableThreads, 0, stream>>>(segments, items, tables, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchReadChunkIndex(const Segment* segments, uint32_t num_segments,
+                                 uint64_t num_chunks, const Item* items, uint32_t* chunk_bits,
+                                 uint64_t* chunk_words, uint64_t* chunk_gaps,
+                                 DeviceStatus* status, cudaStream_t stream) {
+  ReadChunkIndexKernel<<<(num_chunks + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      segments, num_segments, num_chunks, items, chunk_bits, chunk_words, chunk_gaps, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments,
+                                  uint64_t num_chunks, const Item* items,
+                                  const uint64_t* chunk_words, const uint64_t* chunk_gaps,
+                                  const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                                  DeviceStatus* status, cudaStream_t stream) {
+  CheckChunkIndexKernel<<<(num_chunks + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+      segments, num_segments, num_chunks, items, chunk_words, chunk_gaps, word_prefix,
+      gap_prefix, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
+                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                         DecodeTables tables,
+                         const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                         const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
+                         DeviceStatus* status, cudaStream_t stream) {
+  if (decoder == GpuDecoder::kChunkParallel) {
+    ChunkParallelKernel<<<(num_chunks + 127) / 128, 128, 0, stream>>>(
+        segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, symbols,
+        zero_symbols, status);
+    return cudaGetLastError();
+  }
+  const size_t smem = size_t{max_chunk_symbols} * sizeof(uint16_t);
+  auto kernel = decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false> : BlockDecodeKernel<true>;
+  if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(smem));
+      e != cudaSuccess) {
+    return e;
+  }
+  kernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, tables,
+                                                 chunk_bits, word_prefix, gap_prefix, symbols,
+                                                 zero_symbols, status);
+  return cudaGetLastError();
+}
+
+}  // namespace ebzip::gpu

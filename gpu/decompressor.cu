@@ -1,0 +1,304 @@
+// DecompressBatch: the host reads the (already parsed) headers into the
+// segment table; the device checks every CRC, builds decode tables, reads the
+// chunk index, decodes, scatters outliers, inverts Lorenzo and restores fill
+// and verbatim values, recording the first inconsistency it meets.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <cub/device/device_scan.cuh>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/format.h"
+#include "gpu/cuda_status.h"
+#include "gpu/gpu_codec.h"
+#include "gpu/kernels.h"
+#include "gpu/segment_plan.h"
+#include "gpu/workspace_carver.h"
+
+namespace ebzip::gpu {
+namespace {
+
+struct Plan {
+  int elem_size = 0;
+  GpuDecoder decoder = GpuDecoder::kGapArray;
+  std::vector<Segment> segments;
+  std::vector<Item> items;
+  std::vector<CrcJob> crc_jobs;
+  std::vector<uint64_t> piece_prefix;  // jobs + 1
+  BatchTotals totals;
+  uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
+};
+
+absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKind kind) {
+  if (tasks.empty()) return absl::InvalidArgumentError("no archives to decompress");
+  Plan plan;
+  bool all_gaps = true;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const ArchiveInfo& info = *tasks[i].info;
+    if (info.header.dtype != tasks[0].info->header.dtype) {
+      return absl::InvalidArgumentError("a GPU batch takes one dtype");
+    }
+    plan.elem_size = static_cast<int>(DTypeSize(info.header.dtype));
+    Item item{};
+    item.archive = const_cast<uint8_t*>(tasks[i].archive);
+    item.first_segment = plan.segments.size();
+    item.num_segments = info.frames.size();
+    plan.items.push_back(item);
+    const uint64_t row_bytes = info.spec().num_bytes() / info.header.shape[0];
+    for (uint64_t f = 0; f < info.frames.size(); ++f) {
+      const format::FrameHeader& h = info.frame_headers[f];
+      Segment seg{};
+      seg.geo = MakeGeometry({h.shape.data(), static_cast<size_t>(h.ndim)},
+                             {h.block.data(), static_cast<size_t>(h.ndim)});
+      if (auto s = CheckGpuLimits(seg.geo, h.chunk_symbols, h.max_code_length); !s.ok()) return s;
+      seg.output = static_cast<uint8_t*>(tasks[i].output) + f * info.header.frame_rows * row_bytes;
+      seg.item = static_cast<uint32_t>(i);
+      seg.radius = h.radius;
+      seg.chunk_symbols = h.chunk_symbols;
+      seg.subsequence_bits = h.subsequence_bits;
+      seg.chunk_group = h.chunk_group;
+      seg.gap_array = h.has_gap_array;
+      seg.max_code_length = h.max_code_length;
+      seg.frame_index = static_cast<uint32_t>(f);
+      seg.frame_offset = info.frames[f].offset;
+      uint64_t at = seg.frame_offset + format::kFrameHeaderSize;
+      for (int k = 0; k < kSections; ++k) {
+        seg.section_offset[k] = at;
+        seg.section_length[k] = h.sections[k].length;
+        seg.section_crc[k] = h.sections[k].crc;
+        at += Align8(h.sections[k].length);
+      }
+      seg.outlier_count = h.outlier_count;
+      seg.verbatim_count = h.verbatim_count;
+      seg.fill_run_count = h.fill_run_count;
+      seg.outlier_base = plan.outliers;
+      seg.verbatim_base = plan.verbatim;
+      seg.fill_run_base = plan.fill_runs;
+      plan.outliers += h.outlier_count;
+      plan.verbatim += h.verbatim_count;
+      plan.fill_runs += h.fill_run_count;
+      seg.quant_step = h.quant_step;
+      seg.fill_value = h.fill_value.value_or(0.0);
+      all_gaps &= h.has_gap_array;
+      PlaceSegment(&seg, &plan.totals);
+      for (int k = 0; k < kSections; ++k) {
+        CrcJob job{};
+        job.data = tasks[i].archive + seg.section_offset[k];
+        job.length = seg.section_length[k];
+        job.expected = seg.section_crc[k];
+        job.segment = static_cast<uint32_t>(plan.segments.size());
+        plan.piece_prefix.push_back(plan.crc_jobs.empty()
+                                        ? 0
+                                        : plan.piece_prefix.back() +
+                                              (plan.crc_jobs.back().length + kCrcPieceBytes - 1) /
+                                                  kCrcPieceBytes);
+        plan.crc_jobs.push_back(job);
+      }
+      plan.segments.push_back(seg);
+    }
+  }
+  plan.piece_prefix.push_back(plan.piece_prefix.back() +
+                              (plan.crc_jobs.back().length + kCrcPieceBytes - 1) / kCrcPieceBytes);
+  switch (kind) {
+    case DecoderKind::kAuto:
+      plan.decoder = all_gaps ? GpuDecoder::kGapArray : GpuDecoder::kSelfSync;
+      break;
+    case DecoderKind::kGapArray:
+      if (!all_gaps) return absl::InvalidArgumentError("archive has frames without a gap array");
+      plan.decoder = GpuDecoder::kGapArray;
+      break;
+    case DecoderKind::kSelfSync:
+      plan.decoder = GpuDecoder::kSelfSync;
+      break;
+    case DecoderKind::kChunkParallel:
+      plan.decoder = GpuDecoder::kChunkParallel;
+      break;
+  }
+  return plan;
+}
+
+struct Buffers {
+  Segment* segments;
+  Item* items;
+  CrcJob* crc_jobs;
+  uint64_t* piece_prefix;
+  uint32_t* piece_crcs;
+  DecodeTables tables;
+  uint32_t* chunk_bits;
+  uint64_t* chunk_words;
+  uint64_t* chunk_gaps;
+  uint64_t* word_prefix;
+  uint64_t* gap_prefix;
+  uint16_t* symbols;
+  int32_t* deltas;
+  uint64_t* zero_symbols;
+  DeviceStatus* status;
+  void* cub_temp;
+  size_t cub_temp_bytes;
+  Segment* host_segments;
+  Item* host_items;
+  CrcJob* host_crc_jobs;
+  uint64_t* host_piece_prefix;
+};
+
+// The status lives at the start of both workspaces, so FinishDecompress
+// finds it without the plan.
+Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
+              WorkspaceSize* size) {
+  const uint64_t S = plan.segments.size();
+  Buffers b{};
+  WorkspaceCarver d(device);
+  b.status = d.Take<DeviceStatus>(1);
+  b.segments = d.Take<Segment>(S);
+  b.items = d.Take<Item>(plan.items.size());
+  b.crc_jobs = d.Take<CrcJob>(plan.crc_jobs.size());
+  b.piece_prefix = d.Take<uint64_t>(plan.piece_prefix.size());
+  b.piece_crcs = d.Take<uint32_t>(std::max<uint64_t>(1, plan.piece_prefix.back()));
+  b.tables.lengths = d.Take<uint8_t>(S * 65536);
+  b.tables.lookup = d.Take<uint32_t>(S * 4096);
+  b.tables.sorted = d.Take<uint16_t>(S * 65536);
+  b.tables.first_code = d.Take<uint32_t>(S * 32);
+  b.tables.count = d.Take<uint32_t>(S * 32);
+  b.tables.offset = d.Take<uint32_t>(S * 32);
+  b.chunk_bits = d.Take<uint32_t>(plan.totals.chunks);
+  b.chunk_words = d.Take<uint64_t>(plan.totals.chunks);
+  b.chunk_gaps = d.Take<uint64_t>(plan.totals.chunks);
+  b.word_prefix = d.Take<uint64_t>(plan.totals.chunks);
+  b.gap_prefix = d.Take<uint64_t>(plan.totals.chunks);
+  b.symbols = d.Take<uint16_t>(plan.totals.symbols);
+  b.deltas = d.Take<int32_t>(plan.totals.symbols);
+  b.zero_symbols = d.Take<uint64_t>(S);
+  b.cub_temp = d.Take<uint8_t>(cub_temp_bytes);
+  b.cub_temp_bytes = cub_temp_bytes;
+  WorkspaceCarver h(host);
+  h.Take<DeviceStatus>(1);
+  b.host_segments = h.Take<Segment>(S);
+  b.host_items = h.Take<Item>(plan.items.size());
+  b.host_crc_jobs = h.Take<CrcJob>(plan.crc_jobs.size());
+  b.host_piece_prefix = h.Take<uint64_t>(plan.piece_prefix.size());
+  if (size) *size = {d.size(), h.size()};
+  return b;
+}
+
+absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
+  size_t bytes = 0;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(nullptr, bytes,
+                                                     static_cast<uint64_t*>(nullptr),
+                                                     static_cast<uint64_t*>(nullptr),
+                                                     plan.totals.chunks));
+  return bytes;
+}
+
+const char* ErrorText(uint32_t error) {
+  switch (error) {
+    case kErrChecksum: return "section checksum mismatch";
+    case kErrCodeLengths: return "bad code lengths";
+    case kErrChunkIndex: return "chunk index disagrees with the bitstream";
+    case kErrBitstream: return "bitstream does not decode to the frame's symbols";
+    case kErrGapArray: return "gap array does not match the bitstream";
+    case kErrOutliers: return "outlier index out of order or not an outlier symbol";
+    case kErrVerbatim: return "verbatim index out of order";
+    case kErrFillRuns: return "fill runs overlap or leave the frame";
+    default: return "unknown device error";
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<WorkspaceSize> DecompressWorkspaceSize(absl::Span<const DecompressTask> tasks,
+                                                      DecoderKind decoder) {
+  auto plan = MakePlan(tasks, decoder);
+  if (!plan.ok()) return plan.status();
+  auto cub_bytes = CubTempBytes(*plan);
+  if (!cub_bytes.ok()) return cub_bytes.status();
+  WorkspaceSize size;
+  Carve(*plan, *cub_bytes, nullptr, nullptr, &size);
+  return size;
+}
+
+absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind decoder,
+                             const Workspace& ws, Stream stream, StageTimer* timer) {
+  auto plan_or = MakePlan(tasks, decoder);
+  if (!plan_or.ok()) return plan_or.status();
+  const Plan& plan = *plan_or;
+  auto cub_bytes = CubTempBytes(plan);
+  if (!cub_bytes.ok()) return cub_bytes.status();
+  WorkspaceSize need;
+  Carve(plan, *cub_bytes, nullptr, nullptr, &need);
+  if (ws.device_bytes < need.device_bytes || ws.host_bytes < need.host_bytes) {
+    return absl::InvalidArgumentError("workspace smaller than DecompressWorkspaceSize");
+  }
+  const Buffers b = Carve(plan, *cub_bytes, ws.device, ws.host, nullptr);
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  const uint32_t jobs = static_cast<uint32_t>(plan.crc_jobs.size());
+  const BatchTotals& t = plan.totals;
+  const cudaStream_t st = stream;
+  auto mark = [&](const char* stage) {
+    if (timer) timer->Mark(stage, st);
+  };
+  if (timer) timer->Start(st);
+
+  std::memcpy(b.host_segments, plan.segments.data(), S * sizeof(Segment));
+  std::memcpy(b.host_items, plan.items.data(), plan.items.size() * sizeof(Item));
+  std::memcpy(b.host_crc_jobs, plan.crc_jobs.data(), jobs * sizeof(CrcJob));
+  std::memcpy(b.host_piece_prefix, plan.piece_prefix.data(), plan.piece_prefix.size() * 8);
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
+                                       cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.items, b.host_items, plan.items.size() * sizeof(Item),
+                                       cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.crc_jobs, b.host_crc_jobs, jobs * sizeof(CrcJob),
+                                       cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.piece_prefix, b.host_piece_prefix,
+                                       plan.piece_prefix.size() * 8, cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.status, 0, sizeof(DeviceStatus), st));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.zero_symbols, 0, S * sizeof(uint64_t), st));
+  mark("upload tables");
+
+  CUDA_RETURN_IF_ERROR(LaunchCrcPieces(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(),
+                                       b.piece_crcs, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchCrcCombine(b.crc_jobs, jobs, b.piece_prefix, b.piece_crcs, b.status, st));
+  mark("crc32c");
+  CUDA_RETURN_IF_ERROR(LaunchBuildDecodeTables(b.segments, S, b.items, b.tables, b.status, st));
+  CUDA_RETURN_IF_ERROR(LaunchReadChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_bits,
+                                            b.chunk_words, b.chunk_gaps, b.status, st));
+  size_t temp = b.cub_temp_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words,
+                                                     b.word_prefix, t.chunks, st));
+  temp = b.cub_temp_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_gaps,
+                                                     b.gap_prefix, t.chunks, st));
+  CUDA_RETURN_IF_ERROR(LaunchCheckChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_words,
+                                             b.chunk_gaps, b.word_prefix, b.gap_prefix, b.status,
+                                             st));
+  mark("decode tables+chunk index");
+  CUDA_RETURN_IF_ERROR(LaunchDecode(plan.decoder, b.segments, S, t.chunks, t.max_chunk_symbols,
+                                    b.items, b.tables, b.chunk_bits, b.word_prefix, b.gap_prefix,
+                                    b.symbols, b.zero_symbols, b.status, st));
+  mark("huffman decode");
+  CUDA_RETURN_IF_ERROR(LaunchScatterOutliers(b.segments, S, plan.outliers, b.items, b.symbols,
+                                             b.zero_symbols, b.deltas, b.status, st));
+  mark("outlier scatter");
+  CUDA_RETURN_IF_ERROR(
+      LaunchReconstruct(plan.elem_size, b.segments, S, t.tiles, b.symbols, b.deltas, st));
+  mark("inverse lorenzo");
+  CUDA_RETURN_IF_ERROR(LaunchRestoreSpecials(plan.elem_size, b.segments, S, plan.fill_runs,
+                                             plan.verbatim, b.items, b.status, st));
+  mark("fill+verbatim");
+  return absl::OkStatus();
+}
+
+absl::Status FinishDecompress(const Workspace& ws, Stream stream) {
+  auto* host = static_cast<DeviceStatus*>(ws.host);
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, ws.device, sizeof(DeviceStatus),
+                                       cudaMemcpyDeviceToHost, stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (host->error == kNoError) return absl::OkStatus();
+  std::string what = ErrorText(host->error);
+  if (host->error == kErrChecksum) what = "section checksum mismatch";
+  return format::CorruptArchive(absl::StrCat(what, " (batch frame ", host->segment, ")"));
+}
+
+}  // namespace ebzip::gpu

@@ -1,0 +1,142 @@
+// Chunked Huffman encoding (FORMAT.md §10.5): each chunk's bit length, then
+// one block per chunk packs its codewords in shared memory, records the gap
+// array entries of its subsequences, and writes the words out coalesced.
+#include <cub/block/block_scan.cuh>
+#include <cub/warp/warp_reduce.cuh>
+
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+
+namespace ebzip::gpu {
+namespace {
+
+constexpr int kWarpsPerBlock = kThreads / 32;
+
+__global__ void ChunkBitsKernel(const Segment* segments, uint32_t num_segments,
+                                uint64_t num_chunks, const uint16_t* symbols,
+                                const uint8_t* lengths, uint32_t* chunk_bits,
+                                uint64_t* chunk_words, uint64_t* chunk_gaps) {
+  using WarpReduce = cub::WarpReduce<uint32_t>;
+  __shared__ typename WarpReduce::TempStorage temp[kWarpsPerBlock];
+  const uint64_t chunk = uint64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
+  if (chunk >= num_chunks) return;
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
+  const Segment& seg = segments[s];
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint64_t begin = c * seg.chunk_symbols;
+  const uint64_t end = min(seg.geo.n, begin + seg.chunk_symbols);
+  const uint16_t* sym = symbols + seg.symbol_base;
+  const uint8_t* len = lengths + uint64_t{s} * 65536;
+  uint32_t bits = 0;
+  for (uint64_t i = begin + threadIdx.x % 32; i < end; i += 32) bits += len[sym[i]];
+  bits = WarpReduce(temp[threadIdx.x / 32]).Sum(bits);
+  if (threadIdx.x % 32 == 0) {
+    chunk_bits[chunk] = bits;
+    chunk_words[chunk] = (bits + 31) / 32;
+    chunk_gaps[chunk] = seg.gap_array ? (bits + seg.subsequence_bits - 1) / seg.subsequence_bits : 0;
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) EncodeKernel(
+    const Segment* segments, uint32_t num_segments, const Item* items, const FrameLayout* layouts,
+    const uint16_t* symbols, const uint8_t* lengths, const uint32_t* codes,
+    const uint32_t* chunk_bits, const uint64_t* word_prefix, const uint64_t* gap_prefix) {
+  using Scan = cub::BlockScan<uint32_t, kThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  extern __shared__ uint32_t words[];
+
+  const uint64_t chunk = blockIdx.x;
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
+  const Segment& seg = segments[s];
+  const FrameLayout& layout = layouts[s];
+  if (items[seg.item].overflow) return;
+  uint8_t* archive = items[seg.item].archive;
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint64_t begin = c * seg.chunk_symbols;
+  const uint32_t count = static_cast<uint32_t>(min(seg.geo.n - begin, uint64_t{seg.chunk_symbols}));
+  const uint16_t* sym = symbols + seg.symbol_base + begin;
+  const uint8_t* len = lengths + uint64_t{s} * 65536;
+  const uint32_t* code = codes + uint64_t{s} * 65536;
+  const uint32_t total_bits = chunk_bits[chunk];
+  const uint32_t total_words = (total_bits + 31) / 32;
+
+  for (uint32_t w = threadIdx.x; w < total_words; w += kThreads) words[w] = 0;
+  // Each thread packs a contiguous run of symbols.
+  const uint32_t per = (count + kThreads - 1) / kThreads;
+  const uint32_t my_begin = min(count, threadIdx.x * per);
+  const uint32_t my_end = min(count, my_begin + per);
+  uint32_t my_bits = 0;
+  for (uint32_t i = my_begin; i < my_end; ++i) my_bits += len[sym[i]];
+  uint32_t pos;
+  Scan(temp).ExclusiveSum(my_bits, pos);
+  __syncthreads();  // words[] zeroed
+
+  const uint32_t sub = seg.subsequence_bits;
+  uint8_t* gaps = seg.gap_array
+                      ? archive + layout.section_offset[format::kGapArray] +
+                            (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
+                      : nullptr;
+  for (uint32_t i = my_begin; i < my_end; ++i) {
+    const uint32_t l = len[sym[i]];
+    const uint32_t cw = code[sym[i]];
+    const uint32_t w = pos / 32, r = pos % 32;
+    if (r + l <= 32) {
+      atomicOr(&words[w], cw << (32 - r - l));
+    } else {
+      atomicOr(&words[w], cw >> (r + l - 32));
+      atomicOr(&words[w + 1], cw << (64 - r - l));
+    }
+    if (gaps) {
+      // Every subsequence start lies in exactly one codeword; the gap is the
+      // distance to the next codeword start (or to the chunk's end).
+      if (pos % sub == 0) gaps[pos / sub] = 0;
+      const uint32_t next = (pos / sub + 1) * sub;
+      if (next < pos + l && next < total_bits) gaps[next / sub] = static_cast<uint8_t>(pos + l - next);
+    }
+    pos += l;
+  }
+  __syncthreads();
+
+  uint32_t* out = reinterpret_cast<uint32_t*>(archive + layout.section_offset[format::kBitstream]) +
+                  (word_prefix[chunk] - word_prefix[seg.chunk_base]);
+  for (uint32_t w = threadIdx.x; w < total_words; w += kThreads) out[w] = words[w];
+  if (threadIdx.x == 0) {
+    uint8_t* index = archive + layout.section_offset[format::kChunkIndex];
+    const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
+    StoreBytes<uint32_t>(index + groups * 8 + c * 4, total_bits);
+    if (c % seg.chunk_group == 0) {
+      StoreBytes<uint64_t>(index + (c / seg.chunk_group) * 8,
+                           word_prefix[chunk] - word_prefix[seg.chunk_base]);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                            const uint16_t* symbols, const uint8_t* lengths, uint32_t* chunk_bits,
+                            uint64_t* chunk_words, uint64_t* chunk_gaps, cudaStream_t stream) {
+  const uint64_t blocks = (num_chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  ChunkBitsKernel<<<blocks, kThreads, 0, stream>>>(segments, num_segments, num_chunks, symbols,
+                                                   lengths, chunk_bits, chunk_words, chunk_gaps);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchEncode(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                         uint32_t max_chunk_symbols, uint32_t max_code_length, const Item* items,
+                         const FrameLayout* layouts, const uint16_t* symbols,
+                         const uint8_t* lengths, const uint32_t* codes, const uint32_t* chunk_bits,
+                         const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                         cudaStream_t stream) {
+  // One word of slack: a codeword may straddle into the word after the last.
+  const size_t smem = (uint64_t{max_chunk_symbols} * max_code_length + 31) / 32 * 4 + 4;
+  cudaError_t e = cudaFuncSetAttribute(EncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  EncodeKernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, layouts,
+                                                       symbols, lengths, codes, chunk_bits,
+                                                       word_prefix, gap_prefix);
+  return cudaGetLastError();
+}
+
+}  // namespace ebzip::gpu

@@ -1,0 +1,112 @@
+// The GPU codec's device API (DESIGN §1, §4): compress and decompress arrays
+// that live in device memory, on a caller's CUDA stream, in caller-provided
+// workspace, producing exactly the archive bytes the CPU codec (codec/)
+// produces. Built for the service's worker, which owns streams and pools
+// buffers: nothing here allocates device memory.
+//
+// Batches: every call takes a list of arrays and runs one set of launches
+// over all their frames (a segment table), so many small requests cost about
+// what one large one does.
+//
+// Synchronization: compression synchronizes the stream once, to bring the
+// frames' symbol histograms to the host, which builds the Huffman codes
+// (bench/GPU_NOTES.md measures why the host); everything after that is
+// enqueued and returns at once. Decompression does not synchronize:
+// FinishDecompress does, to report what the device found.
+#ifndef EBZIP_GPU_GPU_CODEC_H_
+#define EBZIP_GPU_GPU_CODEC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "codec/archive.h"
+#include "codec/huffman_decoder.h"
+#include "codec/types.h"
+#include "gpu/stage_timer.h"
+
+struct CUstream_st;
+
+namespace ebzip::gpu {
+
+using Stream = CUstream_st*;  // a cudaStream_t; nullptr is the default stream
+
+// OK when a CUDA device is usable; otherwise why not (tests skip on it).
+absl::Status DeviceAvailable();
+// "NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" for device `ordinal`.
+absl::StatusOr<std::string> DeviceDescription(int ordinal = 0);
+
+// Memory a call works in: device memory, and pinned host memory
+// (cudaMallocHost) for the few tables that cross the bus. Neither may be
+// reused until the stream has passed the call's work.
+struct Workspace {
+  void* device = nullptr;
+  size_t device_bytes = 0;
+  void* host = nullptr;
+  size_t host_bytes = 0;
+};
+struct WorkspaceSize {
+  size_t device_bytes = 0;
+  size_t host_bytes = 0;
+};
+
+// One array to compress.
+struct CompressTask {
+  ArraySpec spec;
+  CompressOptions options;
+  const void* input = nullptr;      // device: spec.num_bytes(), little-endian
+  uint8_t* archive = nullptr;       // device: room for `capacity` bytes
+  uint64_t capacity = 0;            // MaxArchiveBytes() can never overflow
+  uint64_t* archive_size = nullptr; // device: the archive's length, once written
+};
+
+// The largest archive `spec` can compress to under `options`.
+uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options);
+
+// Workspace for CompressBatch over these tasks (only spec and options are
+// read). All tasks must share one dtype. UNIMPLEMENTED for parameters the GPU
+// kernels do not take (Lorenzo blocks over 4096 elements, chunks over 65536
+// symbols); the CPU codec takes everything.
+absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks);
+
+// Compresses every task into its archive buffer. When an archive would exceed
+// its capacity, *archive_size says how large it would be and nothing else is
+// written (compare once the stream is done).
+// `timer`, when given, marks each stage's end (bench/gpu_benchmark.cu).
+absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace& workspace,
+                           Stream stream, StageTimer* timer = nullptr);
+
+// One archive to decompress. The host parses the headers (ReadArchiveInfo on
+// the same bytes); the device reads every section and checks every CRC.
+struct DecompressTask {
+  const ArchiveInfo* info = nullptr;
+  const uint8_t* archive = nullptr;  // device copy of the whole archive
+  void* output = nullptr;            // device: info->spec().num_bytes()
+};
+
+// kAuto: gap-array decoding where every frame has a gap array, else
+// self-synchronizing; kGapArray fails on frames without one.
+absl::StatusOr<WorkspaceSize> DecompressWorkspaceSize(absl::Span<const DecompressTask> tasks,
+                                                      DecoderKind decoder);
+absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind decoder,
+                             const Workspace& workspace, Stream stream,
+                             StageTimer* timer = nullptr);
+// Waits for the stream and reports the first inconsistency the device found
+// (DATA_LOSS "corrupt archive: ...", as the CPU codec says it).
+absl::Status FinishDecompress(const Workspace& workspace, Stream stream);
+
+// Conveniences over the calls above for host-resident data: they allocate,
+// copy, run on the default stream and free. For tests, tools and the CLI.
+absl::StatusOr<std::vector<uint8_t>> CompressHost(const ArraySpec& spec,
+                                                  absl::Span<const uint8_t> data,
+                                                  const CompressOptions& options);
+absl::StatusOr<DecompressedArray> DecompressHost(absl::Span<const uint8_t> archive,
+                                                 DecoderKind decoder = DecoderKind::kAuto);
+
+}  // namespace ebzip::gpu
+
+#endif  // EBZIP_GPU_GPU_CODEC_H_

@@ -1,0 +1,142 @@
+// Launchers of the GPU codec's kernels, one group per .cu file. Each enqueues
+// on `stream` and returns the launch error; none allocates or synchronizes.
+// Element-type-dependent launchers take the element size (4 or 8).
+#ifndef EBZIP_GPU_KERNELS_H_
+#define EBZIP_GPU_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/segment.h"
+
+namespace ebzip::gpu {
+
+// --- predict_kernels.cu: range, bound, and the fused prediction pass.
+// Reduces each REL item's finite non-fill range into Item::min_key/max_key.
+cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_segments,
+                        Item* items, uint64_t range_tiles, cudaStream_t stream);
+// Resolves every item's absolute bound and step (ResolveBoundFor).
+cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t stream);
+// Quantize, placeholder, Lorenzo, symbols, histogram and special-element
+// masks, one Lorenzo block at a time, for every tile of every segment.
+struct PredictOutputs {
+  uint16_t* symbols;
+  int32_t* deltas;      // outlier residuals, written at their element's index
+  uint32_t* histogram;  // 65536 bins per segment
+  uint32_t* outlier_mask;
+  uint32_t* verbatim_mask;
+  uint32_t* fill_mask;
+};
+cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_segments,
+                          const Item* items, uint64_t num_tiles, PredictOutputs out,
+                          cudaStream_t stream);
+
+// --- encode_kernels.cu: chunked Huffman encoding with gap array.
+// Bits per chunk, and the words and gap entries each chunk takes.
+cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                            const uint16_t* symbols, const uint8_t* lengths, uint32_t* chunk_bits,
+                            uint64_t* chunk_words, uint64_t* chunk_gaps, cudaStream_t stream);
+// Writes bitstream, gap array and chunk index into each frame's sections.
+// word_prefix/gap_prefix: exclusive scans of chunk_words/chunk_gaps.
+cudaError_t LaunchEncode(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                         uint32_t max_chunk_symbols, uint32_t max_code_length,
+                         const Item* items, const FrameLayout* layouts, const uint16_t* symbols,
+                         const uint8_t* lengths, const uint32_t* codes, const uint32_t* chunk_bits,
+                         const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                         cudaStream_t stream);
+
+// --- specials_kernels.cu: outliers, verbatim values and fill runs, in index
+// order, from the masks.
+cudaError_t LaunchCountSpecials(const Segment* segments, uint32_t num_segments,
+                                uint64_t num_mask_tiles, const uint32_t* outlier_mask,
+                                const uint32_t* verbatim_mask, const uint32_t* fill_mask,
+                                SpecialCounts* tile_counts, cudaStream_t stream);
+cudaError_t LaunchWriteSpecials(int elem_size, const Segment* segments, uint32_t num_segments,
+                                uint64_t num_mask_tiles, const Item* items,
+                                const FrameLayout* layouts, const uint32_t* outlier_mask,
+                                const uint32_t* verbatim_mask, const uint32_t* fill_mask,
+                                const SpecialCounts* tile_prefix, const int32_t* deltas,
+                                cudaStream_t stream);
+
+// --- assemble_kernels.cu: frame layout, headers, index, trailer.
+// Fixes every section's length and place (one thread per item) and the
+// archive's size, and lists the sections whose CRC the device computes.
+cudaError_t LaunchLayout(int elem_size, const Segment* segments, Item* items, uint32_t num_items,
+                         const Codebook* codebooks, const SpecialCounts* tile_prefix,
+                         const SpecialCounts* tile_counts, const uint64_t* word_prefix,
+                         const uint64_t* gap_prefix, const uint64_t* chunk_words,
+                         const uint64_t* chunk_gaps, FrameLayout* layouts, CrcJob* crc_jobs,
+                         uint64_t* crc_job_pieces, cudaStream_t stream);
+// Copies each frame's code-length section into place.
+cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments,
+                                  const Item* items, const FrameLayout* layouts,
+                                  const Codebook* codebooks, const uint8_t* code_sections,
+                                  cudaStream_t stream);
+// Writes frame headers from their templates (kFrameHeaderSize bytes per
+// segment), the file header (kFileHeaderSize per item), index and trailer.
+cudaError_t LaunchHeaders(const Segment* segments, uint32_t num_segments, const Item* items,
+                          uint32_t num_items, const FrameLayout* layouts,
+                          const uint8_t* frame_templates, const uint8_t* file_templates,
+                          cudaStream_t stream);
+
+// --- crc_kernels.cu: CRC-32C of many byte ranges in 4 KiB pieces.
+inline constexpr uint64_t kCrcPieceBytes = 4096;
+// piece_prefix: exclusive scan of each job's piece count (ceil(length/4096)),
+// num_jobs + 1 entries, the last being the total (on the device).
+cudaError_t LaunchCrcPieces(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
+                            uint64_t max_pieces, uint32_t* piece_crcs, cudaStream_t stream);
+// Combines each job's pieces: stores the CRC at job.result, or, with status
+// set, compares it with job.expected and records the first mismatch.
+cudaError_t LaunchCrcCombine(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
+                             const uint32_t* piece_crcs, DeviceStatus* status,
+                             cudaStream_t stream);
+
+// --- decode_kernels.cu: code tables, chunk index, the three decoders.
+struct DecodeTables {
+  uint8_t* lengths;      // 65536 per segment
+  uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length, 0 = longer
+  uint16_t* sorted;      // 65536 per segment: symbols by (length, symbol)
+  uint32_t* first_code;  // 32 per segment: canonical first code of each length
+  uint32_t* count;       // 32 per segment
+  uint32_t* offset;      // 32 per segment: into sorted
+};
+cudaError_t LaunchBuildDecodeTables(const Segment* segments, uint32_t num_segments,
+                                    const Item* items, DecodeTables tables, DeviceStatus* status,
+                                    cudaStream_t stream);
+// Reads each chunk's bit length; words and gap entries per chunk.
+cudaError_t LaunchReadChunkIndex(const Segment* segments, uint32_t num_segments,
+                                 uint64_t num_chunks, const Item* items, uint32_t* chunk_bits,
+                                 uint64_t* chunk_words, uint64_t* chunk_gaps,
+                                 DeviceStatus* status, cudaStream_t stream);
+// Checks group offsets and totals against the scans.
+cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments,
+                                  uint64_t num_chunks, const Item* items,
+                                  const uint64_t* chunk_words, const uint64_t* chunk_gaps,
+                                  const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                                  DeviceStatus* status, cudaStream_t stream);
+enum class GpuDecoder { kChunkParallel, kGapArray, kSelfSync };
+cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
+                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                         DecodeTables tables,
+                         const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                         const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
+                         DeviceStatus* status, cudaStream_t stream);
+
+// --- reconstruct_kernels.cu: outliers, inverse Lorenzo, fill and verbatim.
+cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,
+                                  uint64_t total_outliers, const Item* items,
+                                  const uint16_t* symbols,
+                                  const uint64_t* zero_symbols, int32_t* deltas,
+                                  DeviceStatus* status, cudaStream_t stream);
+cudaError_t LaunchReconstruct(int elem_size, const Segment* segments, uint32_t num_segments,
+                              uint64_t num_tiles, const uint16_t* symbols, const int32_t* deltas,
+                              cudaStream_t stream);
+cudaError_t LaunchRestoreSpecials(int elem_size, const Segment* segments, uint32_t num_segments,
+                                  uint64_t total_runs, uint64_t total_verbatim, const Item* items,
+                                  DeviceStatus* status, cudaStream_t stream);
+
+}  // namespace ebzip::gpu
+
+#endif  // EBZIP_GPU_KERNELS_H_

@@ -1,0 +1,194 @@
+// Decompression's element side: outlier residuals into place, inverse
+// Lorenzo and dequantization one block at a time in shared memory, then fill
+// runs and verbatim values over the top (FORMAT.md §8), each checked as the
+// CPU decoder checks it.
+#include "codec/quantize_point.h"
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+
+namespace ebzip::gpu {
+namespace {
+
+__device__ uint32_t SegmentOf(const Segment* s, uint32_t n, uint64_t k, uint64_t Segment::*base) {
+  return FindSegment(n, k, [s, base](uint32_t i) { return s[i].*base; });
+}
+
+__global__ void ScatterOutliersKernel(const Segment* segments, uint32_t num_segments,
+                                      uint64_t total, const Item* items, const uint16_t* symbols,
+                                      int32_t* deltas, DeviceStatus* status) {
+  const uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (k >= total) return;
+  const uint32_t s = SegmentOf(segments, num_segments, k, &Segment::outlier_base);
+  const Segment& seg = segments[s];
+  const uint64_t j = k - seg.outlier_base;
+  const uint8_t* sec = items[seg.item].archive + seg.section_offset[format::kOutliers];
+  const uint32_t index = LoadBytes<uint32_t>(sec + 4 * j);
+  if (index >= seg.geo.n || (j > 0 && index <= LoadBytes<uint32_t>(sec + 4 * (j - 1))) ||
+      symbols[seg.symbol_base + index] != 0) {
+    ReportError(status, kErrOutliers, s);
+    return;
+  }
+  deltas[seg.symbol_base + index] = LoadBytes<int32_t>(sec + 4 * (seg.outlier_count + j));
+}
+
+__global__ void CheckOutlierCountKernel(const Segment* segments, uint32_t num_segments,
+                                        const uint64_t* zero_symbols, DeviceStatus* status) {
+  const uint32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s < num_segments && zero_symbols[s] != segments[s].outlier_count) {
+    ReportError(status, kErrOutliers, s);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    ReconstructKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
+                      const int32_t* deltas) {
+  __shared__ uint32_t q[kMaxBlockVolume];
+  const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
+  const Segment& seg = segments[s];
+  T* out = static_cast<T*>(seg.output);
+  const uint64_t tile = blockIdx.x - seg.tile_base;
+  const uint64_t b_begin = tile * seg.blocks_per_tile;
+  const uint64_t b_end = min(seg.geo.num_blocks, b_begin + seg.blocks_per_tile);
+  const int32_t radius = static_cast<int32_t>(seg.radius);
+  for (uint64_t b = b_begin; b < b_end; ++b) {
+    BlockView view;
+    view.Init(seg.geo, b);
+    const uint32_t v = view.volume;
+    __syncthreads();  // the previous block's reads are done
+    for (uint32_t j = threadIdx.x; j < v; j += kThreads) {
+      uint32_t c[kDims];
+      view.Coords(j, c);
+      const uint64_t i = seg.symbol_base + view.Index(c);
+      const uint16_t sym = symbols[i];
+      q[j] = static_cast<uint32_t>(sym != 0 ? static_cast<int32_t>(sym) - radius : deltas[i]);
+    }
+    // Prefix sums along each dimension, wrapping like the CPU decoder.
+    for (int d = kDims - 1; d >= 0; --d) {
+      const uint32_t e = view.extent[d];
+      if (e <= 1) continue;
+      __syncthreads();
+      const uint32_t stride = view.InnerStride(d);
+      const uint32_t lines = v / e;
+      for (uint32_t line = threadIdx.x; line < lines; line += kThreads) {
+        // Line start: outer index * (e * stride) + inner offset.
+        const uint32_t first = (line / stride) * e * stride + line % stride;
+        uint32_t acc = q[first];
+        for (uint32_t k = 1; k < e; ++k) {
+          acc += q[first + k * stride];
+          q[first + k * stride] = acc;
+        }
+      }
+    }
+    __syncthreads();
+    const double step = seg.quant_step;
+    for (uint32_t j = threadIdx.x; j < v; j += kThreads) {
+      uint32_t c[kDims];
+      view.Coords(j, c);
+      out[view.Index(c)] = Dequantize<T>(static_cast<int32_t>(q[j]), step);
+    }
+  }
+}
+
+template <typename T>
+__global__ void FillRunsKernel(const Segment* segments, uint32_t num_segments, uint64_t total,
+                               const Item* items, DeviceStatus* status) {
+  // A warp per run: runs over land can be long.
+  const uint64_t k = (uint64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  const uint32_t lane = threadIdx.x % 32;
+  if (k >= total) return;
+  const uint32_t s = SegmentOf(segments, num_segments, k, &Segment::fill_run_base);
+  const Segment& seg = segments[s];
+  const uint64_t j = k - seg.fill_run_base;
+  const uint8_t* sec = items[seg.item].archive + seg.section_offset[format::kFillRuns];
+  const uint64_t start = LoadBytes<uint32_t>(sec + 8 * j);
+  const uint64_t length = LoadBytes<uint32_t>(sec + 8 * j + 4);
+  const uint64_t covered =
+      j > 0 ? uint64_t{LoadBytes<uint32_t>(sec + 8 * (j - 1))} + LoadBytes<uint32_t>(sec + 8 * j - 4)
+            : 0;
+  if (length == 0 || start < covered || start + length > seg.geo.n) {
+    if (lane == 0) ReportError(status, kErrFillRuns, s);
+    return;
+  }
+  T* out = static_cast<T*>(seg.output);
+  const T fill = static_cast<T>(seg.fill_value);
+  for (uint64_t i = start + lane; i < start + length; i += 32) out[i] = fill;
+}
+
+template <typename T>
+__global__ void VerbatimKernel(const Segment* segments, uint32_t num_segments, uint64_t total,
+                               const Item* items, DeviceStatus* status) {
+  const uint64_t k = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  if (k >= total) return;
+  const uint32_t s = SegmentOf(segments, num_segments, k, &Segment::verbatim_base);
+  const Segment& seg = segments[s];
+  const uint64_t j = k - seg.verbatim_base;
+  const uint8_t* sec = items[seg.item].archive + seg.section_offset[format::kVerbatim];
+  const uint32_t index = LoadBytes<uint32_t>(sec + 4 * j);
+  if (index >= seg.geo.n || (j > 0 && index <= LoadBytes<uint32_t>(sec + 4 * (j - 1)))) {
+    ReportError(status, kErrVerbatim, s);
+    return;
+  }
+  static_cast<T*>(seg.output)[index] =
+      LoadBytes<T>(sec + Align8(4 * seg.verbatim_count) + sizeof(T) * j);
+}
+
+uint64_t Blocks(uint64_t threads, uint32_t per_block) {
+  return std::max<uint64_t>(1, (threads + per_block - 1) / per_block);
+}
+
+}  // namespace
+
+cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,
+                                  uint64_t total_outliers, const Item* items,
+                                  const uint16_t* symbols, const uint64_t* zero_symbols,
+                                  int32_t* deltas, DeviceStatus* status, cudaStream_t stream) {
+  if (total_outliers > 0) {
+    ScatterOutliersKernel<<<Blocks(total_outliers, kThreads), kThreads, 0, stream>>>(
+        segments, num_segments, total_outliers, items, symbols, deltas, status);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  CheckOutlierCountKernel<<<Blocks(num_segments, 128), 128, 0, stream>>>(segments, num_segments,
+                                                                        zero_symbols, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchReconstruct(int elem_size, const Segment* segments, uint32_t num_segments,
+                              uint64_t num_tiles, const uint16_t* symbols, const int32_t* deltas,
+                              cudaStream_t stream) {
+  if (elem_size == 4) {
+    ReconstructKernel<float><<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, symbols,
+                                                                 deltas);
+  } else {
+    ReconstructKernel<double><<<num_tiles, kThreads, 0, stream>>>(segments, num_segments,
+                                                                  symbols, deltas);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRestoreSpecials(int elem_size, const Segment* segments, uint32_t num_segments,
+                                  uint64_t total_runs, uint64_t total_verbatim, const Item* items,
+                                  DeviceStatus* status, cudaStream_t stream) {
+  if (total_runs > 0) {
+    if (elem_size == 4) {
+      FillRunsKernel<float><<<Blocks(total_runs * 32, kThreads), kThreads, 0, stream>>>(
+          segments, num_segments, total_runs, items, status);
+    } else {
+      FillRunsKernel<double><<<Blocks(total_runs * 32, kThreads), kThreads, 0, stream>>>(
+          segments, num_segments, total_runs, items, status);
+    }
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (total_verbatim > 0) {
+    if (elem_size == 4) {
+      VerbatimKernel<float><<<Blocks(total_verbatim, kThreads), kThreads, 0, stream>>>(
+          segments, num_segments, total_verbatim, items, status);
+    } else {
+      VerbatimKernel<double><<<Blocks(total_verbatim, kThreads), kThreads, 0, stream>>>(
+          segments, num_segments, total_verbatim, items, status);
+    }
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace ebzip::gpu
