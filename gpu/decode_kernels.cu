@@ -30,13 +30,12 @@ __global__ void __launch_bounds__(kTableThreads)
   __shared__ uint32_t first[kMaxLength + 2];
   __shared__ uint32_t offset[kMaxLength + 2];
   __shared__ uint32_t parsed, bad;
+  extern __shared__ uint8_t lengths[];  // 65536: the sort below reads it 24 times
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
   const uint32_t alphabet = 2 * seg.radius;
-  uint8_t* lengths = t.lengths + uint64_t{s} * 65536;
   uint32_t* lookup = t.lookup + uint64_t{s} * (1 << kLookupBits);
   for (uint32_t i = threadIdx.x; i < 65536; i += kTableThreads) lengths[i] = 0;
-  for (uint32_t i = threadIdx.x; i < (1u << kLookupBits); i += kTableThreads) lookup[i] = 0;
   if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
   __syncthreads();
 
@@ -99,7 +98,7 @@ __global__ void __launch_bounds__(kTableThreads)
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
   }
-  // Symbols sorted by (length, symbol), and the lookup table for short codes.
+  // Symbols sorted by (length, symbol).
   uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
   for (int l = 1; l <= static_cast<int>(seg.max_code_length); ++l) {
     uint32_t mine = 0;
@@ -109,14 +108,22 @@ __global__ void __launch_bounds__(kTableThreads)
     __syncthreads();
     for (uint32_t i = my_begin; i < my_begin + per; ++i) {
       if (lengths[i] != l) continue;
-      sorted[offset[l] + rank] = static_cast<uint16_t>(i);
-      if (l <= kLookupBits) {
-        const uint32_t code = first[l] + rank;
-        const uint32_t fill = 1u << (kLookupBits - l);
-        for (uint32_t k = 0; k < fill; ++k) lookup[(code << (kLookupBits - l)) + k] = (i << 8) | l;
-      }
-      ++rank;
+      sorted[offset[l] + rank++] = static_cast<uint16_t>(i);
     }
+  }
+  __syncthreads();
+  // The lookup table, one entry per thread: the canonical decode of its
+  // kLookupBits-bit prefix, 0 where the code is longer.
+  for (uint32_t e = threadIdx.x; e < (1u << kLookupBits); e += kTableThreads) {
+    uint32_t entry = 0;
+    for (int l = 1; l <= kLookupBits && l <= static_cast<int>(seg.max_code_length); ++l) {
+      const uint32_t k = (e >> (kLookupBits - l)) - first[l];
+      if (k < count[l]) {
+        entry = (static_cast<uint32_t>(sorted[offset[l] + k]) << 8) | l;
+        break;
+      }
+    }
+    lookup[e] = entry;
   }
   if (threadIdx.x <= kMaxLength) {
     t.first_code[uint64_t{s} * 32 + threadIdx.x] = first[threadIdx.x];
@@ -446,7 +453,13 @@ __global__ void CheckChunkIndexKernel(const Segment* segments, uint32_t num_segm
 cudaError_t LaunchBuildDecodeTables(const Segment* segments, uint32_t num_segments,
                                     const Item* items, DecodeTables tables, DeviceStatus* status,
                                     cudaStream_t stream) {
-  BuildTablesKernel<<<num_segments, kTableThreads, 0, stream>>>(segments, items, tables, status);
+  if (cudaError_t e = cudaFuncSetAttribute(BuildTablesKernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, 65536);
+      e != cudaSuccess) {
+    return e;
+  }
+  BuildTablesKernel<<<num_segments, kTableThreads, 65536, stream>>>(segments, items, tables,
+                                                                    status);
   return cudaGetLastError();
 }
 

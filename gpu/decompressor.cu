@@ -156,7 +156,6 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.crc_jobs = d.Take<CrcJob>(plan.crc_jobs.size());
   b.piece_prefix = d.Take<uint64_t>(plan.piece_prefix.size());
   b.piece_crcs = d.Take<uint32_t>(std::max<uint64_t>(1, plan.piece_prefix.back()));
-  b.tables.lengths = d.Take<uint8_t>(S * 65536);
   b.tables.lookup = d.Take<uint32_t>(S * 4096);
   b.tables.sorted = d.Take<uint16_t>(S * 65536);
   b.tables.first_code = d.Take<uint32_t>(S * 32);

@@ -95,7 +95,6 @@ cudaError_t LaunchCrcCombine(const CrcJob* jobs, uint32_t num_jobs, const uint64
 
 // --- decode_kernels.cu: code tables, chunk index, the three decoders.
 struct DecodeTables {
-  uint8_t* lengths;      // 65536 per segment
   uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length, 0 = longer
   uint16_t* sorted;      // 65536 per segment: symbols by (length, symbol)
   uint32_t* first_code;  // 32 per segment: canonical first code of each length
