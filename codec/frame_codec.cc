@@ -310,25 +310,7 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     }
   }
 
-  FrameHeader h;
-  h.dtype = p.dtype;
-  h.ndim = static_cast<int>(p.shape.size());
-  h.bound_mode = p.bound_mode;
-  h.has_gap_array = p.gap_array;
-  h.max_code_length = static_cast<uint8_t>(p.max_code_length);
-  for (int i = 0; i < h.ndim; ++i) {
-    h.shape[i] = p.shape[i];
-    h.block[i] = p.block[i];
-  }
-  h.first_row = p.first_row;
-  h.bound_value = p.bound_value;
-  h.abs_bound = p.abs_bound;
-  h.quant_step = p.quant_step;
-  h.fill_value = p.fill_value;
-  h.radius = p.radius;
-  h.chunk_symbols = p.chunk_symbols;
-  h.subsequence_bits = p.subsequence_bits;
-  h.chunk_group = p.chunk_group;
+  FrameHeader h = FrameHeaderFor(p);
   h.outlier_count = all.outlier_index.size();
   h.verbatim_count = all.verbatim_index.size();
   h.fill_run_count = all.fill_runs.size();
@@ -432,6 +414,29 @@ absl::Status DecodeFrameT(const FrameHeader& h,
 }
 
 }  // namespace
+
+FrameHeader FrameHeaderFor(const FrameParams& p) {
+  FrameHeader h;
+  h.dtype = p.dtype;
+  h.ndim = static_cast<int>(p.shape.size());
+  h.bound_mode = p.bound_mode;
+  h.has_gap_array = p.gap_array;
+  h.max_code_length = static_cast<uint8_t>(p.max_code_length);
+  for (int i = 0; i < h.ndim; ++i) {
+    h.shape[i] = p.shape[i];
+    h.block[i] = p.block[i];
+  }
+  h.first_row = p.first_row;
+  h.bound_value = p.bound_value;
+  h.abs_bound = p.abs_bound;
+  h.quant_step = p.quant_step;
+  h.fill_value = p.fill_value;
+  h.radius = p.radius;
+  h.chunk_symbols = p.chunk_symbols;
+  h.subsequence_bits = p.subsequence_bits;
+  h.chunk_group = p.chunk_group;
+  return h;
+}
 
 void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out) {
   if (params.dtype == DType::kFloat32) {

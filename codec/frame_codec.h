@@ -36,6 +36,10 @@ struct FrameParams {
   bool gap_array = true;
 };
 
+// The frame header's data-independent fields (counts and sections zero), as
+// every writer fills them: the CPU encoder, and the GPU's header templates.
+format::FrameHeader FrameHeaderFor(const FrameParams& params);
+
 // Appends the frame's bytes (a multiple of 8 long) to *out. `data` holds the
 // frame's elements, little-endian.
 void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out);

@@ -100,24 +100,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks) {
       PlaceSegment(&seg, &plan.totals);
       plan.segments.push_back(seg);
 
-      format::FrameHeader h;
-      h.dtype = p.dtype;
-      h.ndim = static_cast<int>(p.shape.size());
-      h.bound_mode = p.bound_mode;
-      h.has_gap_array = p.gap_array;
-      h.max_code_length = static_cast<uint8_t>(p.max_code_length);
-      for (int d = 0; d < h.ndim; ++d) {
-        h.shape[d] = p.shape[d];
-        h.block[d] = p.block[d];
-      }
-      h.first_row = p.first_row;
-      h.bound_value = p.bound_value;
-      h.fill_value = p.fill_value;
-      h.radius = p.radius;
-      h.chunk_symbols = p.chunk_symbols;
-      h.subsequence_bits = p.subsequence_bits;
-      h.chunk_group = p.chunk_group;
-      format::AppendFrameHeader(h, &plan.frame_templates);
+      format::AppendFrameHeader(FrameHeaderFor(p), &plan.frame_templates);
     }
     plan.max_crc_pieces += task.capacity / kCrcPieceBytes + 1;
   }

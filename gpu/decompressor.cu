@@ -89,18 +89,16 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
         job.length = seg.section_length[k];
         job.expected = seg.section_crc[k];
         job.segment = static_cast<uint32_t>(plan.segments.size());
-        plan.piece_prefix.push_back(plan.crc_jobs.empty()
-                                        ? 0
-                                        : plan.piece_prefix.back() +
-                                              (plan.crc_jobs.back().length + kCrcPieceBytes - 1) /
-                                                  kCrcPieceBytes);
         plan.crc_jobs.push_back(job);
       }
       plan.segments.push_back(seg);
     }
   }
-  plan.piece_prefix.push_back(plan.piece_prefix.back() +
-                              (plan.crc_jobs.back().length + kCrcPieceBytes - 1) / kCrcPieceBytes);
+  plan.piece_prefix.push_back(0);
+  for (const CrcJob& job : plan.crc_jobs) {
+    plan.piece_prefix.push_back(plan.piece_prefix.back() +
+                                (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes);
+  }
   switch (kind) {
     case DecoderKind::kAuto:
       plan.decoder = all_gaps ? GpuDecoder::kGapArray : GpuDecoder::kSelfSync;
@@ -295,9 +293,8 @@ absl::Status FinishDecompress(const Workspace& ws, Stream stream) {
                                        cudaMemcpyDeviceToHost, stream));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   if (host->error == kNoError) return absl::OkStatus();
-  std::string what = ErrorText(host->error);
-  if (host->error == kErrChecksum) what = "section checksum mismatch";
-  return format::CorruptArchive(absl::StrCat(what, " (batch frame ", host->segment, ")"));
+  return format::CorruptArchive(
+      absl::StrCat(ErrorText(host->error), " (batch frame ", host->segment, ")"));
 }
 
 }  // namespace ebzip::gpu
