@@ -8,6 +8,8 @@ packages=(
   libabsl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libnetcdf-dev libhdf5-dev
   ferret-datasets zfp
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  python3-grpcio python3-protobuf python3-numpy prometheus openssl
 )
 
 missing=()

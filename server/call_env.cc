@@ -1,0 +1,103 @@
+#include "server/call_env.h"
+
+#include <chrono>
+#include <random>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+
+namespace ebzip::server {
+namespace {
+
+std::string Metadata(const grpc::CallbackServerContext& context, const char* key) {
+  const auto& md = context.client_metadata();
+  auto it = md.find(key);
+  return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
+}
+
+// Comparison time independent of where the strings first differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::Status CallEnv::Admit(const grpc::CallbackServerContext& context) const {
+  if (!limits.token.empty() &&
+      !SameSecret(Metadata(context, "authorization"), "Bearer " + limits.token)) {
+    return absl::UnauthenticatedError(
+        "missing or wrong bearer token (metadata \"authorization: Bearer <token>\")");
+  }
+  if (draining_.load()) {
+    return absl::UnavailableError("the server is draining; retry on another replica");
+  }
+  return absl::OkStatus();
+}
+
+void CallEnv::StartCall(Method m) {
+  metrics.RequestStarted(m);
+  absl::MutexLock lock(&mu_);
+  ++calls_;
+}
+
+void CallEnv::EndCall(Method m, const std::string& request_id, const std::string& peer,
+                      const absl::Status& status, absl::Duration took, uint64_t in,
+                      uint64_t out) {
+  metrics.RequestFinished(m, status.code(), absl::ToDoubleSeconds(took));
+  const bool bad = status.code() == absl::StatusCode::kInternal ||
+                   status.code() == absl::StatusCode::kUnknown ||
+                   status.code() == absl::StatusCode::kDataLoss;
+  LogEvent(bad ? LogLevel::kWarning : LogLevel::kInfo, "request finished",
+           {{"method", MethodName(m)},
+            {"request_id", request_id},
+            {"peer", peer},
+            {"code", absl::StatusCodeToString(status.code())},
+            {"message", std::string(status.message())},
+            {"seconds", absl::StrCat(absl::ToDoubleSeconds(took))},
+            {"bytes_in", absl::StrCat(in)},
+            {"bytes_out", absl::StrCat(out)}});
+  absl::MutexLock lock(&mu_);
+  --calls_;
+}
+
+bool CallEnv::WaitIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(
+      absl::Condition(+[](int* calls) { return *calls == 0; }, &calls_), deadline);
+}
+
+int CallEnv::calls_in_progress() const {
+  absl::MutexLock lock(&mu_);
+  return calls_;
+}
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+std::string RequestId(const grpc::CallbackServerContext& context, const std::string& given) {
+  if (!given.empty()) return given;
+  std::string from_metadata = Metadata(context, "ebzip-request-id");
+  if (!from_metadata.empty()) return from_metadata;
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return absl::StrCat(absl::Hex(rng(), absl::kZeroPad16));
+}
+
+int PriorityFromMetadata(const grpc::CallbackServerContext& context) {
+  int p = 0;
+  return absl::SimpleAtoi(Metadata(context, "ebzip-priority"), &p) ? p : 0;
+}
+
+absl::Time Deadline(const grpc::CallbackServerContext& context) {
+  const auto d = context.deadline();
+  if (d >= std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(d);
+}
+
+}  // namespace ebzip::server

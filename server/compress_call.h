@@ -1,0 +1,17 @@
+// Compressor.Compress: a header, the array's bytes, then the archive and a
+// summary back (DESIGN §4).
+#ifndef EBZIP_SERVER_COMPRESS_CALL_H_
+#define EBZIP_SERVER_COMPRESS_CALL_H_
+
+#include "ebzip/v1/ebzip.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "server/call_env.h"
+
+namespace ebzip::server {
+
+grpc::ServerBidiReactor<v1::CompressRequest, v1::CompressResponse>* NewCompressCall(
+    CallEnv& env, grpc::CallbackServerContext* context);
+
+}  // namespace ebzip::server
+
+#endif  // EBZIP_SERVER_COMPRESS_CALL_H_

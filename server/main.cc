@@ -1,0 +1,138 @@
+// ebzipd: the compression service. Every flag can also come from the
+// environment as EBZIPD_<FLAG> (EBZIPD_LISTEN, EBZIPD_TOKEN, ...), which is
+// how containers configure it; a flag on the command line wins.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
+#include "server/server.h"
+
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address, HOST:PORT (port 0: any)");
+ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
+          "Prometheus /metrics address, HOST:PORT; empty to turn off");
+ABSL_FLAG(std::string, backend, "auto", "auto (GPU when one is visible), gpu or cpu");
+ABSL_FLAG(uint64_t, max_request_bytes, uint64_t{4} << 30,
+          "Largest array (or archive) one request may carry, in bytes");
+ABSL_FLAG(uint64_t, max_queued_bytes, uint64_t{8} << 30,
+          "Host bytes all requests in progress may hold; beyond it RESOURCE_EXHAUSTED");
+ABSL_FLAG(bool, batching, true, "Pack small requests into batched launches");
+ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{64} << 20,
+          "Array bytes per batch; larger requests run alone");
+ABSL_FLAG(uint32_t, max_batch_requests, 256, "Requests per batch");
+ABSL_FLAG(int64_t, max_queue_delay_us, 500,
+          "How long a small request may wait for others to batch with, in microseconds");
+ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend: batches run at once (each uses every core)");
+ABSL_FLAG(uint64_t, gpu_memory_bytes, 0,
+          "GPU backend: device memory pool per GPU in bytes (0: 3/4 of free memory)");
+ABSL_FLAG(uint64_t, gpu_pinned_bytes, uint64_t{256} << 20,
+          "GPU backend: pinned host memory per GPU in bytes");
+ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
+ABSL_FLAG(std::string, token, "", "Require \"authorization: Bearer TOKEN\" on every call");
+ABSL_FLAG(std::string, token_file, "", "Read the token from this file (e.g. a mounted secret)");
+ABSL_FLAG(int64_t, drain_seconds, 30,
+          "On SIGTERM: how long calls in progress may take to finish before being cancelled");
+ABSL_FLAG(uint32_t, message_bytes, 1 << 20, "Payload bytes per streamed response message");
+
+namespace {
+
+// argv with EBZIPD_* environment variables put in front as flags, so the
+// command line, parsed after them, overrides them.
+std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::string>* storage) {
+  static const char* kFlags[] = {
+      "listen",          "metrics_listen",     "backend",           "max_request_bytes",
+      "max_queued_bytes", "batching",          "max_batch_bytes",   "max_batch_requests",
+      "max_queue_delay_us", "cpu_workers",     "gpu_memory_bytes",  "gpu_pinned_bytes",
+      "tls_cert",        "tls_key",            "token",             "token_file",
+      "drain_seconds",   "message_bytes"};
+  for (const char* flag : kFlags) {
+    const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
+    if (const char* value = std::getenv(var.c_str()); value != nullptr) {
+      storage->push_back(absl::StrCat("--", flag, "=", value));
+    }
+  }
+  std::vector<char*> args{argv[0]};
+  for (auto& s : *storage) args.push_back(s.data());
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  return args;
+}
+
+std::string Token() {
+  std::string token = absl::GetFlag(FLAGS_token);
+  const std::string file = absl::GetFlag(FLAGS_token_file);
+  if (!file.empty()) {
+    FILE* f = std::fopen(file.c_str(), "rb");
+    if (f == nullptr) {
+      std::fprintf(stderr, "ebzipd: cannot read --token_file %s\n", file.c_str());
+      std::exit(2);
+    }
+    char buf[4096];
+    token.assign(buf, std::fread(buf, 1, sizeof(buf), f));
+    std::fclose(f);
+    token = std::string(absl::StripAsciiWhitespace(token));
+  }
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "ebzipd: the ebzip compression service (gRPC ebzip.v1.Compressor).\n"
+      "Flags may also be set as EBZIPD_<FLAG> environment variables.");
+  std::vector<std::string> storage;
+  std::vector<char*> args = ArgsWithEnvironment(argc, argv, &storage);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+
+  // Block the stop signals in every thread (threads inherit the mask), then
+  // wait for them here.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  ebzip::server::ServerOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  o.backend = absl::GetFlag(FLAGS_backend);
+  o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  o.max_queued_bytes = absl::GetFlag(FLAGS_max_queued_bytes);
+  o.batching.enabled = absl::GetFlag(FLAGS_batching);
+  o.batching.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
+  o.batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
+  o.batching.max_queue_delay = absl::Microseconds(absl::GetFlag(FLAGS_max_queue_delay_us));
+  o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
+  o.gpu_memory_bytes = absl::GetFlag(FLAGS_gpu_memory_bytes);
+  o.gpu_pinned_bytes = absl::GetFlag(FLAGS_gpu_pinned_bytes);
+  o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  o.token = Token();
+  o.message_bytes = absl::GetFlag(FLAGS_message_bytes);
+  if (o.message_bytes == 0 || o.max_request_bytes == 0 || o.max_queued_bytes == 0) {
+    std::fprintf(stderr, "ebzipd: --message_bytes and the limits must be positive\n");
+    return 2;
+  }
+
+  auto server = ebzip::server::EbzipServer::Start(o);
+  if (!server.ok()) {
+    ebzip::server::LogEvent(ebzip::server::LogLevel::kError, "cannot start",
+                            {{"error", server.status().ToString()}});
+    return 1;
+  }
+  int signal = 0;
+  sigwait(&stop, &signal);
+  ebzip::server::LogEvent(ebzip::server::LogLevel::kInfo, "signal received",
+                          {{"signal", signal == SIGTERM ? "SIGTERM" : "SIGINT"}});
+  (*server)->Drain(absl::Seconds(absl::GetFlag(FLAGS_drain_seconds)));
+  return 0;
+}

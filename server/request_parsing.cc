@@ -1,0 +1,68 @@
+#include "server/request_parsing.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace ebzip::server {
+
+absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader& header) {
+  CompressRequestSpec out;
+  const auto& array = header.array();
+  switch (array.dtype()) {
+    case v1::FLOAT32:
+      out.spec.dtype = DType::kFloat32;
+      break;
+    case v1::FLOAT64:
+      out.spec.dtype = DType::kFloat64;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header.array.dtype must be FLOAT32 or FLOAT64, got ", static_cast<int>(array.dtype())));
+  }
+  if (array.shape_size() == 0) {
+    return absl::InvalidArgumentError("header.array.shape is empty; give 1 to 4 dimensions");
+  }
+  out.spec.shape.assign(array.shape().begin(), array.shape().end());
+  if (auto s = ValidateArraySpec(out.spec); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("header.array: ", s.message()));
+  }
+
+  const auto& bound = header.error_bound();
+  switch (bound.mode()) {
+    case v1::ABS:
+      out.options.mode = BoundMode::kAbs;
+      break;
+    case v1::REL:
+      out.options.mode = BoundMode::kRel;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat(
+          "header.error_bound.mode must be ABS or REL, got ", static_cast<int>(bound.mode())));
+  }
+  if (!(std::isfinite(bound.value()) && bound.value() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.error_bound.value must be a positive finite number, got ", bound.value()));
+  }
+  out.options.bound = bound.value();
+
+  const auto& o = header.options();
+  if (o.frame_elements() != 0) out.options.frame_elements = o.frame_elements();
+  if (o.has_gap_array()) out.options.gap_array = o.gap_array();
+  if (o.has_fill_value()) out.options.fill_value = o.fill_value();
+  if (o.radius() != 0) out.options.radius = o.radius();
+  if (o.chunk_symbols() != 0) out.options.chunk_symbols = o.chunk_symbols();
+  if (auto s = ValidateCompressOptions(out.spec, out.options); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
+  }
+  return out;
+}
+
+v1::ArraySpec ToProto(const ArraySpec& spec) {
+  v1::ArraySpec p;
+  p.set_dtype(spec.dtype == DType::kFloat32 ? v1::FLOAT32 : v1::FLOAT64);
+  for (uint64_t d : spec.shape) p.add_shape(d);
+  return p;
+}
+
+}  // namespace ebzip::server

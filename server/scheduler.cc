@@ -1,0 +1,153 @@
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+namespace ebzip::server {
+
+Scheduler::Scheduler(Backend& backend, BatchingOptions batching, Metrics* metrics)
+    : backend_(backend), batching_(batching), metrics_(metrics) {
+  for (int i = 0; i < backend_.workers(); ++i) {
+    threads_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+}
+
+Scheduler::~Scheduler() { Stop(); }
+
+void Scheduler::Submit(std::shared_ptr<Work> work) {
+  work->enqueued = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      auto at = std::upper_bound(queue_.begin(), queue_.end(), work,
+                                 [](const std::shared_ptr<Work>& a,
+                                    const std::shared_ptr<Work>& b) {
+                                   return a->priority > b->priority;
+                                 });
+      queue_.insert(at, std::move(work));
+      return;
+    }
+  }
+  Finish(work, absl::UnavailableError("the server is shutting down"));
+}
+
+void Scheduler::Cancel(const std::shared_ptr<Work>& work) {
+  work->cancelled.store(true);
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = std::find(queue_.begin(), queue_.end(), work);
+    if (it == queue_.end()) return;  // running or done: the backend sees the flag
+    queue_.erase(it);
+  }
+  Finish(work, absl::CancelledError("the call was cancelled"));
+}
+
+void Scheduler::Stop() {
+  std::deque<std::shared_ptr<Work>> left;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && threads_.empty()) return;
+    stopping_ = true;
+    left.swap(queue_);
+  }
+  for (auto& w : left) Finish(w, absl::UnavailableError("the server is shutting down"));
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+size_t Scheduler::queued() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.size();
+}
+
+void Scheduler::Finish(const std::shared_ptr<Work>& work, absl::Status status) {
+  work->status = std::move(status);
+  if (work->on_done) work->on_done();
+}
+
+std::vector<std::shared_ptr<Work>> Scheduler::TakeBatch(absl::Time now) {
+  std::vector<std::shared_ptr<Work>> batch;
+  const Work& head = *queue_.front();
+  const bool alone = !batching_.enabled || head.array_bytes() >= batching_.max_batch_bytes;
+  if (alone) {
+    batch.push_back(queue_.front());
+    queue_.pop_front();
+    return batch;
+  }
+  // What a batch taken now would hold.
+  uint64_t bytes = 0;
+  std::vector<size_t> picked;
+  for (size_t i = 0; i < queue_.size() && picked.size() < batching_.max_batch_requests; ++i) {
+    const Work& w = *queue_[i];
+    if (!backend_.Compatible(head, w)) continue;
+    if (bytes + w.array_bytes() > batching_.max_batch_bytes) continue;
+    bytes += w.array_bytes();
+    picked.push_back(i);
+  }
+  const bool full = picked.size() >= batching_.max_batch_requests ||
+                    bytes * 2 >= batching_.max_batch_bytes ||
+                    picked.size() < queue_.size();  // more waiting than fits: go now
+  if (!full && now < head.enqueued + batching_.max_queue_delay && !stopping_) return batch;
+  for (size_t i : picked) batch.push_back(queue_[i]);
+  for (auto it = picked.rbegin(); it != picked.rend(); ++it) queue_.erase(queue_.begin() + *it);
+  return batch;
+}
+
+void Scheduler::WorkerLoop(int worker) {
+  for (;;) {
+    std::vector<std::shared_ptr<Work>> batch;
+    {
+      absl::MutexLock lock(&mu_);
+      for (;;) {
+        mu_.Await(absl::Condition(
+            +[](Scheduler* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              return s->stopping_ || !s->queue_.empty();
+            },
+            this));
+        if (queue_.empty()) return;  // stopping
+        const absl::Time now = absl::Now();
+        batch = TakeBatch(now);
+        if (!batch.empty()) break;
+        // Wait for more work or for the head's delay to run out.
+        const absl::Time until = queue_.front()->enqueued + batching_.max_queue_delay;
+        std::pair<Scheduler*, size_t> seen(this, queue_.size());
+        mu_.AwaitWithDeadline(
+            absl::Condition(
+                +[](std::pair<Scheduler*, size_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                  return a->first->stopping_ || a->first->queue_.size() != a->second;
+                },
+                &seen),
+            until);
+      }
+    }
+    const absl::Time start = absl::Now();
+    std::vector<std::shared_ptr<Work>> runnable;
+    uint64_t bytes = 0;
+    for (auto& w : batch) {
+      w->queue_time = start - w->enqueued;
+      if (metrics_ != nullptr) metrics_->Queued(w->method, absl::ToDoubleSeconds(w->queue_time));
+      if (w->cancelled.load()) {
+        Finish(w, absl::CancelledError("the call was cancelled"));
+      } else if (start > w->deadline) {
+        Finish(w, absl::DeadlineExceededError("the deadline passed while the request was queued"));
+      } else {
+        bytes += w->array_bytes();
+        runnable.push_back(std::move(w));
+      }
+    }
+    if (runnable.empty()) continue;
+    backend_.Run(worker, runnable);
+    const absl::Duration took = absl::Now() - start;
+    if (metrics_ != nullptr && !runnable.empty()) {
+      metrics_->Batch(runnable.front()->device, runnable.size(), bytes);
+    }
+    for (auto& w : runnable) {
+      w->compute_time = took;
+      if (metrics_ != nullptr && w->status.ok()) {
+        metrics_->Computed(w->method, w->device, absl::ToDoubleSeconds(took));
+      }
+      if (w->on_done) w->on_done();
+    }
+  }
+}
+
+}  // namespace ebzip::server

@@ -1,0 +1,158 @@
+#include "server/server.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/compressor_service.h"
+#include "server/cpu_backend.h"
+#include "server/log.h"
+#ifdef EBZIP_HAVE_GPU
+#include "gpu/gpu_codec.h"
+#include "server/gpu_backend.h"
+#endif
+
+namespace ebzip::server {
+namespace {
+
+constexpr int kMaxReceiveMessageBytes = 64 << 20;
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls_cert and --tls_key go together");
+  }
+  if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadFile(o.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  auto key = ReadFile(o.tls_key_file);
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
+  if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
+  if (o.backend != "gpu" && o.backend != "auto") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend must be auto, gpu or cpu, not \"", o.backend, "\""));
+  }
+#ifdef EBZIP_HAVE_GPU
+  const absl::Status gpu = gpu::DeviceAvailable();
+  if (gpu.ok()) {
+    GpuBackendOptions g;
+    g.memory_bytes = o.gpu_memory_bytes;
+    g.pinned_bytes = o.gpu_pinned_bytes;
+    return MakeGpuBackend(g);
+  }
+  if (o.backend == "gpu") {
+    return absl::FailedPreconditionError(absl::StrCat("--backend gpu: ", gpu.message()));
+  }
+  LogEvent(LogLevel::kInfo, "no GPU visible; using the CPU backend",
+           {{"why", std::string(gpu.message())}});
+#else
+  if (o.backend == "gpu") {
+    return absl::FailedPreconditionError(
+        "--backend gpu: this ebzipd was built without CUDA (configure with nvcc present)");
+  }
+#endif
+  return MakeCpuBackend(o.cpu_workers);
+}
+
+}  // namespace
+
+const char* ServerVersion() { return "0.1.0"; }
+
+absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOptions& o) {
+  std::unique_ptr<EbzipServer> s(new EbzipServer());
+  auto backend = MakeBackend(o);
+  if (!backend.ok()) return backend.status();
+  s->backend_ = *std::move(backend);
+  s->metrics_ = std::make_unique<Metrics>(ServerVersion(), s->backend_->name());
+  s->admission_ = std::make_unique<AdmissionControl>(o.max_queued_bytes);
+  s->scheduler_ = std::make_unique<Scheduler>(*s->backend_, o.batching, s->metrics_.get());
+  CallLimits limits;
+  limits.max_request_bytes = o.max_request_bytes;
+  limits.message_bytes = o.message_bytes;
+  limits.token = o.token;
+  s->env_ = std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_,
+                                      *s->backend_, limits);
+  s->service_ = std::make_unique<CompressorService>(*s->env_, ServerVersion());
+
+  EbzipServer* self = s.get();
+  StateSources sources;
+  sources.held_bytes = [self] { return self->admission_->held(); };
+  sources.held_bytes_limit = o.max_queued_bytes;
+  sources.queued_requests = [self] { return static_cast<uint64_t>(self->scheduler_->queued()); };
+  sources.devices = [self] { return self->backend_->DeviceStates(); };
+  s->metrics_->SetStateSources(std::move(sources));
+  if (!o.metrics_listen.empty()) {
+    if (absl::Status st = s->metrics_->Serve(o.metrics_listen); !st.ok()) return st;
+  }
+
+  auto credentials = Credentials(o);
+  if (!credentials.ok()) return credentials.status();
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(o.listen, *credentials, &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus(true);
+  LogEvent(LogLevel::kInfo, "ebzipd serving",
+           {{"listen", o.listen},
+            {"port", absl::StrCat(s->port_)},
+            {"metrics_port", absl::StrCat(s->metrics_->port())},
+            {"backend", s->backend_->name()},
+            {"tls", o.tls_cert_file.empty() ? "off" : "on"},
+            {"token", o.token.empty() ? "off" : "on"},
+            {"batching", o.batching.enabled ? "on" : "off"}});
+  return s;
+}
+
+bool EbzipServer::Drain(absl::Duration grace) {
+  if (stopped_) return true;
+  const absl::Time deadline = absl::Now() + grace;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  env_->StartDraining();
+  LogEvent(LogLevel::kInfo, "draining",
+           {{"calls_in_progress", absl::StrCat(env_->calls_in_progress())},
+            {"grace_seconds", absl::StrCat(absl::ToDoubleSeconds(grace))}});
+  const bool clean = env_->WaitIdle(deadline);
+  // Cancels what is left (their work sees the flag), then stops the workers.
+  server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  scheduler_->Stop();
+  stopped_ = true;
+  LogEvent(clean ? LogLevel::kInfo : LogLevel::kWarning, "stopped",
+           {{"all_calls_finished", clean ? "true" : "false"}});
+  return clean;
+}
+
+void EbzipServer::Wait() { server_->Wait(); }
+
+EbzipServer::~EbzipServer() {
+  // A scrape must not reach parts destroyed below.
+  if (metrics_ != nullptr) metrics_->SetStateSources({});
+  if (!stopped_ && server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now()));
+    scheduler_->Stop();
+  }
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace ebzip::server

@@ -1,0 +1,86 @@
+// ebzipd as an object: the gRPC server (Compressor, health, reflection),
+// the scheduler and backend behind it, and the metrics endpoint. main.cc
+// wires flags and signals to it; tests run it in-process.
+#ifndef EBZIP_SERVER_SERVER_H_
+#define EBZIP_SERVER_SERVER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/admission.h"
+#include "server/backend.h"
+#include "server/call_env.h"
+#include "server/metrics.h"
+#include "server/scheduler.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace ebzip::server {
+
+class CompressorService;
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:50051";    // HOST:PORT; port 0 picks one
+  std::string metrics_listen = "0.0.0.0:9464";  // empty: no /metrics
+  std::string backend = "auto";            // auto | gpu | cpu
+  uint64_t max_request_bytes = uint64_t{4} << 30;
+  uint64_t max_queued_bytes = uint64_t{8} << 30;
+  BatchingOptions batching;
+  int cpu_workers = 2;
+  // GPU backend: device memory each GPU worker pools (0: 3/4 of the free
+  // memory at start) and pinned host staging per worker.
+  uint64_t gpu_memory_bytes = 0;
+  uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
+  std::string tls_cert_file;  // PEM; both or neither
+  std::string tls_key_file;
+  std::string token;  // bearer token; empty: none required
+  size_t message_bytes = size_t{1} << 20;
+};
+
+class EbzipServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<EbzipServer>> Start(const ServerOptions& options);
+  ~EbzipServer();
+
+  int port() const { return port_; }
+  int metrics_port() const { return metrics_->port(); }
+  const Backend& backend() const { return *backend_; }
+
+  // Health goes NOT_SERVING and new calls are refused (UNAVAILABLE); calls
+  // in progress get until `grace` to finish, then are cancelled and the
+  // server stops. True when every call finished within the grace period.
+  bool Drain(absl::Duration grace);
+  // Blocks until the server has stopped (after Drain).
+  void Wait();
+
+  // For tests and /metrics.
+  Metrics& metrics() { return *metrics_; }
+  uint64_t held_bytes() const { return admission_->held(); }
+  size_t queued_requests() const { return scheduler_->queued(); }
+  int calls_in_progress() const { return env_->calls_in_progress(); }
+
+ private:
+  EbzipServer() = default;
+
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<AdmissionControl> admission_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<CallEnv> env_;
+  std::unique_ptr<CompressorService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool stopped_ = false;
+};
+
+// The version ServerInfo and ebzip_build_info report.
+const char* ServerVersion();
+
+}  // namespace ebzip::server
+
+#endif  // EBZIP_SERVER_SERVER_H_

@@ -1,0 +1,76 @@
+// A request's job as the scheduler and backends see it: what to do, the bytes
+// to do it on, and where the result goes. Shared (std::shared_ptr) between
+// the call that made it and the scheduler, so whichever lets go last frees
+// the buffers, and a cancelled call never leaves memory behind.
+#ifndef EBZIP_SERVER_WORK_H_
+#define EBZIP_SERVER_WORK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "codec/archive.h"
+#include "codec/types.h"
+#include "server/admission.h"
+
+namespace ebzip::server {
+
+enum class Method { kCompress, kDecompress };
+inline const char* MethodName(Method m) {
+  return m == Method::kCompress ? "compress" : "decompress";
+}
+
+struct Work {
+  Method method = Method::kCompress;
+  std::string request_id;
+  int priority = 0;
+  absl::Time enqueued;
+  absl::Time deadline = absl::InfiniteFuture();
+
+  // Compress: the array and its options; `input` holds spec.num_bytes().
+  // Decompress: `input` is the archive and `info` its parsed headers.
+  ArraySpec spec;
+  CompressOptions options;
+  std::vector<uint8_t> input;
+  std::optional<ArchiveInfo> info;
+
+  // Host bytes this work holds (input, then output) against the budget.
+  Reservation reservation;
+
+  // Written by the backend before `on_done`.
+  absl::Status status;
+  std::vector<uint8_t> output;  // the archive, or the array
+  double abs_bound = 0;
+  uint64_t outliers = 0;
+  uint64_t verbatim = 0;
+  uint64_t frames = 0;
+  std::string device;  // where it ran: "cpu", "gpu:0"
+  absl::Duration queue_time;
+  absl::Duration compute_time;
+
+  // Set when the call goes away; backends may stop early.
+  std::atomic<bool> cancelled{false};
+  // Called exactly once, from a scheduler thread, when the work is finished
+  // (status says how).
+  std::function<void()> on_done;
+
+  // Record a result: the input is freed and the reservation moved to the
+  // output. SetArchive also fills the summary from the frame headers.
+  void SetArchive(std::vector<uint8_t> archive);
+  void SetArray(std::vector<uint8_t> array);
+
+  // The bytes a batch is measured in: the array's size either way.
+  uint64_t array_bytes() const {
+    return method == Method::kCompress ? spec.num_bytes() : info->spec().num_bytes();
+  }
+  DType dtype() const { return method == Method::kCompress ? spec.dtype : info->header.dtype; }
+};
+
+}  // namespace ebzip::server
+
+#endif  // EBZIP_SERVER_WORK_H_
