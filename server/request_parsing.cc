@@ -52,6 +52,14 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
   if (o.has_fill_value()) out.options.fill_value = o.fill_value();
   if (o.radius() != 0) out.options.radius = o.radius();
   if (o.chunk_symbols() != 0) out.options.chunk_symbols = o.chunk_symbols();
+  if (o.subsequence_bits() != 0) out.options.subsequence_bits = o.subsequence_bits();
+  if (o.chunk_group() != 0) out.options.chunk_group = o.chunk_group();
+  for (uint32_t b : o.block()) {
+    if (b > 0xffff) {
+      return absl::InvalidArgumentError(absl::StrCat("header.options.block: ", b, " is too large"));
+    }
+    out.options.block.push_back(static_cast<uint16_t>(b));
+  }
   if (auto s = ValidateCompressOptions(out.spec, out.options); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
   }

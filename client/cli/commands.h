@@ -17,6 +17,7 @@ absl::Status CompressCommand(const Args& args);
 absl::Status DecompressCommand(const Args& args);
 absl::Status InfoCommand(const Args& args);
 absl::Status CompareCommand(const Args& args);
+absl::Status HealthCommand(const Args& args);
 
 }  // namespace ebzip::cli
 

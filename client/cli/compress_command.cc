@@ -11,6 +11,7 @@
 #include "client/cli/flags.h"
 #include "client/cli/mapped_file.h"
 #include "client/cli/progress.h"
+#include "client/cli/remote.h"
 #include "client/io/array_file.h"
 #include "codec/archive.h"
 
@@ -59,6 +60,35 @@ absl::StatusOr<Input> OpenInput(const std::string& arg) {
   return Input{spec, std::nullopt, arg, *std::move(file), bytes};
 }
 
+// The same file, compressed by ebzipd: the archive streams into the output
+// as it arrives.
+absl::Status RunRemote(const Input& in, const CompressOptions& options, const std::string& output,
+                       std::chrono::steady_clock::time_point start) {
+  auto client = ConnectFromFlags();
+  if (!client.ok()) return client.status();
+  auto out = OutputFile::Create(output);
+  if (!out.ok()) return out.status();
+  auto summary = (*client)->Compress(in.spec, in.bytes, options,
+                                     [&](absl::Span<const uint8_t> b) { return out->Write(b); });
+  if (!summary.ok()) return summary.status();
+  if (auto s = out->Commit(); !s.ok()) return s;
+  if (!absl::GetFlag(FLAGS_quiet) && output != "-") {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t n = in.spec.num_elements();
+    std::printf(
+        "%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
+        "verbatim %.3f%%, %.2f s on %s (%s)\n",
+        in.name.c_str(), DTypeName(in.spec.dtype), ShapeToString(in.spec.shape).c_str(),
+        HumanBytes(in.bytes.size()).c_str(), HumanBytes(out->bytes_written()).c_str(),
+        static_cast<double>(in.bytes.size()) / static_cast<double>(out->bytes_written()),
+        summary->abs_bound, 100.0 * static_cast<double>(summary->outliers) / n,
+        100.0 * static_cast<double>(summary->verbatim) / n, seconds,
+        absl::GetFlag(FLAGS_server).c_str(), summary->backend.c_str());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Run(const Args& args) {
   if (args.size() != 1) {
     return absl::InvalidArgumentError("usage: ebzip compress [flags] INPUT -o OUTPUT.ebz");
@@ -71,6 +101,7 @@ absl::Status Run(const Args& args) {
   auto options = CompressOptionsFromFlags(in->file_fill);
   if (!options.ok()) return options.status();
   if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
+  if (RemoteRequested()) return RunRemote(*in, *options, output, start);
 
   ValueRange range;
   if (options->mode == BoundMode::kRel)

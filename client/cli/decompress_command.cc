@@ -6,10 +6,31 @@
 #include "client/cli/flags.h"
 #include "client/cli/mapped_file.h"
 #include "client/cli/progress.h"
+#include "client/cli/remote.h"
 #include "codec/archive.h"
 
 namespace ebzip::cli {
 namespace {
+
+// Decompressed by ebzipd; the array streams into the output as it arrives.
+absl::Status RunRemote(absl::Span<const uint8_t> archive, const std::string& output) {
+  auto client = ConnectFromFlags();
+  if (!client.ok()) return client.status();
+  auto out = OutputFile::Create(output);
+  if (!out.ok()) return out.status();
+  auto header = (*client)->Decompress(
+      archive, [](const client::RemoteArrayHeader&) { return absl::OkStatus(); },
+      [&](absl::Span<const uint8_t> b) { return out->Write(b); });
+  if (!header.ok()) return header.status();
+  if (auto s = out->Commit(); !s.ok()) return s;
+  if (!absl::GetFlag(FLAGS_quiet) && output != "-") {
+    std::printf("%s: %s %s, %s, abs bound %.6g, on %s (%s)\n", output.c_str(),
+                DTypeName(header->spec.dtype), ShapeToString(header->spec.shape).c_str(),
+                HumanBytes(header->spec.num_bytes()).c_str(), header->abs_bound,
+                absl::GetFlag(FLAGS_server).c_str(), header->backend.c_str());
+  }
+  return absl::OkStatus();
+}
 
 absl::Status Run(const Args& args) {
   if (args.size() != 1) {
@@ -21,6 +42,7 @@ absl::Status Run(const Args& args) {
   if (!decoder.ok()) return decoder.status();
   auto file = MappedFile::Open(args[0]);
   if (!file.ok()) return file.status();
+  if (RemoteRequested()) return RunRemote(file->bytes(), output);
   auto info = ReadArchiveInfo(file->bytes());
   if (!info.ok()) return info.status();
 

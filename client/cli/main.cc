@@ -16,6 +16,10 @@ constexpr char kUsage[] = R"(ebzip: error-bounded compression of float arrays
   ebzip decompress IN.ebz -o OUT.raw
   ebzip info       IN.ebz
   ebzip compare    --type f32 A.raw B.raw [--abs E]
+  ebzip health     --server HOST:PORT
+
+compress and decompress take --server HOST:PORT [--tls CA.pem] [--token T] to run on
+an ebzipd server instead; the files are the same.
 
 Shapes are C order, slowest dimension first. Run with --helpfull for every flag.
 Exit codes: 0 success, 1 failure (corrupt archive, I/O error, bound violated), 2 bad usage.)";
@@ -37,6 +41,7 @@ int main(int argc, char** argv) {
       {"decompress", ebzip::cli::DecompressCommand},
       {"info", ebzip::cli::InfoCommand},
       {"compare", ebzip::cli::CompareCommand},
+      {"health", ebzip::cli::HealthCommand},
   };
   const std::string name = positional[1];
   auto it = commands.find(name);

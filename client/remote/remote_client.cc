@@ -1,0 +1,267 @@
+#include "client/remote/remote_client.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "ebzip/v1/ebzip.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace ebzip::client {
+namespace {
+
+constexpr int kMaxReceiveMessageBytes = 64 << 20;
+
+absl::Status FromGrpc(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
+                              const RemoteOptions& r) {
+  v1::CompressHeader h;
+  auto* array = h.mutable_array();
+  array->set_dtype(spec.dtype == DType::kFloat32 ? v1::FLOAT32 : v1::FLOAT64);
+  for (uint64_t d : spec.shape) array->add_shape(d);
+  h.mutable_error_bound()->set_mode(o.mode == BoundMode::kAbs ? v1::ABS : v1::REL);
+  h.mutable_error_bound()->set_value(o.bound);
+  auto* opt = h.mutable_options();
+  opt->set_frame_elements(o.frame_elements);
+  opt->set_gap_array(o.gap_array);
+  if (o.fill_value) opt->set_fill_value(*o.fill_value);
+  opt->set_radius(o.radius);
+  opt->set_chunk_symbols(o.chunk_symbols);
+  opt->set_subsequence_bits(o.subsequence_bits);
+  opt->set_chunk_group(o.chunk_group);
+  for (uint16_t b : o.block) opt->add_block(b);
+  h.set_request_id(r.request_id);
+  h.set_priority(r.priority);
+  return h;
+}
+
+absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p) {
+  ArraySpec spec;
+  if (p.dtype() == v1::FLOAT32) {
+    spec.dtype = DType::kFloat32;
+  } else if (p.dtype() == v1::FLOAT64) {
+    spec.dtype = DType::kFloat64;
+  } else {
+    return absl::DataLossError("the server sent an unknown dtype");
+  }
+  spec.shape.assign(p.shape().begin(), p.shape().end());
+  if (auto s = ValidateArraySpec(spec); !s.ok()) {
+    return absl::DataLossError(absl::StrCat("the server sent a bad shape: ", s.message()));
+  }
+  return spec;
+}
+
+}  // namespace
+
+struct RemoteClient::Impl {
+  RemoteOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Compressor::Stub> stub;
+
+  void Prepare(grpc::ClientContext* context) const {
+    if (!options.token.empty()) context->AddMetadata("authorization", "Bearer " + options.token);
+    if (!options.request_id.empty()) context->AddMetadata("ebzip-request-id", options.request_id);
+    if (options.priority != 0) {
+      context->AddMetadata("ebzip-priority", absl::StrCat(options.priority));
+    }
+    if (options.timeout != absl::InfiniteDuration()) {
+      context->set_deadline(absl::ToChronoTime(absl::Now() + options.timeout));
+    }
+  }
+};
+
+RemoteClient::RemoteClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RemoteClient::~RemoteClient() = default;
+
+absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const RemoteOptions& o) {
+  if (o.server.empty()) return absl::InvalidArgumentError("no server address given");
+  if (o.message_bytes == 0) return absl::InvalidArgumentError("message size must be positive");
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (o.tls_ca_file.empty()) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    std::ifstream in(o.tls_ca_file, std::ios::binary);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", o.tls_ca_file));
+    std::ostringstream pem;
+    pem << in.rdbuf();
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = pem.str();
+    credentials = grpc::SslCredentials(ssl);
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  if (!o.tls_server_name.empty()) args.SetSslTargetNameOverride(o.tls_server_name);
+  auto impl = std::make_unique<Impl>();
+  impl->options = o;
+  impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
+  impl->stub = v1::Compressor::NewStub(impl->channel);
+  return std::unique_ptr<RemoteClient>(new RemoteClient(std::move(impl)));
+}
+
+absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
+                                                     absl::Span<const uint8_t> data,
+                                                     const CompressOptions& options,
+                                                     const ByteSink& sink) {
+  if (data.size() != spec.num_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("the array has ", data.size(),
+                                                   " bytes; its shape needs ", spec.num_bytes()));
+  }
+  grpc::ClientContext context;
+  impl_->Prepare(&context);
+  auto stream = impl_->stub->Compress(&context);
+  v1::CompressRequest request;
+  *request.mutable_header() = MakeHeader(spec, options, impl_->options);
+  bool sending = stream->Write(request);
+  for (size_t at = 0; sending && at < data.size(); at += impl_->options.message_bytes) {
+    const size_t n = std::min(impl_->options.message_bytes, data.size() - at);
+    request.set_data(data.data() + at, n);
+    sending = stream->Write(request);
+  }
+  // A failed write means the server has ended the call; its status says why.
+  stream->WritesDone();
+  v1::CompressResponse response;
+  RemoteSummary summary;
+  bool have_summary = false;
+  absl::Status sink_status;
+  while (stream->Read(&response)) {
+    if (response.has_summary()) {
+      const auto& s = response.summary();
+      summary = {s.input_bytes(), s.archive_bytes(), s.abs_error_bound(), s.outliers(),
+                 s.verbatim(),    s.frames(),        s.backend(),         s.request_id()};
+      have_summary = true;
+    } else if (sink_status.ok()) {
+      const std::string& a = response.archive();
+      sink_status = sink({reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+      if (!sink_status.ok()) context.TryCancel();
+    }
+  }
+  const grpc::Status status = stream->Finish();
+  if (!sink_status.ok()) return sink_status;
+  if (!status.ok()) return FromGrpc(status);
+  if (!have_summary) return absl::DataLossError("the server ended without a summary");
+  return summary;
+}
+
+absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spec,
+                                                            absl::Span<const uint8_t> data,
+                                                            const CompressOptions& options,
+                                                            RemoteSummary* summary) {
+  std::vector<uint8_t> archive;
+  auto s = Compress(spec, data, options, [&](absl::Span<const uint8_t> bytes) {
+    archive.insert(archive.end(), bytes.begin(), bytes.end());
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return s.status();
+  if (archive.size() != s->archive_bytes) {
+    return absl::DataLossError(absl::StrCat("received ", archive.size(),
+                                            " archive bytes; the summary says ", s->archive_bytes));
+  }
+  if (summary != nullptr) *summary = *s;
+  return archive;
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
+    absl::Span<const uint8_t> archive,
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
+    const ByteSink& sink) {
+  grpc::ClientContext context;
+  impl_->Prepare(&context);
+  auto stream = impl_->stub->Decompress(&context);
+  v1::DecompressRequest request;
+  bool sending = true;
+  for (size_t at = 0; sending && at < archive.size(); at += impl_->options.message_bytes) {
+    const size_t n = std::min(impl_->options.message_bytes, archive.size() - at);
+    request.set_archive(archive.data() + at, n);
+    sending = stream->Write(request);
+  }
+  stream->WritesDone();
+  v1::DecompressResponse response;
+  RemoteArrayHeader header;
+  bool have_header = false;
+  uint64_t received = 0;
+  absl::Status local;  // a failure on this side
+  while (stream->Read(&response)) {
+    if (!local.ok()) continue;
+    if (response.has_header()) {
+      auto spec = FromProto(response.header().array());
+      if (!spec.ok()) {
+        local = spec.status();
+      } else {
+        header = {*spec, response.header().abs_error_bound(), response.header().backend()};
+        have_header = true;
+        local = on_header(header);
+      }
+    } else if (!have_header) {
+      local = absl::DataLossError("the server sent data before the header");
+    } else {
+      const std::string& d = response.data();
+      received += d.size();
+      if (received > header.spec.num_bytes()) {
+        local = absl::DataLossError("the server sent more data than the header's shape holds");
+      } else {
+        local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
+      }
+    }
+    if (!local.ok()) context.TryCancel();
+  }
+  const grpc::Status status = stream->Finish();
+  if (!local.ok()) return local;
+  if (!status.ok()) return FromGrpc(status);
+  if (!have_header) return absl::DataLossError("the server ended without a header");
+  if (received != header.spec.num_bytes()) {
+    return absl::DataLossError(absl::StrCat("received ", received, " bytes of a ",
+                                            header.spec.num_bytes(), "-byte array"));
+  }
+  return header;
+}
+
+absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive) {
+  DecompressedArray out;
+  auto h = Decompress(
+      archive,
+      [&](const RemoteArrayHeader& header) {
+        out.data.reserve(header.spec.num_bytes());
+        return absl::OkStatus();
+      },
+      [&](absl::Span<const uint8_t> bytes) {
+        out.data.insert(out.data.end(), bytes.begin(), bytes.end());
+        return absl::OkStatus();
+      });
+  if (!h.ok()) return h.status();
+  out.spec = h->spec;
+  out.abs_bound = h->abs_bound;
+  return out;
+}
+
+absl::StatusOr<v1::ServerInfo> RemoteClient::Info() {
+  grpc::ClientContext context;
+  impl_->Prepare(&context);
+  v1::ServerInfo info;
+  grpc::Status s = impl_->stub->GetServerInfo(&context, v1::GetServerInfoRequest(), &info);
+  if (!s.ok()) return FromGrpc(s);
+  return info;
+}
+
+absl::Status RemoteClient::Health(const std::string& service) {
+  grpc::ClientContext context;
+  impl_->Prepare(&context);
+  auto stub = grpc::health::v1::Health::NewStub(impl_->channel);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status s = stub->Check(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
+    return absl::UnavailableError(absl::StrCat(
+        "the server reports ",
+        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ebzip::client

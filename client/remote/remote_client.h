@@ -1,0 +1,91 @@
+// The C++ client of ebzipd: compress and decompress through the service,
+// streaming in both directions so memory stays bounded by the caller's
+// buffers, plus server info and the standard health check. Archives are the
+// same bytes the local codec writes (the CLI's --server mode builds on this).
+#ifndef EBZIP_CLIENT_REMOTE_REMOTE_CLIENT_H_
+#define EBZIP_CLIENT_REMOTE_REMOTE_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "codec/archive.h"
+#include "codec/types.h"
+
+namespace ebzip::v1 {
+class ServerInfo;
+}
+
+namespace ebzip::client {
+
+struct RemoteOptions {
+  std::string server;       // HOST:PORT, or any gRPC target (dns:///svc:50051)
+  std::string tls_ca_file;  // PEM roots; non-empty: TLS
+  std::string tls_server_name;  // override the name checked in the certificate
+  std::string token;        // bearer token, sent on every call when set
+  absl::Duration timeout = absl::InfiniteDuration();  // per call
+  size_t message_bytes = size_t{1} << 20;             // payload per sent message
+  std::string request_id;   // appears in the server's logs
+  int priority = 0;
+};
+
+struct RemoteSummary {
+  uint64_t input_bytes = 0;
+  uint64_t archive_bytes = 0;
+  double abs_bound = 0;
+  uint64_t outliers = 0;
+  uint64_t verbatim = 0;
+  uint64_t frames = 0;
+  std::string backend;
+  std::string request_id;
+};
+
+struct RemoteArrayHeader {
+  ArraySpec spec;
+  double abs_bound = 0;
+  std::string backend;
+};
+
+using ByteSink = std::function<absl::Status(absl::Span<const uint8_t>)>;
+
+class RemoteClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<RemoteClient>> Connect(const RemoteOptions& options);
+  ~RemoteClient();
+
+  // Sends the array, hands the archive to `sink` as it arrives. A failing
+  // sink cancels the call and its status is returned.
+  absl::StatusOr<RemoteSummary> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                                         const CompressOptions& options, const ByteSink& sink);
+  absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
+                                                absl::Span<const uint8_t> data,
+                                                const CompressOptions& options,
+                                                RemoteSummary* summary = nullptr);
+
+  // Sends the archive; `on_header` sees the array's spec before `sink` sees
+  // its bytes.
+  absl::StatusOr<RemoteArrayHeader> Decompress(
+      absl::Span<const uint8_t> archive,
+      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
+      const ByteSink& sink);
+  absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive);
+
+  absl::StatusOr<v1::ServerInfo> Info();
+  // OK when the server (or `service`) reports SERVING; UNAVAILABLE with the
+  // reported state otherwise.
+  absl::Status Health(const std::string& service = "");
+
+ private:
+  struct Impl;
+  explicit RemoteClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ebzip::client
+
+#endif  // EBZIP_CLIENT_REMOTE_REMOTE_CLIENT_H_
