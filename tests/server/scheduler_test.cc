@@ -1,0 +1,201 @@
+// The scheduler against a backend that records what it is given: priority
+// order, batching limits and compatibility, cancellation and deadlines in
+// the queue, and admission control.
+#include "server/scheduler.h"
+
+#include <map>
+#include <mutex>
+
+#include "absl/synchronization/notification.h"
+#include "gtest/gtest.h"
+#include "server/admission.h"
+
+namespace ebzip::server {
+namespace {
+
+class RecordingBackend final : public Backend {
+ public:
+  std::string name() const override { return "test"; }
+  std::vector<std::string> devices() const override { return {"test"}; }
+  int workers() const override { return 1; }
+  // Works of equal dtype batch together.
+  bool Compatible(const Work& a, const Work& b) const override { return a.dtype() == b.dtype(); }
+  void Run(int, absl::Span<const std::shared_ptr<Work>> batch) override {
+    gate.WaitForNotification();
+    absl::MutexLock lock(&mu);
+    std::vector<std::string> ids;
+    for (const auto& w : batch) {
+      ids.push_back(w->request_id);
+      w->status = absl::OkStatus();
+      w->device = "test";
+    }
+    batches.push_back(ids);
+  }
+  std::vector<DeviceState> DeviceStates() const override { return {}; }
+
+  absl::Notification gate;
+  absl::Mutex mu;
+  std::vector<std::vector<std::string>> batches;
+};
+
+std::shared_ptr<Work> MakeWork(const std::string& id, uint64_t elements, int priority = 0,
+                               DType dtype = DType::kFloat32) {
+  auto w = std::make_shared<Work>();
+  w->request_id = id;
+  w->priority = priority;
+  w->spec = {dtype, {elements}};
+  return w;
+}
+
+struct Done {
+  absl::Mutex mu;
+  std::map<std::string, absl::Status> status;
+  void Attach(const std::shared_ptr<Work>& w) {
+    Work* raw = w.get();
+    w->on_done = [this, raw] {
+      absl::MutexLock lock(&mu);
+      status[raw->request_id] = raw->status;
+    };
+  }
+  bool WaitFor(size_t n) {
+    std::pair<Done*, size_t> want(this, n);
+    absl::MutexLock lock(&mu);
+    return mu.AwaitWithTimeout(
+        absl::Condition(
+            +[](std::pair<Done*, size_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              return a->first->status.size() >= a->second;
+            },
+            &want),
+        absl::Seconds(10));
+  }
+};
+
+TEST(Scheduler, BatchesByPriorityThenArrivalWithinLimits) {
+  RecordingBackend backend;
+  BatchingOptions b;
+  b.max_batch_bytes = 4000;  // 1000 float32 elements
+  b.max_batch_requests = 3;
+  b.max_queue_delay = absl::Milliseconds(1);
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  // The first work occupies the worker (the gate is closed) while the rest queue.
+  auto first = MakeWork("first", 10);
+  done.Attach(first);
+  scheduler.Submit(first);
+  absl::SleepFor(absl::Milliseconds(50));
+  std::vector<std::shared_ptr<Work>> works = {
+      MakeWork("low", 100, -1),           MakeWork("a", 100),
+      MakeWork("f64", 100, 0, DType::kFloat64), MakeWork("b", 100),
+      MakeWork("c", 100),                 MakeWork("d", 100),
+      MakeWork("urgent", 100, 5),         MakeWork("big", 5000),
+  };
+  for (auto& w : works) {
+    done.Attach(w);
+    scheduler.Submit(w);
+  }
+  backend.gate.Notify();
+  ASSERT_TRUE(done.WaitFor(works.size() + 1));
+  absl::MutexLock lock(&backend.mu);
+  const std::vector<std::vector<std::string>> expected = {
+      {"first"},
+      {"urgent", "a", "b"},  // priority first; at most 3 per batch; f64 waits its turn
+      {"f64"},
+      {"c", "d", "low"},  // low priority still fills a batch's spare room
+      {"big"},            // over max_batch_bytes: alone
+  };
+  EXPECT_EQ(backend.batches, expected);
+}
+
+TEST(Scheduler, WithoutBatchingEveryWorkRunsAlone) {
+  RecordingBackend backend;
+  BatchingOptions b;
+  b.enabled = false;
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  for (int i = 0; i < 5; ++i) {
+    auto w = MakeWork(std::to_string(i), 10);
+    done.Attach(w);
+    scheduler.Submit(w);
+  }
+  backend.gate.Notify();
+  ASSERT_TRUE(done.WaitFor(5));
+  absl::MutexLock lock(&backend.mu);
+  EXPECT_EQ(backend.batches.size(), 5u);
+}
+
+TEST(Scheduler, CancelledAndExpiredWorkNeverRuns) {
+  RecordingBackend backend;
+  BatchingOptions b;
+  b.enabled = false;
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  auto blocker = MakeWork("blocker", 10);
+  auto cancelled = MakeWork("cancelled", 10);
+  auto expired = MakeWork("expired", 10);
+  expired->deadline = absl::Now() + absl::Milliseconds(20);
+  for (auto& w : {blocker, cancelled, expired}) {
+    done.Attach(w);
+    scheduler.Submit(w);
+  }
+  scheduler.Cancel(cancelled);
+  {
+    // Cancelled work finishes at once, even with the worker busy.
+    absl::MutexLock lock(&done.mu);
+    ASSERT_EQ(done.status.count("cancelled"), 1u);
+    EXPECT_EQ(done.status["cancelled"].code(), absl::StatusCode::kCancelled);
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  backend.gate.Notify();
+  ASSERT_TRUE(done.WaitFor(3));
+  absl::MutexLock lock(&done.mu);
+  EXPECT_TRUE(done.status["blocker"].ok());
+  EXPECT_EQ(done.status["expired"].code(), absl::StatusCode::kDeadlineExceeded);
+  absl::MutexLock backend_lock(&backend.mu);
+  EXPECT_EQ(backend.batches, (std::vector<std::vector<std::string>>{{"blocker"}}));
+}
+
+TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
+  RecordingBackend backend;
+  BatchingOptions b;
+  b.enabled = false;
+  auto scheduler = std::make_unique<Scheduler>(backend, b, nullptr);
+  Done done;
+  for (const char* id : {"running", "queued"}) {
+    auto w = MakeWork(id, 10);
+    done.Attach(w);
+    scheduler->Submit(w);
+  }
+  absl::SleepFor(absl::Milliseconds(20));
+  std::thread stop([&] { scheduler->Stop(); });
+  absl::SleepFor(absl::Milliseconds(20));
+  backend.gate.Notify();
+  stop.join();
+  ASSERT_TRUE(done.WaitFor(2));
+  absl::MutexLock lock(&done.mu);
+  EXPECT_TRUE(done.status["running"].ok());
+  EXPECT_EQ(done.status["queued"].code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(Admission, BudgetIsEnforcedAndGivenBack) {
+  AdmissionControl admission(1000);
+  Reservation a = admission.Empty();
+  ASSERT_TRUE(a.Grow(600).ok());
+  Reservation b = admission.Empty();
+  EXPECT_EQ(b.Grow(500).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.bytes(), 0u);
+  ASSERT_TRUE(b.Grow(400).ok());
+  EXPECT_EQ(admission.held(), 1000u);
+  a.Resize(100);  // an output smaller than the input it replaces
+  EXPECT_EQ(admission.held(), 500u);
+  {
+    Reservation moved = std::move(b);
+    EXPECT_EQ(admission.held(), 500u);
+  }
+  EXPECT_EQ(admission.held(), 100u);
+  a.Release();
+  EXPECT_EQ(admission.held(), 0u);
+  EXPECT_EQ(admission.Empty().Grow(1001).code(), absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace ebzip::server
