@@ -1,11 +1,15 @@
-# The two set-up commands (README.md): `make run` and `make test`.
+# The two set-up commands (README.md): `make run` (builds and runs ebzipd)
+# and `make test`. `make demo` shows the command line on a real field.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: run test build deps fuzz clean
+.PHONY: run demo test build deps fuzz clean
 
 run: build
+	scripts/run_server.sh $(BUILD)
+
+demo: build
 	scripts/demo.sh $(BUILD)
 
 test: build

@@ -2,9 +2,11 @@
 # Runs the GPU tests, compute-sanitizer and the GPU benchmark on a GPU host
 # that has the CUDA driver but none of the project's libraries (the lent H100:
 # see bench/README.md). Expects, built and packed on the development machine:
-#   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu)
+#   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
+#                        server_gpu_*_test, ebzipd, ebzip_load)
 #   .device/data/*.gz    ferret-datasets files, gzipped
-# usage: scripts/gpu_host_check.sh [tests|sanitize|bench|quickbench]...   (logs to $OUT)
+# usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench]...
+# (logs to $OUT)
 set -uo pipefail
 out=${OUT:-/tmp/gpu_out}
 mkdir -p "$out" /tmp/ebzip_gpu/ferret
@@ -21,6 +23,14 @@ for step in "$@"; do
   case $step in
     tests)
       timeout 300 "$run" gpu_codec_test 2>&1 | tee "$out/tests.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|error|differ|skipping" | head -80
+      status=$((status | PIPESTATUS[0]));;
+    server)
+      for t in server_gpu_roundtrip_test server_gpu_faults_test; do
+        timeout 400 "$run" $t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|Expected|Which" | head -60
+        status=$((status | PIPESTATUS[0]))
+      done;;
+    servicebench)
+      EBZIP_RUN="$run" EBZIP_BACKEND=gpu timeout 500 bench/service_bench.sh 2>&1 | tee "$out/service_bench.log"
       status=$((status | PIPESTATUS[0]));;
     sanitize)
       export LD_LIBRARY_PATH=/tmp/ebzip_gpu/bundle/lib
