@@ -96,7 +96,7 @@ __global__ void WriteKernel(const Segment* segments, uint32_t num_segments, cons
     ++rank.verbatim;
   }
   // Runs: the start goes in place; the end (exclusive) waits in the length
-  // field until FinishRunsKernel subtracts the start.
+  // field until FinishSectionsKernel subtracts the start.
   uint8_t* runs = archive + layout.section_offset[format::kFillRuns];
   for (uint32_t m = bits.starts; m != 0; m &= m - 1) {
     StoreBytes<uint32_t>(runs + 8 * rank.run_starts++, static_cast<uint32_t>(element0 + __ffs(m) - 1));
@@ -106,11 +106,18 @@ __global__ void WriteKernel(const Segment* segments, uint32_t num_segments, cons
   }
 }
 
-__global__ void FinishRunsKernel(const Segment* segments, const Item* items,
-                                 const FrameLayout* layouts) {
+// Block per segment: run lengths from the ends, and the zero padding between
+// the verbatim section's indices and values (FORMAT.md §5.7), which nothing
+// else writes and a reused archive buffer may hold anything in.
+__global__ void FinishSectionsKernel(const Segment* segments, const Item* items,
+                                     const FrameLayout* layouts) {
   const Segment& seg = segments[blockIdx.x];
   const FrameLayout& layout = layouts[blockIdx.x];
   if (items[seg.item].overflow) return;
+  if (threadIdx.x == 0 && layout.verbatim % 2 == 1) {
+    uint8_t* verbatim = items[seg.item].archive + layout.section_offset[format::kVerbatim];
+    StoreBytes<uint32_t>(verbatim + 4 * layout.verbatim, 0);
+  }
   uint8_t* runs = items[seg.item].archive + layout.section_offset[format::kFillRuns];
   for (uint64_t k = threadIdx.x; k < layout.fill_runs; k += blockDim.x) {
     const uint32_t start = LoadBytes<uint32_t>(runs + 8 * k);
@@ -146,7 +153,7 @@ cudaError_t LaunchWriteSpecials(int elem_size, const Segment* segments, uint32_t
         tile_prefix, deltas);
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  FinishRunsKernel<<<num_segments, kThreads, 0, stream>>>(segments, items, layouts);
+  FinishSectionsKernel<<<num_segments, kThreads, 0, stream>>>(segments, items, layouts);
   return cudaGetLastError();
 }
 

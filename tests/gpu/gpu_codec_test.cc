@@ -261,6 +261,93 @@ TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
   cudaStreamDestroy(stream);
 }
 
+// Where two archives first differ, in FORMAT.md's terms.
+std::string Locate(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& got) {
+  uint64_t first = 0;
+  while (first < expected.size() && expected[first] == got[first]) ++first;
+  std::string where = "byte " + std::to_string(first) + " of " + std::to_string(expected.size());
+  auto info = ReadArchiveInfo(expected);
+  if (!info.ok()) return where;
+  for (size_t f = 0; f < info->frames.size(); ++f) {
+    uint64_t at = info->frames[f].offset;
+    if (first < at || first >= at + info->frames[f].size) continue;
+    if (first < at + format::kFrameHeaderSize) {
+      return where + ": frame " + std::to_string(f) + " header +" + std::to_string(first - at);
+    }
+    at += format::kFrameHeaderSize;
+    for (int k = 0; k < format::kSectionCount; ++k) {
+      const uint64_t len = info->frame_headers[f].sections[k].length;
+      if (first < at + ((len + 7) & ~uint64_t{7})) {
+        return where + ": frame " + std::to_string(f) + " section " + format::SectionName(k) +
+               " +" + std::to_string(first - at) + " of " + std::to_string(len);
+      }
+      at += (len + 7) & ~uint64_t{7};
+    }
+  }
+  return where + " (file header, index or trailer)";
+}
+
+// The service reuses its device pool and pinned memory from batch to batch:
+// nothing a call leaves behind may change the next call's archive.
+TEST(GpuCodec, LeftoverBytesInBuffersChangeNothing) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    ArraySpec spec;
+    BoundMode mode;
+    double bound;
+    bool specials;
+    std::optional<double> fill;
+  };
+  const std::vector<Case> cases = {
+      {{DType::kFloat32, {7, 13, 5}}, BoundMode::kRel, 1e-3, true, -1e34},
+      {{DType::kFloat32, {300, 301}}, BoundMode::kRel, 1e-5, true, std::nullopt},
+      {{DType::kFloat64, {3, 5, 9, 17}}, BoundMode::kAbs, 1e-6, true, -1e34},
+      {{DType::kFloat32, {100000}}, BoundMode::kRel, 1e-5, false, std::nullopt},
+      {{DType::kFloat32, {40, 50, 60}}, BoundMode::kRel, 1e-5, true, -1e34},
+  };
+  for (uint8_t junk : {uint8_t{0xA5}, uint8_t{0xFF}, uint8_t{0x00}}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(ShapeToString(c.spec.shape) + " junk " + std::to_string(junk));
+      CompressOptions options;
+      options.mode = c.mode;
+      options.bound = c.bound;
+      options.fill_value = c.fill;
+      const auto data = MakeAnyField(c.spec.dtype, c.spec.num_elements(), 11, c.specials, c.fill);
+      auto cpu = Compress(c.spec, data, options);
+      ASSERT_TRUE(cpu.ok());
+      const uint64_t capacity = MaxArchiveBytes(c.spec, options);
+      void* in = nullptr;
+      void* out = nullptr;
+      uint64_t* size = nullptr;
+      ASSERT_EQ(cudaMalloc(&in, data.size()), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&out, capacity), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&size), 8), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(in, data.data(), data.size(), cudaMemcpyHostToDevice), cudaSuccess);
+      CompressTask task{c.spec, options, in, static_cast<uint8_t*>(out), capacity, size};
+      auto need = CompressWorkspaceSize({&task, 1});
+      ASSERT_TRUE(need.ok());
+      Workspace ws{nullptr, need->device_bytes, nullptr, need->host_bytes};
+      ASSERT_EQ(cudaMalloc(&ws.device, ws.device_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMallocHost(&ws.host, ws.host_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMemset(out, junk, capacity), cudaSuccess);
+      ASSERT_EQ(cudaMemset(ws.device, junk, ws.device_bytes), cudaSuccess);
+      std::memset(ws.host, junk, ws.host_bytes);
+      ASSERT_TRUE(CompressBatch({&task, 1}, ws, nullptr).ok());
+      uint64_t got_size = 0;
+      ASSERT_EQ(cudaMemcpy(&got_size, size, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+      std::vector<uint8_t> gpu(got_size);
+      ASSERT_EQ(cudaMemcpy(gpu.data(), out, got_size, cudaMemcpyDeviceToHost), cudaSuccess);
+      ASSERT_EQ(gpu.size(), cpu->size());
+      EXPECT_TRUE(gpu == *cpu) << Locate(*cpu, gpu);
+      cudaFree(in);
+      cudaFree(out);
+      cudaFree(size);
+      cudaFree(ws.device);
+      cudaFreeHost(ws.host);
+    }
+  }
+}
+
 TEST(GpuCodec, SmallOverflowWritesNothing) {
   SKIP_WITHOUT_GPU();
   const ArraySpec spec{DType::kFloat32, {4096}};
