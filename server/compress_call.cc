@@ -101,6 +101,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     s->set_abs_error_bound(work.abs_bound);
     s->set_outliers(work.outliers);
     s->set_verbatim(work.verbatim);
+    s->set_fill_runs(work.fill_runs);
     s->set_frames(work.frames);
     s->set_backend(work.device);
     s->set_request_id(request_id());

@@ -40,7 +40,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
     }
     // The client closed its side, or the call is gone.
     if (context_->IsCancelled()) {
-      FinishOnce(absl::CancelledError("the client cancelled the call"));
+      FinishOnce(GoneStatus("the client cancelled the call"));
       return;
     }
     absl::StatusOr<std::shared_ptr<Work>> work = OnEndOfInput();
@@ -61,7 +61,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      FinishOnce(absl::CancelledError("the client went away while the result was sent"));
+      FinishOnce(GoneStatus("the client went away while the result was sent"));
       return;
     }
     WriteNext();
@@ -78,8 +78,14 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   }
 
   void OnDone() override {
-    env_.EndCall(method_, request_id_, context_->peer(), final_status_, absl::Now() - start_,
-                 bytes_in_, bytes_out_);
+    // A cancellation can reach the reactor after a failed read has already
+    // ended the call (as an incomplete upload, say); by now gRPC knows, and
+    // the metrics and logs say what really happened.
+    const absl::Status recorded =
+        context_->IsCancelled() && !final_status_.ok() ? GoneStatus("the client cancelled the call")
+                                                       : final_status_;
+    env_.EndCall(method_, request_id_, peer_, recorded, absl::Now() - start_, bytes_in_,
+                 bytes_out_);
     delete this;
   }
 
@@ -88,6 +94,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
       : env_(env), context_(context), method_(method), start_(absl::Now()) {
     env_.StartCall(method_);
     request_id_ = RequestId(*context_, "");
+    peer_ = context_->peer();  // gone once the call is cancelled
   }
 
   // Starts the call: reads, or refuses it. Call last in the subclass's
@@ -131,12 +138,16 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
       absl::MutexLock lock(&mu_);
       work = work_;
     }
+    if (work->status.code() == absl::StatusCode::kCancelled) {
+      FinishOnce(GoneStatus(std::string(work->status.message()).c_str()));
+      return;
+    }
     if (!work->status.ok()) {
       FinishOnce(work->status);
       return;
     }
     if (context_->IsCancelled()) {
-      FinishOnce(absl::CancelledError("the client cancelled the call"));
+      FinishOnce(GoneStatus("the client cancelled the call"));
       return;
     }
     OnSuccess(*work);
@@ -157,6 +168,17 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
     this->StartWrite(&response_);
   }
 
+  // Why a call that gRPC cancelled ended: its deadline, or its client. The
+  // client's clock runs out first (the server's deadline is the client's plus
+  // the headers' transit), so a cancellation that close to the deadline is
+  // the deadline's.
+  absl::Status GoneStatus(const char* what) const {
+    if (absl::Now() + absl::Milliseconds(100) >= Deadline(*context_)) {
+      return absl::DeadlineExceededError("the call's deadline passed");
+    }
+    return absl::CancelledError(what);
+  }
+
   void FinishOnce(const absl::Status& status) {
     {
       absl::MutexLock lock(&mu_);
@@ -170,6 +192,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   const Method method_;
   const absl::Time start_;
   std::string request_id_;
+  std::string peer_;
   Request request_;
   Response response_;
   uint64_t bytes_in_ = 0;

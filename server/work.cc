@@ -18,10 +18,11 @@ void Work::SetArchive(std::vector<uint8_t> archive) {
   }
   abs_bound = parsed->header.abs_bound;
   frames = parsed->frames.size();
-  outliers = verbatim = 0;
+  outliers = verbatim = fill_runs = 0;
   for (const auto& h : parsed->frame_headers) {
     outliers += h.outlier_count;
     verbatim += h.verbatim_count;
+    fill_runs += h.fill_run_count;
   }
   status = absl::OkStatus();
 }

@@ -48,6 +48,7 @@ struct Work {
   double abs_bound = 0;
   uint64_t outliers = 0;
   uint64_t verbatim = 0;
+  uint64_t fill_runs = 0;
   uint64_t frames = 0;
   std::string device;  // where it ran: "cpu", "gpu:0"
   absl::Duration queue_time;

@@ -271,6 +271,11 @@ TEST(ServerFaults, DeadlinesAreHonoured) {
   auto archive = client->Compress(big.spec, big.bytes, o);
   EXPECT_EQ(archive.status().code(), absl::StatusCode::kDeadlineExceeded) << archive.status();
   EXPECT_TRUE(WaitQuiet(*server));
+  // The server counts it as a deadline, not as a client's cancellation.
+  const std::string metrics = server->metrics().Render();
+  EXPECT_TRUE(absl::StrContains(
+      metrics, "ebzip_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"compress\"} 1"))
+      << metrics.substr(metrics.find("ebzip_requests_total"), 400);
   auto patient = ClientFor(*server);
   EXPECT_TRUE(patient->Compress(big.spec, big.bytes, o).ok());
 }
