@@ -1,0 +1,772 @@
+"""Python client of the ebzip gRPC service (ebzipd).
+
+The service streams in both directions, so that arrays of any size go through
+in bounded memory on both ends: this module keeps that property on the client
+side. Arrays are sent from a view of the caller's buffer, 1 MiB per message,
+produced only as gRPC asks for the next message (gRPC Python waits for each
+write to finish before pulling the next one), and decompressed arrays are
+written straight into one preallocated numpy array. Peak client memory is
+therefore the caller's array plus a few messages, even above 2 GiB.
+
+Archives are the exact bytes `ebzip compress` writes (FORMAT.md), so what this
+client returns can be written to a file and read by the command line, and the
+other way round.
+
+Every failure the server reports is raised as a subclass of `Error` that
+carries the gRPC status code; `grpc.RpcError` never escapes. Arguments the
+client can check by itself raise `ValueError` or `TypeError` before any call,
+as a Python caller would expect of a bad argument.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import numbers
+import os
+import sys
+from typing import (Any, Iterable, Iterator, Optional, Sequence, Tuple, Type,
+                    Union)
+
+import grpc
+import numpy as np
+
+try:
+    from ebzip.v1 import ebzip_pb2
+    from ebzip.v1 import ebzip_pb2_grpc
+except ImportError as _e:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        'ebzip: the generated modules ebzip.v1.ebzip_pb2 and ebzip_pb2_grpc '
+        'are missing; build the CMake target ebzip_python_client and set '
+        'PYTHONPATH=build/python') from _e
+
+# The service's own health checking protocol. Debian 12 ships python3-grpcio
+# without grpc_health (it is a separate PyPI package, grpcio-health-checking,
+# that Debian does not package), so Client.health() falls back to calling the
+# method by name with a hand-encoded request; see _encode_health_request.
+try:
+    from grpc_health.v1 import health_pb2 as _health_pb2
+    from grpc_health.v1 import health_pb2_grpc as _health_pb2_grpc
+except ImportError:
+    _health_pb2 = None
+    _health_pb2_grpc = None
+
+# Bytes per outgoing message. Small enough that a message is never near any
+# default size limit (4 MiB on the server's receive side) and that the
+# per-message copy into protobuf is cheap; large enough that per-message
+# overhead is negligible against the codec's throughput.
+MESSAGE_BYTES = 1 << 20
+
+# The server sends decompressed data and archives in messages of its own
+# choosing; gRPC's default receive limit (4 MiB) is below what a server may
+# reasonably use, so the client accepts up to 64 MiB.
+MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
+
+_HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
+
+_DTYPE_TO_PROTO = {
+    np.dtype('<f4'): ebzip_pb2.FLOAT32,
+    np.dtype('<f8'): ebzip_pb2.FLOAT64,
+}
+_DTYPE_FROM_PROTO = {v: k for k, v in _DTYPE_TO_PROTO.items()}
+
+BytesLike = Union[bytes, bytearray, memoryview]
+
+
+# ---------------------------------------------------------------------------
+# Errors.
+
+
+class Error(Exception):
+    """A failed call to the ebzip service.
+
+    Attributes:
+        code: The gRPC status code the server (or gRPC itself, e.g. for an
+            unreachable server or an expired deadline) ended the call with;
+            None for a ProtocolError, which the client detects itself.
+        message: The status message, meant for people.
+    """
+
+    def __init__(self, code: Optional[grpc.StatusCode], message: str):
+        prefix = code.name if code is not None else 'PROTOCOL_ERROR'
+        super().__init__(f'{prefix}: {message}')
+        self.code = code
+        self.message = message
+
+
+class InvalidArgument(Error):
+    """The request was malformed: bad bound, shape, dtype or byte count."""
+
+
+class DataLoss(Error):
+    """The archive is corrupt or truncated; nothing of it is returned."""
+
+
+class ResourceExhausted(Error):
+    """The server's queue or request size limit is full; retry later."""
+
+
+class Unauthenticated(Error):
+    """The bearer token is missing or wrong."""
+
+
+class PermissionDenied(Error):
+    """The caller is known but may not do this."""
+
+
+class Unavailable(Error):
+    """The server cannot be reached, or is draining on shutdown."""
+
+
+class DeadlineExceeded(Error):
+    """The call's timeout ran out before the server answered."""
+
+
+class Cancelled(Error):
+    """The call was cancelled."""
+
+
+class NotFound(Error):
+    """E.g. a health check of a service the server does not know."""
+
+
+class Unimplemented(Error):
+    """The server does not offer this method (an older or other server)."""
+
+
+class Internal(Error):
+    """The server failed in a way that is its own fault."""
+
+
+class ProtocolError(Error):
+    """The server's answer broke the API's message order or contents.
+
+    Raised by the client itself (code is None), e.g. for a Decompress stream
+    that sends data before its header or more bytes than the header's shape.
+    """
+
+    def __init__(self, message: str):
+        super().__init__(None, message)
+
+
+_ERROR_CLASSES = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.DATA_LOSS: DataLoss,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
+    grpc.StatusCode.CANCELLED: Cancelled,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
+    grpc.StatusCode.INTERNAL: Internal,
+}
+
+
+def _error_from_rpc(err: grpc.RpcError) -> Error:
+    """Maps a gRPC failure to the Error subclass of its status code."""
+    # Every RpcError gRPC raises from a call is also a grpc.Call; the getattr
+    # guards keep a stray plain RpcError from turning into an AttributeError.
+    code_fn = getattr(err, 'code', None)
+    details_fn = getattr(err, 'details', None)
+    code = code_fn() if callable(code_fn) else grpc.StatusCode.UNKNOWN
+    details = details_fn() if callable(details_fn) else str(err)
+    cls: Type[Error] = _ERROR_CLASSES.get(code, Error)
+    return cls(code, details or '')
+
+
+class ServingStatus(enum.IntEnum):
+    """grpc.health.v1.HealthCheckResponse.ServingStatus, by value."""
+    UNKNOWN = 0
+    SERVING = 1
+    NOT_SERVING = 2
+    SERVICE_UNKNOWN = 3
+
+
+# ---------------------------------------------------------------------------
+# Argument checks and message construction, kept apart from the network so
+# that they can be tested without a server.
+
+
+def _check_real(name: str, value: Any) -> float:
+    # bool is an int in Python; abs=True is far more likely a mistake than a
+    # bound of 1.
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f'{name} must be a real number, not '
+                        f'{type(value).__name__}')
+    return float(value)
+
+
+def error_bound(abs: Optional[float] = None,  # pylint: disable=redefined-builtin
+                rel: Optional[float] = None) -> 'ebzip_pb2.ErrorBound':
+    """Builds the ErrorBound message from exactly one of abs= and rel=.
+
+    Checked here rather than left to the server so that a typo fails at once
+    with a Python exception, not after streaming a large array.
+
+    Raises:
+        ValueError: Neither or both given, or a value that is not > 0 and
+            finite.
+        TypeError: A value that is not a real number.
+    """
+    if (abs is None) == (rel is None):
+        raise ValueError('give exactly one of abs= or rel=')
+    name, value = ('abs', abs) if abs is not None else ('rel', rel)
+    v = _check_real(name, value)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f'{name} must be > 0 and finite, got {v!r}')
+    mode = ebzip_pb2.ABS if abs is not None else ebzip_pb2.REL
+    return ebzip_pb2.ErrorBound(mode=mode, value=v)
+
+
+def as_wire_array(array: Any) -> np.ndarray:
+    """Returns the array as the service wants its bytes: C order, little-endian.
+
+    No copy is made when the array already is that (the usual case on x86 and
+    ARM), which matters for arrays of many GiB.
+
+    Raises:
+        TypeError: The dtype is not float32 or float64.
+        ValueError: Not 1 to 4 dimensions, or an empty dimension.
+    """
+    a = np.asarray(array)
+    if a.dtype.kind != 'f' or a.dtype.itemsize not in (4, 8):
+        raise TypeError(f'ebzip compresses float32 and float64 arrays, not '
+                        f'{a.dtype}')
+    if not 1 <= a.ndim <= 4:
+        raise ValueError(f'ebzip compresses arrays of 1 to 4 dimensions, not '
+                         f'{a.ndim} (shape {a.shape})')
+    if a.size == 0:
+        raise ValueError(f'every dimension must be >= 1, got shape {a.shape}')
+    # ascontiguousarray returns its argument itself when both the order and
+    # the (byte-order-equivalent) dtype already match.
+    return np.ascontiguousarray(a, dtype=a.dtype.newbyteorder('<'))
+
+
+def compress_header(dtype: Any,
+                    shape: Sequence[int],
+                    *,
+                    abs: Optional[float] = None,  # pylint: disable=redefined-builtin
+                    rel: Optional[float] = None,
+                    fill_value: Optional[float] = None,
+                    frame_elements: int = 0,
+                    gap_array: Optional[bool] = None,
+                    radius: int = 0,
+                    chunk_symbols: int = 0,
+                    subsequence_bits: int = 0,
+                    chunk_group: int = 0,
+                    block: Sequence[int] = (),
+                    request_id: str = '',
+                    priority: int = 0) -> 'ebzip_pb2.CompressHeader':
+    """Builds the CompressHeader message; see Client.compress for arguments.
+
+    Unset options stay unset in the message (rather than being filled with
+    this client's idea of the defaults) so that the server applies the
+    command line's defaults and archives agree byte for byte with it.
+    """
+    dt = np.dtype(dtype).newbyteorder('<')
+    if dt not in _DTYPE_TO_PROTO:
+        raise TypeError(f'dtype must be float32 or float64, not {dt}')
+    shape = tuple(int(d) for d in shape)
+    if not 1 <= len(shape) <= 4 or min(shape) < 1:
+        raise ValueError(f'shape must have 1 to 4 dimensions, each >= 1, '
+                         f'got {shape}')
+    options = ebzip_pb2.CompressOptions(frame_elements=frame_elements,
+                                        radius=radius,
+                                        chunk_symbols=chunk_symbols,
+                                        subsequence_bits=subsequence_bits,
+                                        chunk_group=chunk_group,
+                                        block=[int(b) for b in block])
+    if gap_array is not None:
+        options.gap_array = bool(gap_array)
+    if fill_value is not None:
+        fill = _check_real('fill_value', fill_value)
+        if not math.isfinite(fill):
+            # NaN and Inf always come back exactly anyway; the command line
+            # refuses them as --fill too.
+            raise ValueError(f'fill_value must be finite, got {fill!r}')
+        options.fill_value = fill
+    return ebzip_pb2.CompressHeader(
+        array=ebzip_pb2.ArraySpec(dtype=_DTYPE_TO_PROTO[dt], shape=shape),
+        error_bound=error_bound(abs=abs, rel=rel),
+        options=options,
+        request_id=request_id,
+        priority=priority)
+
+
+def _byte_view(obj: Any) -> memoryview:
+    """A flat unsigned-byte view of any contiguous buffer, without a copy."""
+    view = memoryview(obj)
+    if not view.c_contiguous:
+        raise ValueError('buffers must be C-contiguous')
+    if view.format == 'B' and view.ndim == 1:
+        return view
+    return view.cast('B')
+
+
+def _slices(view: memoryview) -> Iterator[bytes]:
+    # bytes() copies one message's worth; protobuf accepts nothing else for a
+    # bytes field, and the copy is what keeps memory bounded: the caller's
+    # buffer is never duplicated as a whole.
+    for start in range(0, len(view), MESSAGE_BYTES):
+        yield bytes(view[start:start + MESSAGE_BYTES])
+
+
+def compress_requests(header: 'ebzip_pb2.CompressHeader',
+                      chunks: Iterable[Any]
+                     ) -> Iterator['ebzip_pb2.CompressRequest']:
+    """The Compress request stream: the header, then data of <= 1 MiB each.
+
+    A generator, so that messages exist only while gRPC sends them.
+    """
+    yield ebzip_pb2.CompressRequest(header=header)
+    for chunk in chunks:
+        for piece in _slices(_byte_view(chunk)):
+            yield ebzip_pb2.CompressRequest(data=piece)
+
+
+def decompress_requests(data: Any) -> Iterator['ebzip_pb2.DecompressRequest']:
+    """The Decompress request stream: the archive in messages of <= 1 MiB."""
+    for piece in _slices(_byte_view(data)):
+        yield ebzip_pb2.DecompressRequest(archive=piece)
+
+
+def _encode_health_request(service: str) -> bytes:
+    """grpc.health.v1.HealthCheckRequest{service} in protobuf wire format.
+
+    Its one field is `string service = 1`: tag 0x0a, a varint length, UTF-8.
+    Hand-encoding it avoids building a message class from descriptors at run
+    time just for this, when grpc_health is not installed.
+    """
+    raw = service.encode('utf-8')
+    if not raw:
+        return b''  # proto3 leaves default values out
+    out = bytearray(b'\x0a')
+    n = len(raw)
+    while n >= 0x80:
+        out.append((n & 0x7f) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out + raw)
+
+
+def _read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise ProtocolError('truncated varint in health check response')
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7f) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 64:
+            raise ProtocolError('overlong varint in health check response')
+
+
+def _parse_health_response(buf: bytes) -> int:
+    """The `status` (field 1, varint) of a HealthCheckResponse, by hand.
+
+    Fields other than 1 are skipped by wire type, as protobuf itself would,
+    so that a newer server adding fields does not break this parser. An
+    absent field 1 is proto3's default, UNKNOWN (0).
+    """
+    status = 0
+    pos = 0
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos)
+        field, wire_type = key >> 3, key & 7
+        if wire_type == 0:
+            value, pos = _read_varint(buf, pos)
+            if field == 1:
+                status = value
+        elif wire_type == 1:
+            pos += 8
+        elif wire_type == 2:
+            length, pos = _read_varint(buf, pos)
+            pos += length
+        elif wire_type == 5:
+            pos += 4
+        else:
+            raise ProtocolError(
+                f'unexpected wire type {wire_type} in health check response')
+        if pos > len(buf):
+            raise ProtocolError('truncated health check response')
+    return status
+
+
+# ---------------------------------------------------------------------------
+# The client.
+
+
+def _read_ca(tls_ca: Union[str, os.PathLike, bytes]) -> bytes:
+    if isinstance(tls_ca, (bytes, bytearray)):
+        return bytes(tls_ca)
+    with open(tls_ca, 'rb') as f:
+        return f.read()
+
+
+class Client:
+    """A connection to one ebzipd server.
+
+    One Client holds one gRPC channel; it is safe to share between threads
+    and cheaper to reuse than to recreate, since the channel keeps its
+    connection (and TLS session) open. Use it as a context manager, or call
+    close(), to release the channel.
+    """
+
+    def __init__(self,
+                 target: str,
+                 tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
+                 token: Optional[str] = None,
+                 timeout: Optional[float] = None):
+        """Opens a channel to target (host:port); nothing is sent yet.
+
+        Args:
+            target: The server's address, e.g. "localhost:50051".
+            tls_ca: PEM root certificate(s) the server's certificate must
+                chain to, as bytes or a file path; turns TLS on. Without it
+                the channel is plaintext.
+            token: Bearer token sent as `authorization: Bearer <token>` with
+                every call. It is sent as plain metadata rather than as gRPC
+                call credentials because gRPC refuses call credentials on
+                plaintext channels, and a server behind a TLS-terminating
+                proxy, or on localhost, still needs it.
+            timeout: Deadline in seconds for each call; None waits forever.
+        """
+        options = [('grpc.max_receive_message_length',
+                    MAX_RECEIVE_MESSAGE_BYTES)]
+        if tls_ca is not None:
+            creds = grpc.ssl_channel_credentials(
+                root_certificates=_read_ca(tls_ca))
+            self._channel = grpc.secure_channel(target, creds, options)
+        else:
+            self._channel = grpc.insecure_channel(target, options)
+        self._stub = ebzip_pb2_grpc.CompressorStub(self._channel)
+        self._timeout = timeout
+        self._auth: Tuple[Tuple[str, str], ...] = ()
+        if token is not None:
+            self._auth = (('authorization', f'Bearer {token}'),)
+
+    def __enter__(self) -> 'Client':
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        self._channel.close()
+
+    def _metadata(self, *extra: Tuple[str, str]) -> Tuple[Tuple[str, str], ...]:
+        return self._auth + tuple(extra)
+
+    # -- Compress ----------------------------------------------------------
+
+    def compress(self,
+                 array: Any,
+                 *,
+                 abs: Optional[float] = None,  # pylint: disable=redefined-builtin
+                 rel: Optional[float] = None,
+                 fill_value: Optional[float] = None,
+                 frame_elements: int = 0,
+                 gap_array: Optional[bool] = None,
+                 request_id: str = '',
+                 priority: int = 0,
+                 radius: int = 0,
+                 chunk_symbols: int = 0,
+                 subsequence_bits: int = 0,
+                 chunk_group: int = 0,
+                 block: Sequence[int] = ()) -> bytes:
+        """Compresses a float32 or float64 array of 1 to 4 dimensions.
+
+        Args:
+            array: Anything numpy.asarray turns into a float32/float64
+                array, in any byte order or memory layout (a copy is made
+                only when it is not C-contiguous little-endian).
+            abs: Absolute bound: |x - y| <= abs for every finite x.
+            rel: Relative bound: |x - y| <= rel * (max - min) over the finite
+                values that are not fill_value. Exactly one of abs and rel.
+            fill_value: Values bit-equal to this one (after narrowing to the
+                array's dtype) come back exactly and are left out of rel's
+                range, e.g. -1e34 or a NetCDF _FillValue.
+            frame_elements: Target elements per frame; 0: server default.
+            gap_array: Whether to store a gap array; None: server default.
+            request_id: Echoed in the server's logs and errors.
+            priority: Higher goes first among queued requests.
+            radius: Quantization radius; 0: server default.
+            chunk_symbols: Huffman chunk length; 0: server default.
+            subsequence_bits: Gap-array granularity; 0: server default.
+            chunk_group: Chunks per chunk-index group; 0: server default.
+            block: Lorenzo block edge per dimension; empty: server default.
+            The last five change the archive's bytes and speed, never the
+            bound; the defaults are the command line's.
+
+        Returns:
+            The archive: the bytes `ebzip compress` would write to a file.
+
+        Raises:
+            ValueError, TypeError: Bad arguments, before any call.
+            Error: The server refused or failed (a subclass by status code).
+        """
+        archive, _ = self.compress_with_summary(
+            array, abs=abs, rel=rel, fill_value=fill_value,
+            frame_elements=frame_elements, gap_array=gap_array,
+            request_id=request_id, priority=priority, radius=radius,
+            chunk_symbols=chunk_symbols, subsequence_bits=subsequence_bits,
+            chunk_group=chunk_group, block=block)
+        return archive
+
+    def compress_with_summary(
+            self, array: Any, **kwargs: Any
+    ) -> Tuple[bytes, 'ebzip_pb2.CompressSummary']:
+        """Like compress(), and also returns the server's CompressSummary.
+
+        The summary holds what a caller cannot recompute cheaply: the
+        absolute bound a relative one resolved to, outlier and verbatim
+        counts, and where the time went (queue_seconds, compute_seconds).
+        """
+        a = as_wire_array(array)
+        header = compress_header(a.dtype, a.shape, **kwargs)
+        # A flat byte view of the caller's memory: slices of it are the only
+        # copies made, one message at a time.
+        return self._compress(header, [a.reshape(-1).view(np.uint8)])
+
+    def compress_chunks(self,
+                        dtype: Any,
+                        shape: Sequence[int],
+                        chunks: Iterable[BytesLike],
+                        **kwargs: Any) -> Tuple[bytes, 'ebzip_pb2.CompressSummary']:
+        """Compresses an array given as raw little-endian bytes, in pieces.
+
+        For arrays that are not in memory as one buffer, e.g. read from a
+        raw file piece by piece. The pieces may have any size (they are
+        re-cut into messages of at most 1 MiB) and are consumed lazily; their
+        total must be prod(shape) * itemsize, which the server checks
+        (InvalidArgument otherwise). Keyword arguments are compress()'s.
+
+        Returns:
+            (archive, summary), as compress_with_summary().
+        """
+        header = compress_header(dtype, shape, **kwargs)
+        return self._compress(header, chunks)
+
+    def _compress(self, header: 'ebzip_pb2.CompressHeader',
+                  chunks: Iterable[Any]
+                  ) -> Tuple[bytes, 'ebzip_pb2.CompressSummary']:
+        # gRPC runs the request iterator on its own thread and turns an
+        # exception there (say, an OSError from a file the chunks are read
+        # from) into a bare CANCELLED; keep it to raise it as itself.
+        failures = []
+
+        def requests() -> Iterator['ebzip_pb2.CompressRequest']:
+            try:
+                yield from compress_requests(header, chunks)
+            except Exception as e:  # pylint: disable=broad-except
+                failures.append(e)
+                raise
+
+        call = self._stub.Compress(requests(), timeout=self._timeout,
+                                   metadata=self._metadata())
+        parts = []
+        summary = None
+        try:
+            for response in call:
+                kind = response.WhichOneof('msg')
+                if kind == 'archive' and summary is None:
+                    parts.append(response.archive)
+                elif kind == 'summary' and summary is None:
+                    summary = response.summary
+                else:
+                    raise ProtocolError(
+                        f'Compress: unexpected {kind or "empty"} message'
+                        + (' after the summary' if summary is not None else ''))
+        except grpc.RpcError as e:
+            if failures:
+                raise failures[0] from None
+            raise _error_from_rpc(e) from e
+        finally:
+            call.cancel()  # a no-op once the call has ended normally
+        if summary is None:
+            raise ProtocolError('Compress: the stream ended without a summary')
+        archive = b''.join(parts)
+        if summary.archive_bytes and summary.archive_bytes != len(archive):
+            raise ProtocolError(
+                f'Compress: received {len(archive)} archive bytes, the '
+                f'summary says {summary.archive_bytes}')
+        return archive, summary
+
+    # -- Decompress --------------------------------------------------------
+
+    def decompress(self, data: BytesLike, *, request_id: str = '',
+                   priority: int = 0) -> np.ndarray:
+        """Decompresses an archive into a new numpy array.
+
+        Args:
+            data: The archive (bytes, bytearray, memoryview, or any
+                contiguous buffer such as a numpy.memmap of a file).
+            request_id: Sent as `ebzip-request-id` metadata, for the logs.
+            priority: Sent as `ebzip-priority` metadata when not 0.
+
+        Returns:
+            A C-contiguous little-endian float32 or float64 array of the
+            archive's shape.
+
+        Raises:
+            DataLoss: The archive is corrupt or truncated.
+            Error: Any other failure (a subclass by status code).
+        """
+        array, _ = self.decompress_with_header(data, request_id=request_id,
+                                               priority=priority)
+        return array
+
+    def decompress_with_header(
+            self, data: BytesLike, *, request_id: str = '', priority: int = 0
+    ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
+        """Like decompress(), and also returns the DecompressHeader.
+
+        The header carries the absolute bound the archive was written with.
+        """
+        extra = []
+        if request_id:
+            extra.append(('ebzip-request-id', request_id))
+        if priority:
+            extra.append(('ebzip-priority', str(int(priority))))
+        view = _byte_view(data)  # before the call: a bad buffer raises here
+        call = self._stub.Decompress(decompress_requests(view),
+                                     timeout=self._timeout,
+                                     metadata=self._metadata(*extra))
+        header = None
+        out = None
+        out_bytes = None  # flat uint8 view of out, filled in order
+        filled = 0
+        try:
+            for response in call:
+                kind = response.WhichOneof('msg')
+                if kind == 'header' and header is None:
+                    header = response.header
+                    out = _empty_for(header.array)
+                    out_bytes = out.reshape(-1).view(np.uint8)
+                elif kind == 'data' and header is not None:
+                    chunk = response.data
+                    end = filled + len(chunk)
+                    if end > out_bytes.size:
+                        raise ProtocolError(
+                            f'Decompress: more data than the header\'s '
+                            f'{out_bytes.size} bytes')
+                    out_bytes[filled:end] = np.frombuffer(chunk, np.uint8)
+                    filled = end
+                else:
+                    raise ProtocolError(
+                        f'Decompress: unexpected {kind or "empty"} message'
+                        + (' before the header' if header is None else ''))
+        except grpc.RpcError as e:
+            raise _error_from_rpc(e) from e
+        finally:
+            call.cancel()
+        if header is None:
+            raise ProtocolError('Decompress: the stream ended without a header')
+        if filled != out_bytes.size:
+            raise ProtocolError(
+                f'Decompress: received {filled} of {out_bytes.size} bytes')
+        return out, header
+
+    # -- Server information ------------------------------------------------
+
+    def server_info(self) -> 'ebzip_pb2.ServerInfo':
+        """The server's version, devices, backend and limits."""
+        try:
+            return self._stub.GetServerInfo(ebzip_pb2.GetServerInfoRequest(),
+                                            timeout=self._timeout,
+                                            metadata=self._metadata())
+        except grpc.RpcError as e:
+            raise _error_from_rpc(e) from e
+
+    def health(self, service: str = '',
+               timeout: Optional[float] = None) -> ServingStatus:
+        """The grpc.health.v1 status of service ('' is the whole server).
+
+        Args:
+            service: The service name, e.g. "ebzip.v1.Compressor".
+            timeout: Overrides the client's timeout, e.g. to poll a server
+                that is starting.
+
+        Returns:
+            The status; a draining server answers NOT_SERVING.
+
+        Raises:
+            NotFound: The server does not know service.
+            Unavailable: The server cannot be reached.
+        """
+        timeout = self._timeout if timeout is None else timeout
+        try:
+            if _health_pb2_grpc is not None:
+                stub = _health_pb2_grpc.HealthStub(self._channel)
+                status = stub.Check(
+                    _health_pb2.HealthCheckRequest(service=service),
+                    timeout=timeout, metadata=self._metadata()).status
+            else:
+                # No grpc_health: call the method by name. With no
+                # deserializer gRPC hands back the raw bytes, which are
+                # parsed outside the call so that a malformed answer is a
+                # ProtocolError rather than gRPC's generic INTERNAL.
+                check = self._channel.unary_unary(
+                    _HEALTH_CHECK_METHOD,
+                    request_serializer=_encode_health_request,
+                    response_deserializer=None)
+                status = _parse_health_response(
+                    check(service, timeout=timeout,
+                          metadata=self._metadata()))
+        except grpc.RpcError as e:
+            raise _error_from_rpc(e) from e
+        try:
+            return ServingStatus(status)
+        except ValueError:
+            raise ProtocolError(f'unknown health status {status}') from None
+
+
+def _empty_for(spec: 'ebzip_pb2.ArraySpec') -> np.ndarray:
+    """The output array a DecompressHeader announces, checked first."""
+    dtype = _DTYPE_FROM_PROTO.get(spec.dtype)
+    shape = tuple(spec.shape)
+    if dtype is None:
+        raise ProtocolError(f'Decompress: unknown dtype {spec.dtype}')
+    if not 1 <= len(shape) <= 4 or min(shape) < 1:
+        raise ProtocolError(f'Decompress: bad shape {shape}')
+    if math.prod(shape) * dtype.itemsize > sys.maxsize:
+        raise ProtocolError(f'Decompress: shape {shape} is too large')
+    return np.empty(shape, dtype)
+
+
+# ---------------------------------------------------------------------------
+# One-call conveniences.
+
+
+def compress(array: Any,
+             server: str,
+             *,
+             abs: Optional[float] = None,  # pylint: disable=redefined-builtin
+             rel: Optional[float] = None,
+             tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
+             token: Optional[str] = None,
+             timeout: Optional[float] = None,
+             **options: Any) -> bytes:
+    """Compresses array on server in one call; see Client.compress.
+
+    Opens and closes a channel each time: for many calls, keep a Client.
+    """
+    with Client(server, tls_ca=tls_ca, token=token, timeout=timeout) as c:
+        return c.compress(array, abs=abs, rel=rel, **options)
+
+
+def decompress(data: BytesLike,
+               server: str,
+               *,
+               tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
+               token: Optional[str] = None,
+               timeout: Optional[float] = None) -> np.ndarray:
+    """Decompresses an archive on server in one call; see Client.decompress."""
+    with Client(server, tls_ca=tls_ca, token=token, timeout=timeout) as c:
+        return c.decompress(data)
