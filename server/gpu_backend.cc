@@ -151,91 +151,139 @@ class GpuBackend final : public Backend {
   }
 
  private:
-  // Host workspace of the codec first, the rest of the pinned buffer for
-  // archive sizes.
+  // A work the kernels take, with its task and the pool bytes its own
+  // buffers need.
+  template <typename Task>
+  struct Candidate {
+    Work* work;
+    Task task;
+    uint64_t buffer_bytes;
+  };
+  // Works that run in one set of launches, and the codec workspace they need.
+  template <typename Task>
+  struct Round {
+    std::vector<Work*> works;
+    std::vector<Task> tasks;
+    gpu::WorkspaceSize workspace;
+  };
+
+  // Cuts the candidates, in order, into rounds whose buffers and workspace
+  // fit the device's pool and pinned memory. The workspace is planned once
+  // per round, halving a round that does not fit, so a batch of n works costs
+  // O(n) plans, not one per work added. A work too large to fit alone goes to
+  // the CPU.
+  template <typename Task, typename WorkspaceFor>
+  static std::vector<Round<Task>> SplitIntoRounds(const Device& d,
+                                                  const std::vector<Candidate<Task>>& c,
+                                                  WorkspaceFor workspace_for,
+                                                  uint64_t host_bytes_per_task,
+                                                  std::vector<Work*>* cpu) {
+    std::vector<Round<Task>> rounds;
+    size_t i = 0;
+    while (i < c.size()) {
+      size_t end = i;
+      uint64_t buffers = 0;
+      while (end < c.size() && buffers + c[end].buffer_bytes <= d.pool_bytes) {
+        buffers += c[end++].buffer_bytes;
+      }
+      for (;;) {
+        if (end == i) {
+          cpu->push_back(c[i++].work);
+          break;
+        }
+        Round<Task> r;
+        buffers = 0;
+        for (size_t k = i; k < end; ++k) {
+          r.works.push_back(c[k].work);
+          r.tasks.push_back(c[k].task);
+          buffers += c[k].buffer_bytes;
+        }
+        absl::StatusOr<gpu::WorkspaceSize> ws = workspace_for(r.tasks);
+        if (ws.ok() && buffers + AlignUp(ws->device_bytes) <= d.pool_bytes &&
+            AlignUp(ws->host_bytes) + host_bytes_per_task * r.tasks.size() <= d.pinned_bytes) {
+          r.workspace = *ws;
+          rounds.push_back(std::move(r));
+          i = end;
+          break;
+        }
+        end = i + (end - i) / 2;
+      }
+    }
+    return rounds;
+  }
+
+  // The codec's workspace on the device at the pool's end, and at the start
+  // of the pinned buffer.
+  static gpu::Workspace PlaceWorkspace(const Device& d, Carver& pool,
+                                       const gpu::WorkspaceSize& size) {
+    gpu::Workspace ws;
+    ws.device = pool.Take(size.device_bytes);
+    ws.device_bytes = size.device_bytes;
+    ws.host = d.pinned;
+    ws.host_bytes = size.host_bytes;
+    return ws;
+  }
+
   absl::Status Compress(Device& d, absl::Span<const std::shared_ptr<Work>> batch,
                         std::vector<Work*>* cpu) {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal));
-    // Take as many works as fit in the pool, in order; the rest go around
-    // again. A work that does not fit alone, or that the kernels do not
-    // take, runs on the CPU.
-    size_t next = 0;
-    while (next < batch.size()) {
-      Carver pool(d.pool, d.pool_bytes);
-      std::vector<Work*> works;
-      std::vector<gpu::CompressTask> tasks;
-      for (; next < batch.size(); ++next) {
-        Work* w = batch[next].get();
-        if (w->cancelled.load()) {
-          w->status = absl::CancelledError("the call was cancelled");
-          continue;
-        }
-        gpu::CompressTask t;
-        t.spec = w->spec;
-        t.options = w->options;
-        if (!gpu::CompressWorkspaceSize({&t, 1}).ok()) {
-          cpu->push_back(w);
-          continue;
-        }
-        t.capacity = gpu::MaxArchiveBytes(w->spec, w->options);
-        tasks.push_back(t);
-        auto ws = gpu::CompressWorkspaceSize(tasks);
-        uint64_t need = 0;
-        for (const auto& u : tasks) need += AlignUp(u.spec.num_bytes()) + AlignUp(u.capacity) + kAlign;
-        const bool fits = ws.ok() && need + AlignUp(ws->device_bytes) <= d.pool_bytes &&
-                          ws->host_bytes + tasks.size() * sizeof(uint64_t) + kAlign <= d.pinned_bytes;
-        if (!fits) {
-          tasks.pop_back();
-          if (tasks.empty()) {
-            cpu->push_back(w);
-            continue;
-          }
-          break;  // this one starts the next round
-        }
-        works.push_back(w);
+    std::vector<Candidate<gpu::CompressTask>> candidates;
+    for (const auto& w : batch) {
+      if (w->cancelled.load()) {
+        w->status = absl::CancelledError("the call was cancelled");
+        continue;
       }
-      if (tasks.empty()) continue;
-      // Place every buffer.
-      auto ws_size = gpu::CompressWorkspaceSize(tasks);
-      if (!ws_size.ok()) return ws_size.status();
-      auto* sizes_dev = reinterpret_cast<uint64_t*>(pool.Take(tasks.size() * sizeof(uint64_t)));
+      gpu::CompressTask t;
+      t.spec = w->spec;
+      t.options = w->options;
+      if (!gpu::CompressWorkspaceSize({&t, 1}).ok()) {  // the kernels do not take it
+        cpu->push_back(w.get());
+        continue;
+      }
+      t.capacity = gpu::MaxArchiveBytes(w->spec, w->options);
+      candidates.push_back(
+          {w.get(), t, AlignUp(t.spec.num_bytes()) + AlignUp(t.capacity) + AlignUp(8)});
+    }
+    auto rounds = SplitIntoRounds(
+        d, candidates, [](absl::Span<const gpu::CompressTask> t) { return gpu::CompressWorkspaceSize(t); },
+        sizeof(uint64_t), cpu);
+    for (auto& r : rounds) {
+      Carver pool(d.pool, d.pool_bytes);
+      std::vector<gpu::CompressTask>& tasks = r.tasks;
       for (size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].input = pool.Take(tasks[i].spec.num_bytes());
         tasks[i].archive = pool.Take(tasks[i].capacity);
-        tasks[i].archive_size = sizes_dev + i;
-      }
-      gpu::Workspace ws;
-      ws.device = pool.Take(ws_size->device_bytes);
-      ws.device_bytes = ws_size->device_bytes;
-      ws.host = d.pinned;
-      ws.host_bytes = ws_size->host_bytes;
-      auto* sizes_host =
-          reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(d.pinned) + AlignUp(ws.host_bytes));
-      for (size_t i = 0; i < tasks.size(); ++i) {
+        tasks[i].archive_size = reinterpret_cast<uint64_t*>(pool.Take(sizeof(uint64_t)));
         CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(const_cast<void*>(tasks[i].input),
-                                             works[i]->input.data(), works[i]->input.size(),
+                                             r.works[i]->input.data(), r.works[i]->input.size(),
                                              cudaMemcpyHostToDevice, d.stream));
       }
+      const gpu::Workspace ws = PlaceWorkspace(d, pool, r.workspace);
       if (absl::Status s = gpu::CompressBatch(tasks, ws, d.stream); !s.ok()) {
         if (s.code() != absl::StatusCode::kInternal) {
-          for (Work* w : works) cpu->push_back(w);
+          for (Work* w : r.works) cpu->push_back(w);
           continue;
         }
         return s;
       }
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sizes_host, sizes_dev, tasks.size() * sizeof(uint64_t),
-                                           cudaMemcpyDeviceToHost, d.stream));
+      // Archive sizes land in the pinned buffer after the codec's part.
+      auto* sizes =
+          reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(d.pinned) + AlignUp(ws.host_bytes));
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sizes + i, tasks[i].archive_size, sizeof(uint64_t),
+                                             cudaMemcpyDeviceToHost, d.stream));
+      }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
       std::vector<std::vector<uint8_t>> archives(tasks.size());
       for (size_t i = 0; i < tasks.size(); ++i) {
-        archives[i].resize(sizes_host[i]);
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archives[i].data(), tasks[i].archive,
-                                             sizes_host[i], cudaMemcpyDeviceToHost, d.stream));
+        archives[i].resize(sizes[i]);
+        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archives[i].data(), tasks[i].archive, sizes[i],
+                                             cudaMemcpyDeviceToHost, d.stream));
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
       for (size_t i = 0; i < tasks.size(); ++i) {
-        works[i]->device = d.name;
-        works[i]->SetArchive(std::move(archives[i]));
+        r.works[i]->device = d.name;
+        r.works[i]->SetArchive(std::move(archives[i]));
       }
     }
     return absl::OkStatus();
@@ -244,62 +292,43 @@ class GpuBackend final : public Backend {
   absl::Status Decompress(Device& d, absl::Span<const std::shared_ptr<Work>> batch,
                           std::vector<Work*>* cpu) {
     CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal));
-    size_t next = 0;
-    while (next < batch.size()) {
-      Carver pool(d.pool, d.pool_bytes);
-      std::vector<Work*> works;
-      std::vector<gpu::DecompressTask> tasks;
-      for (; next < batch.size(); ++next) {
-        Work* w = batch[next].get();
-        if (w->cancelled.load()) {
-          w->status = absl::CancelledError("the call was cancelled");
-          continue;
-        }
-        gpu::DecompressTask t;
-        t.info = &*w->info;
-        if (!gpu::DecompressWorkspaceSize({&t, 1}, DecoderKind::kAuto).ok()) {
-          cpu->push_back(w);
-          continue;
-        }
-        tasks.push_back(t);
-        auto ws = gpu::DecompressWorkspaceSize(tasks, DecoderKind::kAuto);
-        uint64_t need = 0;
-        for (size_t i = 0; i + 1 < tasks.size(); ++i) {
-          need += AlignUp(works[i]->input.size()) + AlignUp(works[i]->info->spec().num_bytes());
-        }
-        need += AlignUp(w->input.size()) + AlignUp(w->info->spec().num_bytes());
-        const bool fits = ws.ok() && need + AlignUp(ws->device_bytes) <= d.pool_bytes &&
-                          ws->host_bytes <= d.pinned_bytes;
-        if (!fits) {
-          tasks.pop_back();
-          if (tasks.empty()) {
-            cpu->push_back(w);
-            continue;
-          }
-          break;
-        }
-        works.push_back(w);
+    std::vector<Candidate<gpu::DecompressTask>> candidates;
+    for (const auto& w : batch) {
+      if (w->cancelled.load()) {
+        w->status = absl::CancelledError("the call was cancelled");
+        continue;
       }
-      if (tasks.empty()) continue;
-      auto ws_size = gpu::DecompressWorkspaceSize(tasks, DecoderKind::kAuto);
-      if (!ws_size.ok()) return ws_size.status();
+      gpu::DecompressTask t;
+      t.info = &*w->info;
+      if (!gpu::DecompressWorkspaceSize({&t, 1}, DecoderKind::kAuto).ok()) {
+        cpu->push_back(w.get());
+        continue;
+      }
+      candidates.push_back(
+          {w.get(), t, AlignUp(w->input.size()) + AlignUp(w->info->spec().num_bytes())});
+    }
+    auto rounds = SplitIntoRounds(
+        d, candidates,
+        [](absl::Span<const gpu::DecompressTask> t) {
+          return gpu::DecompressWorkspaceSize(t, DecoderKind::kAuto);
+        },
+        0, cpu);
+    for (auto& r : rounds) {
+      Carver pool(d.pool, d.pool_bytes);
+      std::vector<gpu::DecompressTask>& tasks = r.tasks;
       for (size_t i = 0; i < tasks.size(); ++i) {
-        uint8_t* archive = pool.Take(works[i]->input.size());
+        uint8_t* archive = pool.Take(r.works[i]->input.size());
         tasks[i].archive = archive;
-        tasks[i].output = pool.Take(works[i]->info->spec().num_bytes());
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archive, works[i]->input.data(),
-                                             works[i]->input.size(), cudaMemcpyHostToDevice,
+        tasks[i].output = pool.Take(r.works[i]->info->spec().num_bytes());
+        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archive, r.works[i]->input.data(),
+                                             r.works[i]->input.size(), cudaMemcpyHostToDevice,
                                              d.stream));
       }
-      gpu::Workspace ws;
-      ws.device = pool.Take(ws_size->device_bytes);
-      ws.device_bytes = ws_size->device_bytes;
-      ws.host = d.pinned;
-      ws.host_bytes = ws_size->host_bytes;
+      const gpu::Workspace ws = PlaceWorkspace(d, pool, r.workspace);
       if (absl::Status s = gpu::DecompressBatch(tasks, DecoderKind::kAuto, ws, d.stream);
           !s.ok()) {
         if (s.code() != absl::StatusCode::kInternal) {
-          for (Work* w : works) cpu->push_back(w);
+          for (Work* w : r.works) cpu->push_back(w);
           continue;
         }
         return s;
@@ -309,20 +338,20 @@ class GpuBackend final : public Backend {
         // The device reports the batch's first inconsistency, not whose it
         // is: the CPU codec sorts out which archive is corrupt and decodes
         // the others.
-        for (Work* w : works) cpu->push_back(w);
+        for (Work* w : r.works) cpu->push_back(w);
         continue;
       }
       if (!found.ok()) return found;
       std::vector<std::vector<uint8_t>> arrays(tasks.size());
       for (size_t i = 0; i < tasks.size(); ++i) {
-        arrays[i].resize(works[i]->info->spec().num_bytes());
+        arrays[i].resize(r.works[i]->info->spec().num_bytes());
         CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays[i].data(), tasks[i].output, arrays[i].size(),
                                              cudaMemcpyDeviceToHost, d.stream));
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
       for (size_t i = 0; i < tasks.size(); ++i) {
-        works[i]->device = d.name;
-        works[i]->SetArray(std::move(arrays[i]));
+        r.works[i]->device = d.name;
+        r.works[i]->SetArray(std::move(arrays[i]));
       }
     }
     return absl::OkStatus();

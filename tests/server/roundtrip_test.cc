@@ -154,6 +154,41 @@ TEST(ServerRoundTrip, SixtyFourConcurrentClientsWithMixedSizes) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// On the GPU backend, a pool too small for a whole batch cuts it into rounds,
+// and an array too large for the pool alone runs on the CPU codec: the bytes
+// must not change either way.
+TEST(ServerRoundTrip, SmallDevicePoolStillGivesTheSameArchives) {
+  auto options = TestServerOptions();
+  options.gpu_memory_bytes = uint64_t{24} << 20;
+  options.batching.max_queue_delay = absl::Milliseconds(20);
+  START_TEST_SERVER(server, options);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 17; ++t) {
+    threads.emplace_back([&, t] {
+      auto client = ClientFor(*server);
+      // Sixteen 1 MiB arrays, and one of 32 MiB that cannot fit the pool.
+      const ArraySpec spec{DType::kFloat32, {t == 16 ? 8192u : 256u, 1024}};
+      TestArray a = SmoothArray(spec, static_cast<uint64_t>(t), t % 4 == 0);
+      CompressOptions o;
+      o.mode = BoundMode::kRel;
+      o.bound = 1e-4;
+      auto archive = client->Compress(a.spec, a.bytes, o);
+      auto local = Compress(a.spec, a.bytes, o);
+      if (!archive.ok() || !local.ok() || *archive != *local) {
+        ++failures;
+        return;
+      }
+      auto decoded = client->Decompress(*archive);
+      auto reference = Decompress(*local);
+      if (!decoded.ok() || !reference.ok() || decoded->data != reference->data) ++failures;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
 // Counts from the exposition text: the sum and count of a histogram.
 double MetricValue(const std::string& text, const std::string& series) {
   size_t at = text.find("\n" + series + " ");
