@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -223,6 +224,29 @@ void Prepare(const Config& cfg, grpc::ClientContext* ctx) {
 
 // One Compress call. Returns the status; on OK, `archive` holds the archive
 // and `summary` the server's summary.
+//
+// ebzipd streams large requests (several frames) back while they arrive, so
+// a large request is sent from a thread of its own while the caller reads;
+// a small one is sent first, sparing the thread.
+class SendWhileReading {
+ public:
+  SendWhileReading(uint64_t bytes, const std::function<void()>& send) {
+    if (bytes > (uint64_t{8} << 20)) {
+      thread_ = std::thread(send);
+    } else {
+      send();
+    }
+  }
+  // Before the stream's Finish.
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  ~SendWhileReading() { Join(); }
+
+ private:
+  std::thread thread_;
+};
+
 grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* archive,
                       ebzip::v1::CompressSummary* summary) {
   grpc::ClientContext ctx;
@@ -235,13 +259,16 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
   *header->mutable_error_bound() = cfg.bound;
   const char* data = reinterpret_cast<const char*>(cfg.field->data());
   const uint64_t bytes = cfg.field->size() * sizeof(float);
-  bool open = stream->Write(req);
-  for (uint64_t off = 0; open && off < bytes; off += cfg.message_bytes) {
-    req.Clear();
-    req.set_data(data + off, std::min(cfg.message_bytes, bytes - off));
-    open = stream->Write(req);
-  }
-  stream->WritesDone();
+  auto send = [&] {
+    bool open = stream->Write(req);
+    for (uint64_t off = 0; open && off < bytes; off += cfg.message_bytes) {
+      req.Clear();
+      req.set_data(data + off, std::min(cfg.message_bytes, bytes - off));
+      open = stream->Write(req);
+    }
+    stream->WritesDone();
+  };
+  SendWhileReading sender(bytes, send);
   archive->clear();
   ebzip::v1::CompressResponse resp;
   bool have_summary = false;
@@ -254,6 +281,7 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
       archive->append(resp.archive());
     }
   }
+  sender.Join();
   grpc::Status status = stream->Finish();
   if (status.ok() && (!have_summary || summary->input_bytes() != bytes ||
                       summary->archive_bytes() != archive->size() || archive->empty())) {
@@ -270,14 +298,17 @@ grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::st
   grpc::ClientContext ctx;
   Prepare(cfg, &ctx);
   auto stream = stub.Decompress(&ctx);
-  ebzip::v1::DecompressRequest req;
-  bool open = true;
-  for (uint64_t off = 0; open && off < archive.size(); off += cfg.message_bytes) {
-    req.set_archive(archive.data() + off, std::min<uint64_t>(cfg.message_bytes,
-                                                             archive.size() - off));
-    open = stream->Write(req);
-  }
-  stream->WritesDone();
+  auto send = [&] {
+    ebzip::v1::DecompressRequest req;
+    bool open = true;
+    for (uint64_t off = 0; open && off < archive.size(); off += cfg.message_bytes) {
+      req.set_archive(archive.data() + off, std::min<uint64_t>(cfg.message_bytes,
+                                                               archive.size() - off));
+      open = stream->Write(req);
+    }
+    stream->WritesDone();
+  };
+  SendWhileReading sender(archive.size(), send);
   const uint64_t bytes = cfg.field->size() * sizeof(float);
   array->clear();
   array->reserve(bytes);
@@ -292,6 +323,7 @@ grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::st
       array->append(resp.data());
     }
   }
+  sender.Join();
   grpc::Status status = stream->Finish();
   if (!status.ok()) return status;
   const std::vector<uint64_t> shape(header.array().shape().begin(), header.array().shape().end());

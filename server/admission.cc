@@ -23,6 +23,7 @@ Reservation& Reservation::operator=(Reservation&& other) noexcept {
 }
 
 absl::Status Reservation::Grow(uint64_t bytes) {
+  if (owner_ == nullptr) return absl::FailedPreconditionError("Grow on a default Reservation");
   if (!owner_->TryAdd(bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "server is full: ", owner_->held(), " of ", owner_->limit(),
@@ -33,6 +34,10 @@ absl::Status Reservation::Grow(uint64_t bytes) {
 }
 
 void Reservation::Resize(uint64_t bytes) {
+  if (owner_ == nullptr) {  // a default Reservation holds nothing of anyone's
+    bytes_ = bytes;
+    return;
+  }
   if (bytes > bytes_) {
     owner_->Add(bytes - bytes_);
   } else {

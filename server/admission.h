@@ -14,7 +14,9 @@ namespace ebzip::server {
 
 class AdmissionControl;
 
-// Bytes held from an AdmissionControl, given back when destroyed.
+// Bytes held from an AdmissionControl, given back when destroyed. A default
+// Reservation belongs to no budget: it records sizes and holds nothing (the
+// frames of a streamed request, whose call holds their budget).
 class Reservation {
  public:
   Reservation() = default;

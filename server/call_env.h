@@ -23,6 +23,7 @@ namespace ebzip::server {
 struct CallLimits {
   uint64_t max_request_bytes = uint64_t{4} << 30;
   size_t message_bytes = size_t{1} << 20;  // payload per outgoing message
+  size_t stream_frames = 4;                // frames of a streamed request in flight
   std::string token;                       // empty: no authentication
 };
 

@@ -3,12 +3,22 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codec/slab.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
 
 namespace ebzip::server {
 namespace {
 
+// Two ways through a Compress call:
+// - buffered: the whole array arrives, then one work compresses it (and may
+//   share a batched launch with other small requests). Needed for relative
+//   bounds, which depend on the whole array's range, and for one-frame arrays.
+// - streamed: with an absolute bound and more than one frame, each frame
+//   (FORMAT.md §2) becomes a work of its own as soon as its rows arrive, and
+//   its bytes go out as soon as it and the frames before it are done. The
+//   archive is byte-identical to the buffered one; --stream_frames frames
+//   are queued or running at once, whatever the array's size.
 class CompressCall final : public StreamingCall<v1::CompressRequest, v1::CompressResponse> {
  public:
   CompressCall(CallEnv& env, grpc::CallbackServerContext* context)
@@ -17,102 +27,267 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   }
 
  private:
-  absl::Status OnMessage(const v1::CompressRequest& message) override {
+  absl::Status OnMessage(const v1::CompressRequest& message) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     switch (message.msg_case()) {
       case v1::CompressRequest::kHeader:
         return OnHeader(message.header());
-      case v1::CompressRequest::kData: {
-        if (pending_ == nullptr) {
-          return absl::InvalidArgumentError("data before the header: send the header first");
-        }
-        const std::string& data = message.data();
-        count_in(data.size());
-        const uint64_t need = pending_->spec.num_bytes();
-        if (data.size() > need - pending_->input.size()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "more data than the header's shape ", ShapeToString(pending_->spec.shape), " of ",
-              DTypeName(pending_->spec.dtype), " holds (", need, " bytes)"));
-        }
-        pending_->input.insert(pending_->input.end(), data.begin(), data.end());
-        return absl::OkStatus();
-      }
+      case v1::CompressRequest::kData:
+        return OnData(message.data());
       default:
         return absl::InvalidArgumentError("a CompressRequest with neither header nor data");
     }
   }
 
-  absl::Status OnHeader(const v1::CompressHeader& header) {
-    if (pending_ != nullptr) return absl::InvalidArgumentError("a second header");
+  absl::Status OnHeader(const v1::CompressHeader& header) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (have_header_) return absl::InvalidArgumentError("a second header");
     auto parsed = ParseCompressHeader(header);
     if (!parsed.ok()) return parsed.status();
+    have_header_ = true;
     if (!header.request_id().empty()) set_request_id(header.request_id());
-    const uint64_t bytes = parsed->spec.num_bytes();
-    if (bytes > env_.limits.max_request_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the array holds ", bytes, " bytes, more than this server takes in one "
-                       "request (--max_request_bytes ", env_.limits.max_request_bytes, ")"));
+    spec_ = std::move(parsed->spec);
+    options_ = std::move(parsed->options);
+    priority_ = header.priority();
+    reservation_ = env_.admission.Empty();
+
+    if (options_.mode == BoundMode::kAbs) {
+      auto plan = PlanArchive(spec_, options_, ResolveBound(options_, ValueRange{}));
+      if (!plan.ok()) return plan.status();
+      if (plan->frame_count() > 1) return StartStreamed(*std::move(plan));
     }
-    auto work = std::make_shared<Work>();
-    work->reservation = env_.admission.Empty();
+    const uint64_t bytes = spec_.num_bytes();
+    if (bytes > env_.limits.max_request_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "the array holds ", bytes, " bytes, more than this server takes in one request "
+          "(--max_request_bytes ", env_.limits.max_request_bytes,
+          "; with an absolute bound, arrays of many frames stream without this limit)"));
+    }
     // Admitted now, before a byte of data arrives: a full server says so at
     // once instead of after the upload.
-    if (absl::Status s = work->reservation.Grow(bytes); !s.ok()) return s;
-    work->method = Method::kCompress;
-    work->priority = header.priority();
-    work->spec = std::move(parsed->spec);
-    work->options = std::move(parsed->options);
-    work->input.reserve(bytes);
-    pending_ = std::move(work);
+    if (absl::Status s = reservation_.Grow(bytes); !s.ok()) return s;
+    current_ = NewWork(spec_, options_);
+    current_->reservation = std::move(reservation_);
+    current_->input.reserve(bytes);
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::shared_ptr<Work>> OnEndOfInput() override {
-    if (pending_ == nullptr) return absl::InvalidArgumentError("the stream ended before a header");
-    const uint64_t need = pending_->spec.num_bytes();
-    if (pending_->input.size() != need) {
+  absl::Status StartStreamed(ArchivePlan plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto slab = SlabOptions(options_);
+    if (!slab.ok()) return slab.status();
+    plan_ = std::move(plan);
+    writer_.emplace(*plan_);
+    slab_options_ = *std::move(slab);
+    const size_t window = env_.limits.stream_frames;
+    set_window(window);
+    // The rows of the frames queued or running, and of the one arriving.
+    // Finished frames' archives are held by their works' own reservations.
+    const uint64_t frame_bytes = plan_->FrameDataBytes(0);
+    if (absl::Status s = reservation_.Grow((window + 1) * frame_bytes); !s.ok()) return s;
+    return StartFrame();
+  }
+
+  std::shared_ptr<Work> NewWork(const ArraySpec& spec, const CompressOptions& options) {
+    auto work = std::make_shared<Work>();
+    work->method = Method::kCompress;
+    work->priority = priority_;
+    work->spec = spec;
+    work->options = options;
+    return work;
+  }
+
+  absl::Status StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Finished frames count against the budget until sent; a client that
+    // does not read them fills it, and then its call ends here.
+    if (env_.admission.held() > env_.admission.limit()) {
+      return absl::ResourceExhaustedError(
+          "server is full (this call's finished frames are waiting to be sent: read the archive "
+          "while sending the array)");
+    }
+    current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
+    current_->reservation = env_.admission.Empty();
+    current_->input.reserve(current_->spec.num_bytes());
+    return absl::OkStatus();
+  }
+
+  absl::Status OnData(const std::string& data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!have_header_) {
+      return absl::InvalidArgumentError("data before the header: send the header first");
+    }
+    count_in(data.size());
+    const uint64_t need = spec_.num_bytes();
+    if (data.size() > need - received_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("more data than the header's shape ", ShapeToString(spec_.shape), " of ",
+                       DTypeName(spec_.dtype), " holds (", need, " bytes)"));
+    }
+    received_ += data.size();
+    if (!plan_) {
+      current_->input.insert(current_->input.end(), data.begin(), data.end());
+      return absl::OkStatus();
+    }
+    // Streamed: cut the bytes into frames, queueing each as it fills.
+    size_t used = 0;
+    while (used < data.size()) {
+      const size_t room = current_->spec.num_bytes() - current_->input.size();
+      const size_t n = std::min(room, data.size() - used);
+      current_->input.insert(current_->input.end(), data.begin() + used, data.begin() + used + n);
+      used += n;
+      if (current_->input.size() == current_->spec.num_bytes()) {
+        Submit(std::move(current_));
+        if (++next_frame_ < plan_->frame_count()) {
+          if (absl::Status s = StartFrame(); !s.ok()) return s;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status OnEndOfInput() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!have_header_) return absl::InvalidArgumentError("the stream ended before a header");
+    const uint64_t need = spec_.num_bytes();
+    if (received_ != need) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "received ", pending_->input.size(), " bytes of data, but shape ",
-          ShapeToString(pending_->spec.shape), " of ", DTypeName(pending_->spec.dtype), " needs ",
-          need));
+          "received ", received_, " bytes of data, but shape ", ShapeToString(spec_.shape),
+          " of ", DTypeName(spec_.dtype), " needs ", need));
     }
-    return std::move(pending_);
+    if (!plan_) Submit(std::move(current_));
+    return absl::OkStatus();
   }
 
-  void OnSuccess(const Work& work) override {
-    if (!work.output.empty()) {
-      env_.metrics.Ratio(static_cast<double>(work.spec.num_bytes()) /
-                         static_cast<double>(work.output.size()));
+  absl::StatusOr<Next> NextResponse(v1::CompressResponse* message) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (piece_ < piece_bytes_.size()) return SendPiece(message);
+    if (plan_) return NextStreamed(message);
+    if (summary_sent_) return Next::kDone;
+    Work* work = FrontWork();
+    if (work == nullptr) return Next::kWait;
+    if (!archive_taken_) {
+      archive_taken_ = true;
+      Account(*work);
+      piece_bytes_ = std::move(work->output);
+      piece_ = 0;
+      if (!piece_bytes_.empty()) return SendPiece(message);
+    }
+    PopFront();
+    return SendSummary(message);
+  }
+
+  absl::StatusOr<Next> NextStreamed(v1::CompressResponse* message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!file_header_sent_) {
+      file_header_sent_ = true;
+      piece_bytes_ = writer_->Begin();
+      piece_ = 0;
+      return SendPiece(message);
+    }
+    if (frames_sent_ < plan_->frame_count()) {
+      Work* work = FrontWork();
+      if (work == nullptr) return Next::kWait;
+      auto frame =
+          FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
+      if (!frame.ok()) {
+        return absl::InternalError(absl::StrCat("frame ", frames_sent_, " of a streamed array: ",
+                                                frame.status().message()));
+      }
+      Account(*work);
+      PopFront();
+      ++frames_sent_;
+      writer_->AddFrame(frame->size());
+      piece_bytes_ = *std::move(frame);
+      piece_ = 0;
+      return SendPiece(message);
+    }
+    if (!index_sent_) {
+      index_sent_ = true;
+      piece_bytes_ = writer_->Finish();
+      piece_ = 0;
+      return SendPiece(message);
+    }
+    // The archive is complete; the summary waits for the client's half-close
+    // so that data beyond the shape is still refused.
+    if (!input_done()) return Next::kWait;
+    if (summary_sent_) return Next::kDone;
+    return SendSummary(message);
+  }
+
+  Next SendPiece(v1::CompressResponse* message) {
+    const size_t n = std::min<uint64_t>(env_.limits.message_bytes, piece_bytes_.size() - piece_);
+    message->set_archive(piece_bytes_.data() + piece_, n);
+    piece_ += n;
+    archive_bytes_ += n;
+    count_out(n);
+    if (piece_ == piece_bytes_.size()) {
+      std::vector<uint8_t>().swap(piece_bytes_);
+      piece_ = 0;
+    }
+    return Next::kSend;
+  }
+
+  // Adds a finished work's figures to the summary (a streamed array's frames
+  // add up; the summary's times are sums over them).
+  void Account(const Work& work) {
+    abs_bound_ = work.abs_bound;
+    outliers_ += work.outliers;
+    verbatim_ += work.verbatim;
+    fill_runs_ += work.fill_runs;
+    frames_ += work.frames;
+    queue_time_ += work.queue_time;
+    compute_time_ += work.compute_time;
+    if (device_.empty()) {
+      device_ = work.device;
+    } else if (device_.find(work.device) == std::string::npos) {
+      absl::StrAppend(&device_, ",", work.device);  // frames spread over devices
     }
   }
 
-  bool NextResponse(const Work& work, v1::CompressResponse* message) override {
-    if (sent_ < work.output.size()) {
-      const size_t n = std::min<uint64_t>(env_.limits.message_bytes, work.output.size() - sent_);
-      message->set_archive(work.output.data() + sent_, n);
-      sent_ += n;
-      count_out(n);
-      return true;
-    }
-    if (summary_sent_) return false;
+  Next SendSummary(v1::CompressResponse* message) {
     summary_sent_ = true;
+    if (archive_bytes_ > 0) {
+      env_.metrics.Ratio(static_cast<double>(spec_.num_bytes()) /
+                         static_cast<double>(archive_bytes_));
+    }
     auto* s = message->mutable_summary();
-    s->set_input_bytes(work.spec.num_bytes());
-    s->set_archive_bytes(work.output.size());
-    s->set_abs_error_bound(work.abs_bound);
-    s->set_outliers(work.outliers);
-    s->set_verbatim(work.verbatim);
-    s->set_fill_runs(work.fill_runs);
-    s->set_frames(work.frames);
-    s->set_backend(work.device);
+    s->set_input_bytes(spec_.num_bytes());
+    s->set_archive_bytes(archive_bytes_);
+    s->set_abs_error_bound(abs_bound_);
+    s->set_outliers(outliers_);
+    s->set_verbatim(verbatim_);
+    s->set_fill_runs(fill_runs_);
+    s->set_frames(frames_);
+    s->set_backend(device_);
     s->set_request_id(request_id());
-    s->set_queue_seconds(absl::ToDoubleSeconds(work.queue_time));
-    s->set_compute_seconds(absl::ToDoubleSeconds(work.compute_time));
-    return true;
+    s->set_queue_seconds(absl::ToDoubleSeconds(queue_time_));
+    s->set_compute_seconds(absl::ToDoubleSeconds(compute_time_));
+    return Next::kSend;
   }
 
-  std::shared_ptr<Work> pending_;  // while reading
-  uint64_t sent_ = 0;
+  // Reading.
+  bool have_header_ = false;
+  ArraySpec spec_;
+  CompressOptions options_;
+  int priority_ = 0;
+  Reservation reservation_;        // streamed: the window's rows
+  std::shared_ptr<Work> current_;  // being filled
+  uint64_t received_ = 0;
+  // Streamed only.
+  std::optional<ArchivePlan> plan_;
+  std::optional<ArchiveWriter> writer_;
+  CompressOptions slab_options_;
+  uint64_t next_frame_ = 0;
+
+  // Writing.
+  std::vector<uint8_t> piece_bytes_;  // bytes being sent in messages
+  size_t piece_ = 0;
+  bool archive_taken_ = false;
+  bool file_header_sent_ = false;
+  uint64_t frames_sent_ = 0;
+  bool index_sent_ = false;
   bool summary_sent_ = false;
+  uint64_t archive_bytes_ = 0;
+  double abs_bound_ = 0;
+  uint64_t outliers_ = 0, verbatim_ = 0, fill_runs_ = 0, frames_ = 0;
+  absl::Duration queue_time_, compute_time_;
+  std::string device_;
 };
 
 }  // namespace

@@ -3,42 +3,131 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codec/format.h"
+#include "codec/slab.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
 
 namespace ebzip::server {
 namespace {
 
+// Two ways through a Decompress call, chosen by the file header (the first
+// 96 bytes):
+// - buffered: a one-frame archive arrives whole, then one work decodes it
+//   (batched with other small requests), within --max_request_bytes.
+// - streamed: an archive of several frames is cut at its frame boundaries as
+//   it arrives (each frame header gives the frame's size); each frame becomes
+//   a work of its own and its rows go out in order as soon as they are
+//   decoded. The frame index and trailer, last in the archive, are checked
+//   against the frames seen: a mismatch ends the call with DATA_LOSS, after
+//   the rows of frames that were sound (each passed its own checksums).
 class DecompressCall final
     : public StreamingCall<v1::DecompressRequest, v1::DecompressResponse> {
  public:
   DecompressCall(CallEnv& env, grpc::CallbackServerContext* context)
-      : StreamingCall(env, context, Method::kDecompress) {
-    pending_->method = Method::kDecompress;
-    pending_->priority = PriorityFromMetadata(*context);
-    pending_->reservation = env.admission.Empty();
+      : StreamingCall(env, context, Method::kDecompress),
+        priority_(PriorityFromMetadata(*context)) {
+    whole_->reservation = env.admission.Empty();
+    frame_reservation_ = env.admission.Empty();
     Begin();
   }
 
  private:
-  absl::Status OnMessage(const v1::DecompressRequest& message) override {
+  absl::Status OnMessage(const v1::DecompressRequest& message) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const std::string& data = message.archive();
     count_in(data.size());
-    if (data.size() > env_.limits.max_request_bytes - pending_->input.size()) {
+    if (header_) return Feed(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    if (data.size() > env_.limits.max_request_bytes - whole_->input.size()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the archive is larger than this server takes in one request "
                        "(--max_request_bytes ",
                        env_.limits.max_request_bytes, ")"));
     }
     // Admitted as it arrives: the archive's size is not known in advance.
-    if (absl::Status s = pending_->reservation.Grow(data.size()); !s.ok()) return s;
-    pending_->input.insert(pending_->input.end(), data.begin(), data.end());
+    if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) return s;
+    whole_->input.insert(whole_->input.end(), data.begin(), data.end());
+    if (decided_ || whole_->input.size() < format::kFileHeaderSize) return absl::OkStatus();
+    decided_ = true;
+    auto header = format::ParseFileHeader(whole_->input);
+    if (!header.ok()) return header.status();
+    if (header->frame_count < 2) return absl::OkStatus();  // buffered
+
+    header_ = *std::move(header);
+    set_window(env_.limits.stream_frames);
+    std::vector<uint8_t> rest(whole_->input.begin() + format::kFileHeaderSize,
+                              whole_->input.end());
+    whole_.reset();  // and its reservation
+    offset_ = format::kFileHeaderSize;
+    return Feed(rest.data(), rest.size());
+  }
+
+  // Streamed: cuts the bytes into frames, queueing each as it completes, then
+  // keeps the frame index and trailer.
+  absl::Status Feed(const uint8_t* data, size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (size > 0) {
+      if (next_frame_ == header_->frame_count) {
+        const uint64_t tail = format::FrameIndexSize(header_->frame_count) + format::kTrailerSize;
+        if (size > tail - tail_.size()) {
+          return format::CorruptArchive("bytes after the trailer");
+        }
+        tail_.insert(tail_.end(), data, data + size);
+        return absl::OkStatus();
+      }
+      // The frame header first (its size), then the rest of the frame.
+      const uint64_t want = frame_size_ == 0 ? format::kFrameHeaderSize : frame_size_;
+      const size_t n = std::min<uint64_t>(size, want - frame_.size());
+      frame_.insert(frame_.end(), data, data + n);
+      data += n;
+      size -= n;
+      if (frame_.size() < want) return absl::OkStatus();
+      if (frame_size_ == 0) {
+        auto h = format::ParseFrameHeader(frame_);
+        if (!h.ok()) return h.status();
+        frame_size_ = h->frame_size();
+        // This frame's bytes, held until its work has them.
+        if (absl::Status s = frame_reservation_.Grow(frame_size_); !s.ok()) return s;
+        frame_.reserve(frame_size_);
+        if (frame_.size() < frame_size_) continue;
+      }
+      if (absl::Status s = QueueFrame(); !s.ok()) return s;
+    }
     return absl::OkStatus();
   }
 
-  absl::StatusOr<std::shared_ptr<Work>> OnEndOfInput() override {
-    if (pending_->input.empty()) return absl::DataLossError("empty archive: no bytes were sent");
-    auto info = ReadArchiveInfo(pending_->input);
+  absl::Status QueueFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // Decoded frames count against the budget until sent; a client that
+    // does not read them fills it, and then its call ends here.
+    if (env_.admission.held() > env_.admission.limit()) {
+      return absl::ResourceExhaustedError(
+          "server is full (this call's decoded frames are waiting to be sent: read the array "
+          "while sending the archive)");
+    }
+    auto slab = SlabArchiveOfFrame(*header_, next_frame_, frame_);
+    if (!slab.ok()) return slab.status();
+    auto info = ReadArchiveInfo(*slab);
+    if (!info.ok()) return info.status();
+    auto work = std::make_shared<Work>();
+    work->method = Method::kDecompress;
+    work->priority = priority_;
+    work->reservation = env_.admission.Empty();
+    work->reservation.Resize(slab->size());  // taken over from frame_reservation_
+    frame_reservation_.Resize(0);
+    work->input = *std::move(slab);
+    work->info = *std::move(info);
+    Submit(std::move(work));
+    seen_.push_back({offset_, frame_.size()});
+    offset_ += frame_.size();
+    ++next_frame_;
+    frame_.clear();
+    frame_size_ = 0;
+    return absl::OkStatus();
+  }
+
+  absl::Status OnEndOfInput() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (header_) return CheckIndexAndTrailer();
+    if (whole_->input.empty()) return absl::DataLossError("empty archive: no bytes were sent");
+    auto info = ReadArchiveInfo(whole_->input);
     if (!info.ok()) return info.status();
     const uint64_t out = info->spec().num_bytes();
     if (out > env_.limits.max_request_bytes) {
@@ -47,32 +136,107 @@ class DecompressCall final
                        "request (--max_request_bytes ",
                        env_.limits.max_request_bytes, ")"));
     }
-    if (absl::Status s = pending_->reservation.Grow(out); !s.ok()) return s;
-    pending_->info = *std::move(info);
-    return std::move(pending_);
+    if (absl::Status s = whole_->reservation.Grow(out); !s.ok()) return s;
+    whole_->method = Method::kDecompress;
+    whole_->priority = priority_;
+    whole_->info = *std::move(info);
+    Submit(std::move(whole_));
+    return absl::OkStatus();
   }
 
-  bool NextResponse(const Work& work, v1::DecompressResponse* message) override {
+  absl::Status CheckIndexAndTrailer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t count = header_->frame_count;
+    if (next_frame_ < count || tail_.size() < format::FrameIndexSize(count) + format::kTrailerSize) {
+      return format::CorruptArchive(absl::StrCat("truncated archive: the stream ended in ",
+                                                 next_frame_ < count ? "frame " : "the index after frame ",
+                                                 next_frame_));
+    }
+    auto index_offset = format::ParseTrailer(tail_);
+    if (!index_offset.ok()) return index_offset.status();
+    if (*index_offset != offset_) {
+      return format::CorruptArchive(absl::StrCat("the trailer puts the frame index at ",
+                                                 *index_offset, ", the frames end at ", offset_));
+    }
+    auto index = format::ParseFrameIndex(
+        absl::MakeConstSpan(tail_).first(format::FrameIndexSize(count)));
+    if (!index.ok()) return index.status();
+    for (uint64_t i = 0; i < count; ++i) {
+      if ((*index)[i].offset != seen_[i].offset || (*index)[i].size != seen_[i].size) {
+        return format::CorruptArchive(
+            absl::StrCat("the frame index disagrees with frame ", i, " as streamed"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Next> NextResponse(v1::DecompressResponse* message) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (piece_ < piece_bytes_.size()) return SendPiece(message);
+    if (header_ && rows_sent_ == header_->frame_count) {
+      return input_done() ? Next::kDone : Next::kWait;
+    }
+    if (!header_ && sent_all_) return Next::kDone;
+    Work* work = FrontWork();
+    if (work == nullptr) return Next::kWait;
     if (!header_sent_) {
       header_sent_ = true;
       auto* h = message->mutable_header();
-      *h->mutable_array() = ToProto(work.info->spec());
-      h->set_abs_error_bound(work.abs_bound);
+      if (header_) {
+        *h->mutable_array() = ToProto(ArraySpec{header_->dtype, header_->shape});
+        h->set_abs_error_bound(header_->abs_bound);
+      } else {
+        *h->mutable_array() = ToProto(work->info->spec());
+        h->set_abs_error_bound(work->abs_bound);
+      }
       h->set_request_id(request_id());
-      h->set_backend(work.device);
-      return true;
+      h->set_backend(work->device);
+      return Next::kSend;
     }
-    if (sent_ == work.output.size()) return false;
-    const size_t n = std::min<uint64_t>(env_.limits.message_bytes, work.output.size() - sent_);
-    message->set_data(work.output.data() + sent_, n);
-    sent_ += n;
-    count_out(n);
-    return true;
+    piece_bytes_ = std::move(work->output);
+    piece_ = 0;
+    PopFront();
+    if (header_) {
+      ++rows_sent_;
+    } else {
+      sent_all_ = true;
+    }
+    return SendPiece(message);
   }
 
-  std::shared_ptr<Work> pending_ = std::make_shared<Work>();  // while reading
-  uint64_t sent_ = 0;
+  Next SendPiece(v1::DecompressResponse* message) {
+    const size_t n = std::min<uint64_t>(env_.limits.message_bytes, piece_bytes_.size() - piece_);
+    message->set_data(piece_bytes_.data() + piece_, n);
+    piece_ += n;
+    count_out(n);
+    if (piece_ == piece_bytes_.size()) {
+      std::vector<uint8_t>().swap(piece_bytes_);
+      piece_ = 0;
+    }
+    return Next::kSend;
+  }
+
+  const int priority_;
+  // Buffered: the archive as it arrives. Streamed: released once the file
+  // header has been read.
+  std::shared_ptr<Work> whole_ = std::make_shared<Work>();
+  bool decided_ = false;
+
+  // Streamed only.
+  std::optional<format::FileHeader> header_;
+  std::vector<uint8_t> frame_;  // the frame arriving
+  uint64_t frame_size_ = 0;     // 0 until its header has arrived
+  Reservation frame_reservation_;
+  uint64_t next_frame_ = 0;
+  uint64_t offset_ = 0;  // where frame_ starts in the archive
+  std::vector<format::FrameIndexEntry> seen_;
+  std::vector<uint8_t> tail_;  // frame index and trailer
+
+  // Writing.
+  std::vector<uint8_t> piece_bytes_;
+  size_t piece_ = 0;
   bool header_sent_ = false;
+  uint64_t rows_sent_ = 0;  // frames whose rows were sent
+  bool sent_all_ = false;
 };
 
 }  // namespace

@@ -42,6 +42,12 @@ ABSL_FLAG(std::string, token_file, "", "Read the token from this file (e.g. a mo
 ABSL_FLAG(int64_t, drain_seconds, 30,
           "On SIGTERM: how long calls in progress may take to finish before being cancelled");
 ABSL_FLAG(uint32_t, message_bytes, 1 << 20, "Payload bytes per streamed response message");
+ABSL_FLAG(int64_t, max_connection_age_seconds, 300,
+          "Close client connections after this long (their calls finish first), so that clients "
+          "re-resolve the service and find new replicas; 0: never");
+ABSL_FLAG(uint32_t, stream_frames, 4,
+          "Compress with an absolute bound and several frames streams frame by frame: frames of "
+          "one request in flight at once (its memory bound; --max_request_bytes does not apply)");
 
 namespace {
 
@@ -53,7 +59,7 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "max_queued_bytes", "batching",          "max_batch_bytes",   "max_batch_requests",
       "max_queue_delay_us", "cpu_workers",     "gpu_memory_bytes",  "gpu_pinned_bytes",
       "tls_cert",        "tls_key",            "token",             "token_file",
-      "drain_seconds",   "message_bytes"};
+      "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds"};
   for (const char* flag : kFlags) {
     const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
     if (const char* value = std::getenv(var.c_str()); value != nullptr) {
@@ -118,8 +124,11 @@ int main(int argc, char** argv) {
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.token = Token();
   o.message_bytes = absl::GetFlag(FLAGS_message_bytes);
-  if (o.message_bytes == 0 || o.max_request_bytes == 0 || o.max_queued_bytes == 0) {
-    std::fprintf(stderr, "ebzipd: --message_bytes and the limits must be positive\n");
+  o.stream_frames = absl::GetFlag(FLAGS_stream_frames);
+  o.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_seconds));
+  if (o.message_bytes == 0 || o.max_request_bytes == 0 || o.max_queued_bytes == 0 ||
+      o.stream_frames == 0) {
+    std::fprintf(stderr, "ebzipd: --message_bytes, --stream_frames and the limits must be positive\n");
     return 2;
   }
 

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -85,6 +86,7 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   CallLimits limits;
   limits.max_request_bytes = o.max_request_bytes;
   limits.message_bytes = o.message_bytes;
+  limits.stream_frames = o.stream_frames;
   limits.token = o.token;
   s->env_ = std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_,
                                       *s->backend_, limits);
@@ -109,6 +111,15 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   builder.AddListeningPort(o.listen, *credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  if (o.max_connection_age > absl::ZeroDuration()) {
+    // gRPC clients resolve a name again only when a connection closes: ageing
+    // connections out is what lets clients of a headless Service find
+    // replicas added since they connected. Calls in flight finish first.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.max_connection_age)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(absl::Hours(1))));
+  }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen));
@@ -134,8 +145,11 @@ bool EbzipServer::Drain(absl::Duration grace) {
            {{"calls_in_progress", absl::StrCat(env_->calls_in_progress())},
             {"grace_seconds", absl::StrCat(absl::ToDoubleSeconds(grace))}});
   const bool clean = env_->WaitIdle(deadline);
-  // Cancels what is left (their work sees the flag), then stops the workers.
-  server_->Shutdown(absl::ToChronoTime(absl::Now()));
+  // Stops taking calls at the transport (clients retry those elsewhere), and
+  // cancels what is left at the deadline (their work sees the flag). A call
+  // that raced in and is being refused UNAVAILABLE gets at least a second to
+  // say so: cancelled instead, its client would not retry it.
+  server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now() + absl::Seconds(1))));
   scheduler_->Stop();
   stopped_ = true;
   LogEvent(clean ? LogLevel::kInfo : LogLevel::kWarning, "stopped",

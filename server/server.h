@@ -40,6 +40,12 @@ struct ServerOptions {
   std::string tls_key_file;
   std::string token;  // bearer token; empty: none required
   size_t message_bytes = size_t{1} << 20;
+  // Frames of one streamed Compress (absolute bound, several frames) queued
+  // or unsent at once: its memory bound.
+  size_t stream_frames = 4;
+  // Connections older than this are closed once their calls finish, so that
+  // clients re-resolve the service name (zero: never).
+  absl::Duration max_connection_age = absl::Minutes(5);
 };
 
 class EbzipServer {

@@ -1,18 +1,29 @@
 // The life of a streaming call, shared by Compress and Decompress: read the
-// request stream (the subclass checks each message), build a Work, queue it,
-// then write the result as a stream of messages (the subclass produces
-// them), and finish exactly once whatever happens in between — a bad
-// message, a full server, a cancelled or vanished client, a failed codec.
+// request stream (the subclass checks each message), queue the works it
+// makes, write their results in order as a stream of messages (the subclass
+// produces them), and finish exactly once whatever happens in between — a
+// bad message, a full server, a cancelled or vanished client, a failed codec.
+//
+// A call makes one work (a whole array or archive, queued when the input
+// ends) or many (the frames of a streamed array, queued as each arrives, so
+// that receiving, computing and sending overlap). While `window` works are
+// queued or running the call stops reading, and gRPC's flow control holds
+// the client back. Finished works wait, compressed, until the messages
+// before them are sent: a client must read while it writes (both ebzip
+// clients do), or its results pile up against the admission budget.
 //
 // Thread safety: gRPC runs the reactor's callbacks on its threads, and the
-// scheduler runs the work's completion on a worker thread; `mu_` orders them.
-// Once the work is queued, only its completion finishes the call, so the
-// reactor outlives every callback that can reach it.
+// scheduler runs each work's completion on a worker thread; `mu_` orders
+// them, and every subclass hook runs under it. The call finishes only once
+// no queued work is left and no write is in flight, so the reactor outlives
+// every callback that can reach it.
 #ifndef EBZIP_SERVER_STREAMING_CALL_H_
 #define EBZIP_SERVER_STREAMING_CALL_H_
 
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,53 +39,53 @@ template <class Request, class Response>
 class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
  public:
   void OnReadDone(bool ok) override {
-    if (ok) {
-      absl::Status s = OnMessage(request_);
-      request_.Clear();
-      if (!s.ok()) {
-        FinishOnce(s);
-        return;
-      }
-      this->StartRead(&request_);
+    if (!ok && context_->IsCancelled()) {
+      Fail(GoneStatus("the client cancelled the call"));
+      Pump();
       return;
     }
-    // The client closed its side, or the call is gone.
-    if (context_->IsCancelled()) {
-      FinishOnce(GoneStatus("the client cancelled the call"));
-      return;
-    }
-    absl::StatusOr<std::shared_ptr<Work>> work = OnEndOfInput();
-    if (!work.ok()) {
-      FinishOnce(work.status());
-      return;
-    }
-    std::shared_ptr<Work> w = *std::move(work);
-    w->request_id = request_id_;
-    w->deadline = Deadline(*context_);
-    w->on_done = [this] { OnWorkDone(); };
+    std::vector<std::shared_ptr<Work>> submit, cancel;
+    bool read_more = false;
     {
       absl::MutexLock lock(&mu_);
-      work_ = w;
+      absl::Status status;
+      if (failed_) {
+        // The call is ending: read no more (Pump, below, may finish it now).
+      } else if (ok) {
+        status = OnMessage(request_);
+        request_.Clear();
+        read_more = status.ok();
+        if (read_more && outstanding_ >= window_) {
+          read_more = false;
+          read_paused_ = true;
+        }
+      } else {  // the client closed its side
+        input_done_ = true;
+        status = OnEndOfInput();
+      }
+      submit.swap(to_submit_);
+      // Failed in the same breath, so that no write can finish the call as
+      // a success in between.
+      if (!status.ok()) cancel = FailLocked(status);
     }
-    env_.scheduler.Submit(std::move(w));
+    for (const auto& w : cancel) env_.scheduler.Cancel(w);
+    SubmitAll(std::move(submit));
+    if (read_more) this->StartRead(&request_);
+    Pump();
   }
 
   void OnWriteDone(bool ok) override {
-    if (!ok) {
-      FinishOnce(GoneStatus("the client went away while the result was sent"));
-      return;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
     }
-    WriteNext();
+    if (!ok) Fail(GoneStatus("the client went away while the result was sent"));
+    Pump();
   }
 
   void OnCancel() override {
-    std::shared_ptr<Work> work;
-    {
-      absl::MutexLock lock(&mu_);
-      work = work_;
-    }
-    // Queued work finishes (CANCELLED) at once; running work sees the flag.
-    if (work != nullptr) env_.scheduler.Cancel(work);
+    Fail(GoneStatus("the client cancelled the call"));
+    Pump();
   }
 
   void OnDone() override {
@@ -90,6 +101,10 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   }
 
  protected:
+  // What NextResponse made: a message to send, nothing until a work
+  // finishes or more input arrives, or the end of the reply.
+  enum class Next { kSend, kWait, kDone };
+
   StreamingCall(CallEnv& env, grpc::CallbackServerContext* context, Method method)
       : env_(env), context_(context), method_(method), start_(absl::Now()) {
     env_.StartCall(method_);
@@ -101,21 +116,42 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   // constructor, once the object is complete.
   void Begin() {
     if (absl::Status s = env_.Admit(*context_); !s.ok()) {
-      FinishOnce(s);
+      Fail(s);
+      Pump();
       return;
     }
     this->StartRead(&request_);
   }
 
-  // One request message; an error ends the call with it.
-  virtual absl::Status OnMessage(const Request& message) = 0;
-  // The request stream ended: the work to queue, or why not.
-  virtual absl::StatusOr<std::shared_ptr<Work>> OnEndOfInput() = 0;
-  // After the work succeeded: fills the next response message, or returns
-  // false when the result has been sent.
-  virtual bool NextResponse(const Work& work, Response* message) = 0;
-  // After the work succeeded, before the first response.
-  virtual void OnSuccess(const Work&) {}
+  // Hooks, each called under mu_. One request message; an error ends the call.
+  virtual absl::Status OnMessage(const Request& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // The request stream ended; an error ends the call.
+  virtual absl::Status OnEndOfInput() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // Fills the next response message from the finished works (FrontWork);
+  // an error ends the call.
+  virtual absl::StatusOr<Next> NextResponse(Response* message)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+
+  // For the hooks: queue a work (after the hook returns); its result comes
+  // back through FrontWork in the order works were queued.
+  void Submit(std::shared_ptr<Work> work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    work->request_id = request_id_;
+    work->deadline = Deadline(*context_);
+    Work* raw = work.get();
+    work->on_done = [this, raw] { OnWorkDone(raw); };
+    works_.push_back({work, false});
+    ++outstanding_;
+    to_submit_.push_back(std::move(work));
+  }
+  // The oldest work not yet popped, if it finished (successfully: a failed
+  // work ends the call); nullptr otherwise.
+  Work* FrontWork() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !works_.empty() && works_.front().done ? works_.front().work.get() : nullptr;
+  }
+  // Done with the front work's result: frees it, and makes room in the window.
+  void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { works_.pop_front(); }
+  bool input_done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return input_done_; }
+  void set_window(size_t works) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { window_ = works; }
 
   void set_request_id(std::string id) { request_id_ = std::move(id); }
   const std::string& request_id() const { return request_id_; }
@@ -130,42 +166,110 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
 
   CallEnv& env_;
   grpc::CallbackServerContext* const context_;
+  absl::Mutex mu_;
 
  private:
-  void OnWorkDone() {
+  struct Slot {
     std::shared_ptr<Work> work;
+    bool done = false;
+  };
+
+  void OnWorkDone(Work* work) {
+    absl::Status failure;
     {
       absl::MutexLock lock(&mu_);
-      work = work_;
+      --outstanding_;
+      for (Slot& slot : works_) {
+        if (slot.work.get() == work) slot.done = true;
+      }
+      if (work->status.code() == absl::StatusCode::kCancelled) {
+        failure = GoneStatus(std::string(work->status.message()).c_str());
+      } else if (!work->status.ok()) {
+        failure = work->status;
+      } else if (context_->IsCancelled()) {
+        failure = GoneStatus("the client cancelled the call");
+      }
     }
-    if (work->status.code() == absl::StatusCode::kCancelled) {
-      FinishOnce(GoneStatus(std::string(work->status.message()).c_str()));
-      return;
-    }
-    if (!work->status.ok()) {
-      FinishOnce(work->status);
-      return;
-    }
-    if (context_->IsCancelled()) {
-      FinishOnce(GoneStatus("the client cancelled the call"));
-      return;
-    }
-    OnSuccess(*work);
-    WriteNext();
+    if (!failure.ok()) Fail(failure);
+    Pump();
   }
 
-  void WriteNext() {
-    std::shared_ptr<Work> work;
+  void SubmitAll(std::vector<std::shared_ptr<Work>> works) {
+    for (const auto& w : works) env_.scheduler.Submit(w);
+    // The call may have failed meanwhile, after its failure cancelled what it
+    // knew of: cancel these too (a finished work ignores it).
+    bool failed;
     {
       absl::MutexLock lock(&mu_);
-      work = work_;
+      failed = failed_;
     }
-    response_.Clear();
-    if (!NextResponse(*work, &response_)) {
-      FinishOnce(absl::OkStatus());
-      return;
+    if (failed) {
+      for (const auto& w : works) env_.scheduler.Cancel(w);
     }
-    this->StartWrite(&response_);
+  }
+
+  // Ends the call with `status` (the first failure wins): queued works are
+  // cancelled, and Pump finishes once they and any write have completed.
+  void Fail(const absl::Status& status) {
+    std::vector<std::shared_ptr<Work>> cancel;
+    {
+      absl::MutexLock lock(&mu_);
+      cancel = FailLocked(status);
+    }
+    // Queued work finishes (CANCELLED) at once; running work sees the flag.
+    for (const auto& w : cancel) env_.scheduler.Cancel(w);
+  }
+  // Marks the call failed; returns the works to cancel.
+  std::vector<std::shared_ptr<Work>> FailLocked(const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    std::vector<std::shared_ptr<Work>> cancel;
+    if (failed_ || finished_) return cancel;
+    failed_ = true;
+    final_status_ = status;
+    for (const Slot& slot : works_) {
+      if (!slot.done) cancel.push_back(slot.work);
+    }
+    return cancel;
+  }
+
+  // Moves the call on: starts the next write, resumes reading when the
+  // window has room, or finishes.
+  void Pump() {
+    bool write = false, read = false, finish = false, again = false;
+    absl::Status status;
+    std::vector<std::shared_ptr<Work>> cancel;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      if (failed_) {
+        if (outstanding_ == 0 && !writing_) {
+          finished_ = true;
+          finish = true;
+          status = final_status_;
+        }
+      } else if (!writing_) {
+        response_.Clear();
+        absl::StatusOr<Next> next = NextResponse(&response_);
+        if (!next.ok()) {
+          cancel = FailLocked(next.status());
+          again = true;  // to finish, once nothing is outstanding
+        } else if (*next == Next::kSend) {
+          writing_ = write = true;
+        } else if (*next == Next::kDone) {
+          finished_ = finish = true;
+          final_status_ = absl::OkStatus();
+        }
+      }
+      if (!failed_ && read_paused_ && outstanding_ < window_) {
+        read_paused_ = false;
+        read = true;
+      }
+    }
+    for (const auto& w : cancel) env_.scheduler.Cancel(w);
+    if (write) this->StartWrite(&response_);
+    if (read) this->StartRead(&request_);
+    if (finish) this->Finish(ToGrpc(status));
+    if (again) Pump();
   }
 
   // Why a call that gRPC cancelled ended: its deadline, or its client. The
@@ -179,16 +283,6 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
     return absl::CancelledError(what);
   }
 
-  void FinishOnce(const absl::Status& status) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      finished_ = true;
-      final_status_ = status;
-    }
-    this->Finish(ToGrpc(status));
-  }
-
   const Method method_;
   const absl::Time start_;
   std::string request_id_;
@@ -198,8 +292,14 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
 
-  absl::Mutex mu_;
-  std::shared_ptr<Work> work_ ABSL_GUARDED_BY(mu_);
+  std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
+  std::vector<std::shared_ptr<Work>> to_submit_ ABSL_GUARDED_BY(mu_);
+  size_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // queued or running
+  size_t window_ ABSL_GUARDED_BY(mu_) = 1;       // of outstanding_
+  bool input_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status final_status_;  // written once, before Finish
 };

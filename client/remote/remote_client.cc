@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
@@ -13,7 +14,20 @@ namespace ebzip::client {
 namespace {
 
 constexpr int kMaxReceiveMessageBytes = 64 << 20;
-
+// Round robin over every address the target resolves to, skipping servers
+// whose grpc.health.v1 status is not SERVING; a call a draining server
+// refuses (UNAVAILABLE, before it did any work) is retried on another.
+// Both methods are pure functions of their input, so a retry is safe; gRPC
+// retries only while the request still fits its retry buffer.
+constexpr char kServiceConfig[] = R"({
+  "loadBalancingConfig": [{"round_robin": {}}],
+  "healthCheckConfig": {"serviceName": ""},
+  "methodConfig": [{
+    "name": [{"service": "ebzip.v1.Compressor"}],
+    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.05s", "maxBackoff": "1s",
+                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
+  }]
+})";
 absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
@@ -96,6 +110,10 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   if (!o.tls_server_name.empty()) args.SetSslTargetNameOverride(o.tls_server_name);
+  // A target that resolves to many servers (dns:///headless-service:50051)
+  // spreads calls over all of them, and a server that is draining (health
+  // NOT_SERVING) leaves the rotation at once, before its endpoint is removed.
+  args.SetServiceConfigJSON(kServiceConfig);
   auto impl = std::make_unique<Impl>();
   impl->options = o;
   impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
@@ -114,16 +132,21 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
   grpc::ClientContext context;
   impl_->Prepare(&context);
   auto stream = impl_->stub->Compress(&context);
-  v1::CompressRequest request;
-  *request.mutable_header() = MakeHeader(spec, options, impl_->options);
-  bool sending = stream->Write(request);
-  for (size_t at = 0; sending && at < data.size(); at += impl_->options.message_bytes) {
-    const size_t n = std::min(impl_->options.message_bytes, data.size() - at);
-    request.set_data(data.data() + at, n);
-    sending = stream->Write(request);
-  }
-  // A failed write means the server has ended the call; its status says why.
-  stream->WritesDone();
+  // The server streams an archive back while the array is still arriving
+  // (absolute bounds, several frames) and stops reading when its window is
+  // full: send on a thread of its own while this one reads.
+  std::thread sender([&] {
+    v1::CompressRequest request;
+    *request.mutable_header() = MakeHeader(spec, options, impl_->options);
+    bool sending = stream->Write(request);
+    for (size_t at = 0; sending && at < data.size(); at += impl_->options.message_bytes) {
+      const size_t n = std::min(impl_->options.message_bytes, data.size() - at);
+      request.set_data(data.data() + at, n);
+      sending = stream->Write(request);
+    }
+    // A failed write means the server has ended the call; its status says why.
+    stream->WritesDone();
+  });
   v1::CompressResponse response;
   RemoteSummary summary;
   bool have_summary = false;
@@ -140,6 +163,7 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
       if (!sink_status.ok()) context.TryCancel();
     }
   }
+  sender.join();
   const grpc::Status status = stream->Finish();
   if (!sink_status.ok()) return sink_status;
   if (!status.ok()) return FromGrpc(status);
@@ -172,14 +196,18 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
   grpc::ClientContext context;
   impl_->Prepare(&context);
   auto stream = impl_->stub->Decompress(&context);
-  v1::DecompressRequest request;
-  bool sending = true;
-  for (size_t at = 0; sending && at < archive.size(); at += impl_->options.message_bytes) {
-    const size_t n = std::min(impl_->options.message_bytes, archive.size() - at);
-    request.set_archive(archive.data() + at, n);
-    sending = stream->Write(request);
-  }
-  stream->WritesDone();
+  // Rows come back while the archive is still arriving (archives of several
+  // frames): send on a thread of its own while this one reads.
+  std::thread sender([&] {
+    v1::DecompressRequest request;
+    bool sending = true;
+    for (size_t at = 0; sending && at < archive.size(); at += impl_->options.message_bytes) {
+      const size_t n = std::min(impl_->options.message_bytes, archive.size() - at);
+      request.set_archive(archive.data() + at, n);
+      sending = stream->Write(request);
+    }
+    stream->WritesDone();
+  });
   v1::DecompressResponse response;
   RemoteArrayHeader header;
   bool have_header = false;
@@ -209,6 +237,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     }
     if (!local.ok()) context.TryCancel();
   }
+  sender.join();
   const grpc::Status status = stream->Finish();
   if (!local.ok()) return local;
   if (!status.ok()) return FromGrpc(status);

@@ -823,6 +823,42 @@ class OwnServerTestBase(unittest.TestCase):
                          % (rc, server.log_text()))
 
 
+class LoadBalancingTest(OwnServerTestBase):
+    """One client over two replicas, as dns:/// over a headless Service gives.
+
+    The client's service config balances round robin, follows each server's
+    health and retries a call a draining server refuses, so taking a replica
+    away (a rolling upgrade) loses no call.
+    """
+
+    @staticmethod
+    def finished(server):
+        return server.log_text().count('"request finished"')
+
+    def test_calls_spread_and_a_draining_replica_loses_none(self):
+        a = self.start_server('--drain_seconds', '30')
+        b = self.start_server()
+        x = smooth_field((64, 96), np.float32, seed=3)
+        with ebzip.Client('ipv4:%s,%s' % (a.address, b.address)) as c:
+            for _ in range(20):
+                c.compress(x, abs=1e-3)
+            self.assertGreater(self.finished(a), 0, a.log_text())
+            self.assertGreater(self.finished(b), 0, b.log_text())
+
+            # Calls keep coming while a drains and exits: none may fail.
+            a.proc.send_signal(signal.SIGTERM)
+            calls = 0
+            deadline = time.monotonic() + 30
+            while a.proc.poll() is None or calls < 50:
+                self.assertLess(time.monotonic(), deadline, 'a did not exit')
+                y = c.decompress(c.compress(x, abs=1e-3))
+                self.assert_within(x, y, 1e-3)
+                calls += 1
+            self.assertEqual(a.proc.wait(), 0, a.log_text())
+
+    assert_within = ServerTestBase.assert_within
+
+
 class AuthTest(OwnServerTestBase):
     """--token: every call needs `authorization: Bearer TOKEN`."""
 

@@ -21,6 +21,7 @@ as a Python caller would expect of a bad argument.
 from __future__ import annotations
 
 import enum
+import json
 import math
 import numbers
 import os
@@ -60,6 +61,20 @@ MESSAGE_BYTES = 1 << 20
 # The server sends decompressed data and archives in messages of its own
 # choosing; gRPC's default receive limit (4 MiB) is below what a server may
 # reasonably use, so the client accepts up to 64 MiB.
+# Round robin over every address the target resolves to, skipping servers
+# whose health is not SERVING; a call a draining server refuses (UNAVAILABLE,
+# before any work) is retried on another. Both methods are pure functions of
+# their input, so a retry is safe.
+SERVICE_CONFIG = json.dumps({
+    'loadBalancingConfig': [{'round_robin': {}}],
+    'healthCheckConfig': {'serviceName': ''},
+    'methodConfig': [{
+        'name': [{'service': 'ebzip.v1.Compressor'}],
+        'retryPolicy': {'maxAttempts': 3, 'initialBackoff': '0.05s',
+                        'maxBackoff': '1s', 'backoffMultiplier': 2,
+                        'retryableStatusCodes': ['UNAVAILABLE']},
+    }],
+})
 MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
 
 _HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
@@ -437,7 +452,9 @@ class Client:
             timeout: Deadline in seconds for each call; None waits forever.
         """
         options = [('grpc.max_receive_message_length',
-                    MAX_RECEIVE_MESSAGE_BYTES)]
+                    MAX_RECEIVE_MESSAGE_BYTES),
+                   # dns:///headless-service:50051 spreads over every replica.
+                   ('grpc.service_config', SERVICE_CONFIG)]
         if tls_ca is not None:
             creds = grpc.ssl_channel_credentials(
                 root_certificates=_read_ca(tls_ca))

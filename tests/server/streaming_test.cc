@@ -1,0 +1,265 @@
+// Compress calls with an absolute bound and several frames stream frame by
+// frame (server/compress_call.cc): the archive must be the local codec's,
+// byte for byte, whatever order the frames finish in; memory is bounded by
+// the window, not by the array (the array may exceed --max_request_bytes and
+// even --max_queued_bytes); and a call that fails or goes away mid-stream
+// leaves nothing behind.
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/archive.h"
+#include "gtest/gtest.h"
+#include "tests/bound_checker.h"
+#include "tests/server/test_arrays.h"
+#include "tests/server/test_server.h"
+
+namespace ebzip::testing {
+namespace {
+
+CompressOptions Abs(double bound, uint64_t frame_elements) {
+  CompressOptions o;
+  o.mode = BoundMode::kAbs;
+  o.bound = bound;
+  o.frame_elements = frame_elements;
+  return o;
+}
+
+// Compresses through the server; expects the local codec's bytes, a summary
+// that adds up over the frames, and a decoded array within the bound.
+void ExpectStreamedRoundTrip(client::RemoteClient& client, const TestArray& a,
+                             const CompressOptions& options) {
+  SCOPED_TRACE(absl::StrCat(DTypeName(a.spec.dtype), " ", ShapeToString(a.spec.shape),
+                            " frame_elements ", options.frame_elements));
+  client::RemoteSummary summary;
+  auto archive = client.Compress(a.spec, a.bytes, options, &summary);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto local = Compress(a.spec, a.bytes, options);
+  ASSERT_TRUE(local.ok()) << local.status();
+  ASSERT_TRUE(*archive == *local) << "streamed archive differs from the local codec's ("
+                                  << archive->size() << " vs " << local->size() << " bytes)";
+  auto info = ReadArchiveInfo(*local);
+  ASSERT_TRUE(info.ok());
+  ASSERT_GT(info->frames.size(), 1u) << "the test array must span several frames";
+  uint64_t outliers = 0, verbatim = 0;
+  for (const auto& h : info->frame_headers) {
+    outliers += h.outlier_count;
+    verbatim += h.verbatim_count;
+  }
+  EXPECT_EQ(summary.frames, info->frames.size());
+  EXPECT_EQ(summary.outliers, outliers);
+  EXPECT_EQ(summary.verbatim, verbatim);
+  EXPECT_EQ(summary.archive_bytes, archive->size());
+  EXPECT_EQ(summary.input_bytes, a.bytes.size());
+  EXPECT_EQ(summary.abs_bound, options.bound);
+
+  auto decoded = client.Decompress(*archive);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  ASSERT_EQ(decoded->data.size(), a.bytes.size());
+  const uint64_t n = a.spec.num_elements();
+  const CheckResult r =
+      a.spec.dtype == DType::kFloat32
+          ? CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
+                       reinterpret_cast<const float*>(decoded->data.data()), n, options.bound,
+                       options.fill_value)
+          : CheckBound(reinterpret_cast<const double*>(a.bytes.data()),
+                       reinterpret_cast<const double*>(decoded->data.data()), n, options.bound,
+                       options.fill_value);
+  EXPECT_TRUE(r.ok()) << r.Describe();
+}
+
+TEST(ServerStreaming, FramesComeBackInOrderWithTheLocalCodecsBytes) {
+  auto options = TestServerOptions();
+  options.stream_frames = 3;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  // Shapes that are not a multiple of the frame or the Lorenzo block, a last
+  // frame of one row, both dtypes, 1-D to 3-D, specials and a fill value.
+  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {1001, 257}}, 1),
+                          Abs(1e-3, 16 * 257));
+  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat64, {37, 50, 31}}, 2, true),
+                          [] {
+                            CompressOptions o = Abs(1e-6, 4 * 50 * 31);
+                            o.fill_value = -1e34;
+                            return o;
+                          }());
+  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {300001}}, 3, true),
+                          Abs(0.5, 4096));
+  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {65, 64}}, 4),
+                          Abs(1e-2, 64 * 64));  // two frames: 64 rows and 1
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+TEST(ServerStreaming, ManyConcurrentStreamsShareTheWorkers) {
+  auto options = TestServerOptions();
+  options.stream_frames = 2;
+  options.cpu_workers = 3;
+  START_TEST_SERVER(server, options);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto client = ClientFor(*server);
+      TestArray a = SmoothArray({DType::kFloat32, {512u + 37u * t, 128}}, 10 + t, t % 2 == 0);
+      const CompressOptions o = Abs(1e-3, 32 * 128);
+      auto archive = client->Compress(a.spec, a.bytes, o);
+      auto local = Compress(a.spec, a.bytes, o);
+      if (!archive.ok() || !local.ok() || *archive != *local) ++failures;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
+  auto options = TestServerOptions();
+  options.max_request_bytes = uint64_t{1} << 20;
+  options.max_queued_bytes = uint64_t{12} << 20;
+  options.stream_frames = 2;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  // 32 MiB in 1 MiB frames through a server that holds at most 12 MiB: the
+  // rows of the frames queued, running or arriving (2 + 1), and the archives
+  // of finished frames until they are sent.
+  TestArray a = SmoothArray({DType::kFloat32, {8192, 1024}}, 7);
+  ExpectStreamedRoundTrip(*client, a, Abs(1e-3, 256 * 1024));
+  EXPECT_TRUE(WaitQuiet(*server));
+
+  // A relative bound needs the whole array first: the request limit applies.
+  CompressOptions rel;
+  rel.mode = BoundMode::kRel;
+  rel.bound = 1e-4;
+  auto refused = client->Compress(a.spec, a.bytes, rel);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  // A window larger than the whole budget is refused at the header.
+  auto too_wide = client->Compress(a.spec, a.bytes, Abs(1e-3, 2048 * 1024));
+  EXPECT_EQ(too_wide.status().code(), absl::StatusCode::kResourceExhausted) << too_wide.status();
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+v1::CompressRequest StreamedHeader(const TestArray& a, uint64_t frame_elements) {
+  v1::CompressRequest m;
+  auto* h = m.mutable_header();
+  h->mutable_array()->set_dtype(v1::FLOAT32);
+  for (uint64_t d : a.spec.shape) h->mutable_array()->add_shape(d);
+  h->mutable_error_bound()->set_mode(v1::ABS);
+  h->mutable_error_bound()->set_value(1e-3);
+  h->mutable_options()->set_frame_elements(frame_elements);
+  return m;
+}
+
+v1::CompressRequest Data(const TestArray& a, size_t from, size_t bytes) {
+  v1::CompressRequest m;
+  m.set_data(a.bytes.data() + from, bytes);
+  return m;
+}
+
+TEST(ServerStreaming, BadStreamsFailAndLeaveNothingBehind) {
+  START_TEST_SERVER(server, TestServerOptions());
+  auto stub = StubFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {1024, 256}}, 8);
+  const auto header = StreamedHeader(a, 64 * 256);  // 16 frames of 64 KiB
+  const size_t half = a.bytes.size() / 2 + 1000;    // not on a frame boundary
+
+  {  // Too little data: INVALID_ARGUMENT, after half the frames were queued.
+    grpc::ClientContext context;
+    auto stream = stub->Compress(&context);
+    stream->Write(header);
+    stream->Write(Data(a, 0, half));
+    stream->WritesDone();
+    v1::CompressResponse response;
+    while (stream->Read(&response)) {
+    }
+    grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+  }
+  {  // Too much data: INVALID_ARGUMENT, even though every frame was complete.
+    grpc::ClientContext context;
+    auto stream = stub->Compress(&context);
+    stream->Write(header);
+    stream->Write(Data(a, 0, a.bytes.size()));
+    stream->Write(Data(a, 0, 4));
+    stream->WritesDone();
+    v1::CompressResponse response;
+    bool got_summary = false;
+    while (stream->Read(&response)) got_summary |= response.has_summary();
+    grpc::Status s = stream->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << s.error_message();
+    EXPECT_FALSE(got_summary);
+  }
+  // Cancelled mid-upload, after the upload, and while the archive streams back.
+  for (int stage = 0; stage < 3; ++stage) {
+    for (int i = 0; i < 20; ++i) {
+      grpc::ClientContext context;
+      auto stream = stub->Compress(&context);
+      stream->Write(header);
+      stream->Write(Data(a, 0, half));
+      if (stage >= 1) {
+        stream->Write(Data(a, half, a.bytes.size() - half));
+        stream->WritesDone();
+      }
+      if (stage == 2) {
+        v1::CompressResponse response;
+        stream->Read(&response);
+      }
+      context.TryCancel();
+      stream->Finish();
+    }
+  }
+  EXPECT_TRUE(WaitQuiet(*server)) << "calls " << server->calls_in_progress() << ", held bytes "
+                                  << server->held_bytes();
+}
+
+TEST(ServerStreaming, DamagedArchivesOfManyFramesNeverDecodeWrong) {
+  auto options = TestServerOptions();
+  options.stream_frames = 2;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {200, 300}}, 9, true);
+  auto archive = Compress(a.spec, a.bytes, Abs(1e-3, 16 * 300));
+  ASSERT_TRUE(archive.ok());
+  auto reference = Decompress(*archive);
+  ASSERT_TRUE(reference.ok());
+  ASSERT_GT(ReadArchiveInfo(*archive)->frames.size(), 10u);
+
+  auto decoded = client->Decompress(*archive);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded->data == reference->data);
+
+  // Cut anywhere: in the file header, a frame header, a frame, the index,
+  // the trailer.
+  for (size_t cut = 0; cut < archive->size(); cut += 1 + cut / 3) {
+    std::vector<uint8_t> truncated(archive->begin(), archive->begin() + cut);
+    auto r = client->Decompress(truncated);
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "cut at " << cut << ": "
+                                                              << r.status();
+  }
+  // Bytes after the trailer.
+  std::vector<uint8_t> longer = *archive;
+  longer.push_back(0);
+  EXPECT_EQ(client->Decompress(longer).status().code(), absl::StatusCode::kDataLoss);
+  // A flipped bit anywhere: refused, or (in padding no checksum covers)
+  // exactly the right array — never a wrong one.
+  int refused = 0;
+  for (size_t at = 0; at < archive->size(); at += 1 + at / 5) {
+    std::vector<uint8_t> damaged = *archive;
+    damaged[at] ^= 0x10;
+    auto r = client->Decompress(damaged);
+    if (r.ok()) {
+      EXPECT_TRUE(r->data == reference->data) << "a flip at byte " << at << " decoded wrong";
+    } else {
+      // A flip in a version field reads as an archive from a newer ebzip.
+      EXPECT_TRUE(r.status().code() == absl::StatusCode::kDataLoss ||
+                  r.status().code() == absl::StatusCode::kUnimplemented)
+          << at << ": " << r.status();
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 0);
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+}  // namespace
+}  // namespace ebzip::testing
