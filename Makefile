@@ -3,6 +3,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# Empty: every target. The Dockerfile builds only ebzipd and ebzip.
+TARGETS ?=
 
 .PHONY: run demo test build deps fuzz clean
 
@@ -17,7 +19,7 @@ test: build
 
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS) $(if $(TARGETS),--target $(TARGETS))
 
 deps:
 	scripts/install_deps.sh
