@@ -5,7 +5,9 @@
 #   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
 #                        server_gpu_*_test, ebzipd, ebzip_load)
 #   .device/data/*.gz    ferret-datasets files, gzipped
-# usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench]...
+# usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|soak]...
+# (soak: bench/soak.sh for SOAK_SECONDS, default 600; under the device tool's
+# 10-minute limit set it lower)
 # (logs to $OUT)
 set -uo pipefail
 out=${OUT:-/tmp/gpu_out}
@@ -25,10 +27,13 @@ for step in "$@"; do
       timeout 300 "$run" gpu_codec_test 2>&1 | tee "$out/tests.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|error|differ|skipping" | head -80
       status=$((status | PIPESTATUS[0]));;
     server)
-      for t in server_gpu_roundtrip_test server_gpu_faults_test; do
+      for t in server_gpu_roundtrip_test server_gpu_faults_test server_gpu_streaming_test; do
         timeout 400 "$run" $t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|Expected|Which" | head -60
         status=$((status | PIPESTATUS[0]))
       done;;
+    soak)
+      EBZIP_RUN="$run" EBZIP_BACKEND=gpu timeout 590 bench/soak.sh 2>&1 | tee "$out/soak.log"
+      status=$((status | PIPESTATUS[0]));;
     servicebench)
       EBZIP_RUN="$run" EBZIP_BACKEND=gpu timeout 500 bench/service_bench.sh 2>&1 | tee "$out/service_bench.log"
       status=$((status | PIPESTATUS[0]));;
