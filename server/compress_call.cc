@@ -79,8 +79,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     slab_options_ = *std::move(slab);
     const size_t window = env_.limits.stream_frames;
     set_window(window);
-    // The rows of the frames queued or running, and of the one arriving.
-    // Finished frames' archives are held by their works' own reservations.
+    // The rows of the frames in flight and of the one arriving; their
+    // archives are held by the works' own reservations.
     const uint64_t frame_bytes = plan_->FrameDataBytes(0);
     if (absl::Status s = reservation_.Grow((window + 1) * frame_bytes); !s.ok()) return s;
     return StartFrame();

@@ -144,6 +144,12 @@ bool EbzipServer::Drain(absl::Duration grace) {
   LogEvent(LogLevel::kInfo, "draining",
            {{"calls_in_progress", absl::StrCat(env_->calls_in_progress())},
             {"grace_seconds", absl::StrCat(absl::ToDoubleSeconds(grace))}});
+  // Lame duck: clients that watch our health (both ebzip clients do) stop
+  // sending here within milliseconds of NOT_SERVING, and calls that still
+  // come are refused UNAVAILABLE, which they retry elsewhere. A call that
+  // arrives once the transport is shutting down is cancelled instead, which
+  // no client retries: give the watchers a second before that.
+  absl::SleepFor(std::min(absl::Seconds(1), grace));
   const bool clean = env_->WaitIdle(deadline);
   // Stops taking calls at the transport (clients retry those elsewhere), and
   // cancels what is left at the deadline (their work sees the flag). A call

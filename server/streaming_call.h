@@ -7,10 +7,12 @@
 // A call makes one work (a whole array or archive, queued when the input
 // ends) or many (the frames of a streamed array, queued as each arrives, so
 // that receiving, computing and sending overlap). While `window` works are
-// queued or running the call stops reading, and gRPC's flow control holds
-// the client back. Finished works wait, compressed, until the messages
-// before them are sent: a client must read while it writes (both ebzip
-// clients do), or its results pile up against the admission budget.
+// queued, running or waiting to be sent, the call stops reading and gRPC's
+// flow control holds the client back: memory stays bounded however large
+// the array, and however much faster the codec is than the client. A client
+// must therefore read the reply while it sends (both ebzip clients do); one
+// that sends everything first waits on a streamed request until its
+// deadline (ebzip.proto says so).
 //
 // Thread safety: gRPC runs the reactor's callbacks on its threads, and the
 // scheduler runs each work's completion on a worker thread; `mu_` orders
@@ -55,7 +57,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
         status = OnMessage(request_);
         request_.Clear();
         read_more = status.ok();
-        if (read_more && outstanding_ >= window_) {
+        if (read_more && works_.size() >= window_) {
           read_more = false;
           read_paused_ = true;
         }
@@ -260,7 +262,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
           final_status_ = absl::OkStatus();
         }
       }
-      if (!failed_ && read_paused_ && outstanding_ < window_) {
+      if (!failed_ && read_paused_ && works_.size() < window_) {
         read_paused_ = false;
         read = true;
       }
@@ -295,7 +297,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
   std::vector<std::shared_ptr<Work>> to_submit_ ABSL_GUARDED_BY(mu_);
   size_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // queued or running
-  size_t window_ ABSL_GUARDED_BY(mu_) = 1;       // of outstanding_
+  size_t window_ ABSL_GUARDED_BY(mu_) = 1;       // of works_
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

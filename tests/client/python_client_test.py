@@ -851,7 +851,11 @@ class LoadBalancingTest(OwnServerTestBase):
             deadline = time.monotonic() + 30
             while a.proc.poll() is None or calls < 50:
                 self.assertLess(time.monotonic(), deadline, 'a did not exit')
-                y = c.decompress(c.compress(x, abs=1e-3))
+                try:
+                    y = c.decompress(c.compress(x, abs=1e-3))
+                except ebzip.Error as e:
+                    self.fail('call %d failed while a drained: %s\n--- a:\n%s\n--- b:\n%s'
+                              % (calls, e, a.log_text()[-3000:], b.log_text()[-3000:]))
                 self.assert_within(x, y, 1e-3)
                 calls += 1
             self.assertEqual(a.proc.wait(), 0, a.log_text())
