@@ -37,17 +37,9 @@ batchings=${BATCHING:-true false}
 read -r -a extra_server <<< "${EBZIPD_FLAGS:-}"
 read -r -a extra_load <<< "${LOAD_FLAGS:-}"
 
-if [[ -n ${EBZIP_RUN:-} ]]; then
-  read -r -a launcher <<< "$EBZIP_RUN"
-  ebzipd=("${launcher[@]}" ebzipd)
-  load=("${launcher[@]}" ebzip_load)
-else
-  ebzipd=("$build/server/ebzipd")
-  load=("$build/bench/ebzip_load")
-  for b in "${ebzipd[0]}" "${load[0]}"; do
-    [[ -x $b ]] || { echo "missing $b: cmake --build $build --target ebzipd ebzip_load" >&2; exit 2; }
-  done
-fi
+# shellcheck source=bench/binaries.sh
+source "$(dirname "$0")/binaries.sh"
+find_binaries "$build"
 PY=$(command -v python3)
 
 work=$(mktemp -d)

@@ -26,14 +26,9 @@ soak=${SOAK_SECONDS:-600}
 every=${SAMPLE_SECONDS:-15}
 warmup=${WARMUP_SECONDS:-60}
 read -r -a extra_server <<< "${EBZIPD_FLAGS:-}"
-if [[ -n ${EBZIP_RUN:-} ]]; then
-  read -r -a launcher <<< "$EBZIP_RUN"
-  ebzipd=("${launcher[@]}" ebzipd)
-  load=("${launcher[@]}" ebzip_load)
-else
-  ebzipd=("$build/server/ebzipd")
-  load=("$build/bench/ebzip_load")
-fi
+# shellcheck source=bench/binaries.sh
+source "$(dirname "$0")/binaries.sh"
+find_binaries "$build"
 PY=$(command -v python3)
 work=$(mktemp -d)
 csv=${OUT:-$work}/soak.csv
