@@ -17,8 +17,8 @@ namespace {
 // - streamed: with an absolute bound and more than one frame, each frame
 //   (FORMAT.md §2) becomes a work of its own as soon as its rows arrive, and
 //   its bytes go out as soon as it and the frames before it are done. The
-//   archive is byte-identical to the buffered one; --stream_frames frames
-//   are queued or running at once, whatever the array's size.
+//   archive is byte-identical to the buffered one; at most --stream_frames
+//   frames are queued, running or unsent, whatever the array's size.
 class CompressCall final : public StreamingCall<v1::CompressRequest, v1::CompressResponse> {
  public:
   CompressCall(CallEnv& env, grpc::CallbackServerContext* context)
@@ -96,12 +96,12 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   }
 
   absl::Status StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // Finished frames count against the budget until sent; a client that
-    // does not read them fills it, and then its call ends here.
+    // A frame's result is admitted beyond the budget when it replaces the
+    // frame's input (Reservation::Resize); with many streams at once that
+    // can overfill it. Take no more frames then.
     if (env_.admission.held() > env_.admission.limit()) {
       return absl::ResourceExhaustedError(
-          "server is full (this call's finished frames are waiting to be sent: read the archive "
-          "while sending the array)");
+          "server is full: requests in progress hold more than --max_queued_bytes; retry later");
     }
     current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
     current_->reservation = env_.admission.Empty();

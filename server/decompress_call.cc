@@ -96,12 +96,12 @@ class DecompressCall final
   }
 
   absl::Status QueueFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // Decoded frames count against the budget until sent; a client that
-    // does not read them fills it, and then its call ends here.
+    // A frame's result is admitted beyond the budget when it replaces the
+    // frame's input (Reservation::Resize); with many streams at once that
+    // can overfill it. Take no more frames then.
     if (env_.admission.held() > env_.admission.limit()) {
       return absl::ResourceExhaustedError(
-          "server is full (this call's decoded frames are waiting to be sent: read the array "
-          "while sending the archive)");
+          "server is full: requests in progress hold more than --max_queued_bytes; retry later");
     }
     auto slab = SlabArchiveOfFrame(*header_, next_frame_, frame_);
     if (!slab.ok()) return slab.status();

@@ -47,7 +47,8 @@ ABSL_FLAG(int64_t, max_connection_age_seconds, 300,
           "re-resolve the service and find new replicas; 0: never");
 ABSL_FLAG(uint32_t, stream_frames, 4,
           "Compress with an absolute bound and several frames streams frame by frame: frames of "
-          "one request in flight at once (its memory bound; --max_request_bytes does not apply)");
+          "one request queued, running or unsent at once (its memory bound; --max_request_bytes "
+          "does not apply)");
 
 namespace {
 
