@@ -49,6 +49,7 @@ struct Device {
   uint64_t total_bytes = 0;
   std::atomic<int64_t> busy_ns{0};
   std::atomic<bool> failed{false};
+  int64_t batches = 0;  // started; only its worker touches it
 };
 
 class GpuBackend final : public Backend {
@@ -63,6 +64,7 @@ class GpuBackend final : public Backend {
   }
 
   absl::Status Init(const GpuBackendOptions& options) {
+    fail_at_batch_ = options.fail_at_batch;
     int count = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
     for (int i = 0; i < count; ++i) {
@@ -110,8 +112,11 @@ class GpuBackend final : public Backend {
     if (d.failed.load()) {
       for (const auto& w : batch) cpu.push_back(w.get());
     } else {
-      absl::Status s = batch.front()->method == Method::kCompress ? Compress(d, batch, &cpu)
-                                                                  : Decompress(d, batch, &cpu);
+      absl::Status s =
+          d.batches++ == fail_at_batch_
+              ? absl::InternalError("fault injected for a test (GpuBackendOptions::fail_at_batch)")
+          : batch.front()->method == Method::kCompress ? Compress(d, batch, &cpu)
+                                                       : Decompress(d, batch, &cpu);
       if (!s.ok()) {
         // A CUDA error leaves the context unusable; later batches run on
         // the CPU codec (same bytes) and the log says why.
@@ -151,6 +156,8 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  int64_t fail_at_batch_ = -1;
+
   // A work the kernels take, with its task and the pool bytes its own
   // buffers need.
   template <typename Task>

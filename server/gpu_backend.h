@@ -18,6 +18,9 @@ namespace ebzip::server {
 struct GpuBackendOptions {
   uint64_t memory_bytes = 0;  // pool per GPU; 0: 3/4 of its free memory
   uint64_t pinned_bytes = uint64_t{256} << 20;
+  // Fault injection for tests: each GPU fails (as on a CUDA error) when it
+  // starts its batch number `fail_at_batch` (counting from 0); -1: never.
+  int64_t fail_at_batch = -1;
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(const GpuBackendOptions& options);

@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     GpuBackendOptions g;
     g.memory_bytes = o.gpu_memory_bytes;
     g.pinned_bytes = o.gpu_pinned_bytes;
+    g.fail_at_batch = o.gpu_fail_at_batch;
     return MakeGpuBackend(g);
   }
   if (o.backend == "gpu") {

@@ -36,6 +36,7 @@ struct ServerOptions {
   // memory at start) and pinned host staging per worker.
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
+  int64_t gpu_fail_at_batch = -1;  // tests only: GpuBackendOptions::fail_at_batch
   std::string tls_cert_file;  // PEM; both or neither
   std::string tls_key_file;
   std::string token;  // bearer token; empty: none required

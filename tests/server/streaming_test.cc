@@ -5,6 +5,7 @@
 // even --max_queued_bytes); and a call that fails or goes away mid-stream
 // leaves nothing behind.
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -258,6 +259,30 @@ TEST(ServerStreaming, DamagedArchivesOfManyFramesNeverDecodeWrong) {
     }
   }
   EXPECT_GT(refused, 0);
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+TEST(ServerStreaming, AGpuThatFailsMidRequestLosesNothing) {
+  if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
+  auto options = TestServerOptions();
+  options.stream_frames = 2;
+  options.gpu_fail_at_batch = 3;  // every GPU fails on its fourth batch
+  options.batching.enabled = false;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  // 16 frames: some run on the GPUs, the rest, once each GPU has failed,
+  // on the CPU codec; the archive is the same, and the server goes on.
+  TestArray a = SmoothArray({DType::kFloat32, {1024, 256}}, 11, true);
+  const CompressOptions o = Abs(1e-3, 64 * 256);
+  client::RemoteSummary summary;
+  auto archive = client->Compress(a.spec, a.bytes, o, &summary);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto local = Compress(a.spec, a.bytes, o);
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(*archive == *local) << "frames from a failing GPU differ";
+  EXPECT_NE(summary.backend.find("gpu:0"), std::string::npos) << summary.backend;
+  EXPECT_NE(summary.backend.find("cpu"), std::string::npos) << summary.backend;
+  ExpectStreamedRoundTrip(*client, a, o);  // and later requests still work
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
