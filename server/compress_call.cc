@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codec/slab.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
@@ -156,7 +157,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
 
   absl::StatusOr<Next> NextResponse(v1::CompressResponse* message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (piece_ < piece_bytes_.size()) return SendPiece(message);
+    if (sending_bytes()) return SendArchive(message);
     if (plan_) return NextStreamed(message);
     if (summary_sent_) return Next::kDone;
     Work* work = FrontWork();
@@ -164,9 +165,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (!archive_taken_) {
       archive_taken_ = true;
       Account(*work);
-      piece_bytes_ = std::move(work->output);
-      piece_ = 0;
-      if (!piece_bytes_.empty()) return SendPiece(message);
+      QueueBytes(std::move(work->output));
+      if (sending_bytes()) return SendArchive(message);
     }
     PopFront();
     return SendSummary(message);
@@ -176,9 +176,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!file_header_sent_) {
       file_header_sent_ = true;
-      piece_bytes_ = writer_->Begin();
-      piece_ = 0;
-      return SendPiece(message);
+      QueueBytes(writer_->Begin());
+      return SendArchive(message);
     }
     if (frames_sent_ < plan_->frame_count()) {
       Work* work = FrontWork();
@@ -193,15 +192,13 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       PopFront();
       ++frames_sent_;
       writer_->AddFrame(frame->size());
-      piece_bytes_ = *std::move(frame);
-      piece_ = 0;
-      return SendPiece(message);
+      QueueBytes(*std::move(frame));
+      return SendArchive(message);
     }
     if (!index_sent_) {
       index_sent_ = true;
-      piece_bytes_ = writer_->Finish();
-      piece_ = 0;
-      return SendPiece(message);
+      QueueBytes(writer_->Finish());
+      return SendArchive(message);
     }
     // The archive is complete; the summary waits for the client's half-close
     // so that data beyond the shape is still refused.
@@ -210,17 +207,11 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     return SendSummary(message);
   }
 
-  Next SendPiece(v1::CompressResponse* message) {
-    const size_t n = std::min<uint64_t>(env_.limits.message_bytes, piece_bytes_.size() - piece_);
-    message->set_archive(piece_bytes_.data() + piece_, n);
-    piece_ += n;
-    archive_bytes_ += n;
-    count_out(n);
-    if (piece_ == piece_bytes_.size()) {
-      std::vector<uint8_t>().swap(piece_bytes_);
-      piece_ = 0;
-    }
-    return Next::kSend;
+  Next SendArchive(v1::CompressResponse* message) {
+    return SendBytes([&](const uint8_t* data, size_t n) {
+      message->set_archive(data, n);
+      archive_bytes_ += n;
+    });
   }
 
   // Adds a finished work's figures to the summary (a streamed array's frames
@@ -233,10 +224,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     frames_ += work.frames;
     queue_time_ += work.queue_time;
     compute_time_ += work.compute_time;
-    if (device_.empty()) {
-      device_ = work.device;
-    } else if (device_.find(work.device) == std::string::npos) {
-      absl::StrAppend(&device_, ",", work.device);  // frames spread over devices
+    // Frames spread over devices: the summary names each once.
+    if (std::find(devices_.begin(), devices_.end(), work.device) == devices_.end()) {
+      devices_.push_back(work.device);
     }
   }
 
@@ -254,7 +244,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     s->set_verbatim(verbatim_);
     s->set_fill_runs(fill_runs_);
     s->set_frames(frames_);
-    s->set_backend(device_);
+    s->set_backend(absl::StrJoin(devices_, ","));
     s->set_request_id(request_id());
     s->set_queue_seconds(absl::ToDoubleSeconds(queue_time_));
     s->set_compute_seconds(absl::ToDoubleSeconds(compute_time_));
@@ -276,8 +266,6 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   uint64_t next_frame_ = 0;
 
   // Writing.
-  std::vector<uint8_t> piece_bytes_;  // bytes being sent in messages
-  size_t piece_ = 0;
   bool archive_taken_ = false;
   bool file_header_sent_ = false;
   uint64_t frames_sent_ = 0;
@@ -287,7 +275,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   double abs_bound_ = 0;
   uint64_t outliers_ = 0, verbatim_ = 0, fill_runs_ = 0, frames_ = 0;
   absl::Duration queue_time_, compute_time_;
-  std::string device_;
+  std::vector<std::string> devices_;
 };
 
 }  // namespace

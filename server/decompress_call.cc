@@ -171,7 +171,7 @@ class DecompressCall final
 
   absl::StatusOr<Next> NextResponse(v1::DecompressResponse* message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (piece_ < piece_bytes_.size()) return SendPiece(message);
+    if (sending_bytes()) return SendRows(message);
     if (header_ && rows_sent_ == header_->frame_count) {
       return input_done() ? Next::kDone : Next::kWait;
     }
@@ -192,27 +192,18 @@ class DecompressCall final
       h->set_backend(work->device);
       return Next::kSend;
     }
-    piece_bytes_ = std::move(work->output);
-    piece_ = 0;
+    QueueBytes(std::move(work->output));
     PopFront();
     if (header_) {
       ++rows_sent_;
     } else {
       sent_all_ = true;
     }
-    return SendPiece(message);
+    return SendRows(message);
   }
 
-  Next SendPiece(v1::DecompressResponse* message) {
-    const size_t n = std::min<uint64_t>(env_.limits.message_bytes, piece_bytes_.size() - piece_);
-    message->set_data(piece_bytes_.data() + piece_, n);
-    piece_ += n;
-    count_out(n);
-    if (piece_ == piece_bytes_.size()) {
-      std::vector<uint8_t>().swap(piece_bytes_);
-      piece_ = 0;
-    }
-    return Next::kSend;
+  Next SendRows(v1::DecompressResponse* message) {
+    return SendBytes([&](const uint8_t* data, size_t n) { message->set_data(data, n); });
   }
 
   const int priority_;
@@ -232,8 +223,6 @@ class DecompressCall final
   std::vector<uint8_t> tail_;  // frame index and trailer
 
   // Writing.
-  std::vector<uint8_t> piece_bytes_;
-  size_t piece_ = 0;
   bool header_sent_ = false;
   uint64_t rows_sent_ = 0;  // frames whose rows were sent
   bool sent_all_ = false;

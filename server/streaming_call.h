@@ -22,6 +22,7 @@
 #ifndef EBZIP_SERVER_STREAMING_CALL_H_
 #define EBZIP_SERVER_STREAMING_CALL_H_
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <string>
@@ -154,6 +155,25 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { works_.pop_front(); }
   bool input_done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return input_done_; }
   void set_window(size_t works) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { window_ = works; }
+
+  // Bytes to send in messages of at most --message_bytes (an archive, a
+  // frame, an array), freed once sent.
+  void QueueBytes(std::vector<uint8_t> bytes) {
+    out_ = std::move(bytes);
+    out_at_ = 0;
+  }
+  bool sending_bytes() const { return out_at_ < out_.size(); }
+  // Hands the next piece of the queued bytes to put(data, size), which
+  // fills the response message, and counts it as sent.
+  template <class Put>
+  Next SendBytes(Put put) {
+    const size_t n = std::min<size_t>(env_.limits.message_bytes, out_.size() - out_at_);
+    put(out_.data() + out_at_, n);
+    out_at_ += n;
+    count_out(n);
+    if (out_at_ == out_.size()) QueueBytes({});
+    return Next::kSend;
+  }
 
   void set_request_id(std::string id) { request_id_ = std::move(id); }
   const std::string& request_id() const { return request_id_; }
@@ -293,6 +313,8 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   Response response_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
+  std::vector<uint8_t> out_;  // QueueBytes
+  size_t out_at_ = 0;
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
   std::vector<std::shared_ptr<Work>> to_submit_ ABSL_GUARDED_BY(mu_);
