@@ -19,6 +19,7 @@ struct DeviceState {
   uint64_t memory_used_bytes = 0;
   uint64_t memory_total_bytes = 0;
   double busy_seconds = 0;  // time spent running batches, since start
+  bool healthy = true;      // false once a GPU has failed (until restart)
 };
 
 class Backend {
@@ -32,9 +33,15 @@ class Backend {
   virtual int workers() const = 0;
   // Whether `a` and `b` may run in one batch.
   virtual bool Compatible(const Work& a, const Work& b) const = 0;
-  // Runs every work of the batch, setting its status and results. Must not
-  // throw; a failure of one work must not fail the server.
-  virtual void Run(int worker, absl::Span<const std::shared_ptr<Work>> batch) = 0;
+  // Runs the works of the batch, setting their status and results, except
+  // those it returns: the worker could not run them (its device failed), so
+  // the scheduler queues them again for the other workers, untouched. Must
+  // not throw; a failure of one work must not fail the server.
+  virtual std::vector<std::shared_ptr<Work>> Run(int worker,
+                                                 absl::Span<const std::shared_ptr<Work>> batch) = 0;
+  // Whether `worker` has stopped for good (its device failed while others
+  // are left): the scheduler ends its thread. Some worker never retires.
+  virtual bool Retired(int /*worker*/) const { return false; }
   virtual std::vector<DeviceState> DeviceStates() const = 0;
 };
 

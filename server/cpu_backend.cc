@@ -39,7 +39,8 @@ class CpuBackend final : public Backend {
   int workers() const override { return workers_; }
   bool Compatible(const Work&, const Work&) const override { return true; }
 
-  void Run(int, absl::Span<const std::shared_ptr<Work>> batch) override {
+  std::vector<std::shared_ptr<Work>> Run(int,
+                                         absl::Span<const std::shared_ptr<Work>> batch) override {
     const auto start = std::chrono::steady_clock::now();
     ParallelFor(batch.size(), [&](uint64_t i) {
       Work& w = *batch[i];
@@ -53,6 +54,7 @@ class CpuBackend final : public Backend {
     busy_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
                     std::chrono::steady_clock::now() - start)
                     .count();
+    return {};
   }
 
   std::vector<DeviceState> DeviceStates() const override {

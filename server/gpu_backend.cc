@@ -2,8 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,95 +39,194 @@ class Carver {
   uint64_t used_ = 0;
 };
 
-struct Device {
+// Bytes that move between a host buffer and a place on the device.
+struct Piece {
+  uint8_t* host;
+  uint8_t* device;
+  uint64_t bytes;
+};
+
+// Copies pieces up through pinned `staging` (room bytes) when their device
+// places, in ascending order, span no more than that: one host memcpy each
+// and one DMA for them all, instead of a pageable copy each (which the driver
+// stages through its own pinned buffer and finishes before returning).
+// Larger spans go directly, pageable.
+absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t* staging,
+                    uint64_t room) {
+  if (pieces.empty()) return absl::OkStatus();
+  uint8_t* base = pieces.front().device;
+  uint64_t span = 0;
+  bool ascending = true;
+  for (const Piece& p : pieces) {
+    ascending = ascending && p.device >= base + span;
+    span = static_cast<uint64_t>(p.device - base) + p.bytes;
+  }
+  if (ascending && span <= room) {
+    for (const Piece& p : pieces) std::memcpy(staging + (p.device - base), p.host, p.bytes);
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(base, staging, span, cudaMemcpyHostToDevice, stream));
+    return absl::OkStatus();
+  }
+  for (const Piece& p : pieces) {
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(p.device, p.host, p.bytes, cudaMemcpyHostToDevice, stream));
+  }
+  return absl::OkStatus();
+}
+
+// Copies pieces down and waits for them: through pinned `staging` when they
+// all fit (asynchronous copies, one wait, then host memcpys), else directly.
+absl::Status Download(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t* staging,
+                      uint64_t room) {
+  uint64_t total = 0;
+  for (const Piece& p : pieces) total += AlignUp(p.bytes);
+  const bool staged = total <= room;
+  uint64_t at = 0;
+  for (const Piece& p : pieces) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staged ? staging + at : p.host, p.device, p.bytes,
+                                         cudaMemcpyDeviceToHost, stream));
+    at += AlignUp(p.bytes);
+  }
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (staged) {
+    at = 0;
+    for (const Piece& p : pieces) {
+      std::memcpy(p.host, staging + at, p.bytes);
+      at += AlignUp(p.bytes);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One GPU, shared by its workers (lanes).
+struct Gpu {
   int ordinal = 0;
   std::string name;         // "gpu:0"
   std::string description;  // "NVIDIA H100 ..."
-  cudaStream_t stream = nullptr;
+  uint64_t total_bytes = 0;
   void* pool = nullptr;
+  std::atomic<int64_t> batches{0};  // started, over all its lanes
+  std::atomic<bool> failed{false};
+  std::atomic<bool> retired{false};  // failed with other GPUs left: its lanes stop
+
+  // Busy time counts while at least one lane runs, so it never exceeds
+  // wall time however many lanes there are.
+  absl::Mutex mu;
+  int running ABSL_GUARDED_BY(mu) = 0;
+  std::chrono::steady_clock::time_point busy_since ABSL_GUARDED_BY(mu);
+  int64_t busy_ns ABSL_GUARDED_BY(mu) = 0;
+};
+
+// One scheduler worker on a GPU: its own stream, pool slice and pinned
+// memory, so lanes of one GPU never wait for each other.
+struct Lane {
+  Gpu* gpu = nullptr;
+  cudaStream_t stream = nullptr;
+  uint8_t* pool = nullptr;
   uint64_t pool_bytes = 0;
   void* pinned = nullptr;
   uint64_t pinned_bytes = 0;
-  uint64_t total_bytes = 0;
-  std::atomic<int64_t> busy_ns{0};
-  std::atomic<bool> failed{false};
-  int64_t batches = 0;  // started; only its worker touches it
 };
 
 class GpuBackend final : public Backend {
  public:
   ~GpuBackend() override {
-    for (auto& d : devices_) {
-      cudaSetDevice(d->ordinal);
-      if (d->stream != nullptr) cudaStreamDestroy(d->stream);
-      if (d->pool != nullptr) cudaFree(d->pool);
-      if (d->pinned != nullptr) cudaFreeHost(d->pinned);
+    for (auto& l : lanes_) {
+      cudaSetDevice(l->gpu->ordinal);
+      if (l->stream != nullptr) cudaStreamDestroy(l->stream);
+      if (l->pinned != nullptr) cudaFreeHost(l->pinned);
+    }
+    for (auto& g : gpus_) {
+      cudaSetDevice(g->ordinal);
+      if (g->pool != nullptr) cudaFree(g->pool);
     }
   }
 
   absl::Status Init(const GpuBackendOptions& options) {
-    fail_at_batch_ = options.fail_at_batch;
+    options_ = options;
+    const int per_gpu = std::max(1, options.workers_per_gpu);
     int count = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDeviceCount(&count));
     for (int i = 0; i < count; ++i) {
-      auto d = std::make_unique<Device>();
-      d->ordinal = i;
-      d->name = absl::StrCat("gpu:", i);
+      auto g = std::make_unique<Gpu>();
+      g->ordinal = i;
+      g->name = absl::StrCat("gpu:", i);
       auto description = gpu::DeviceDescription(i);
       if (!description.ok()) return description.status();
-      d->description = *description;
+      g->description = *description;
       CUDA_RETURN_IF_ERROR(cudaSetDevice(i));
       size_t free_bytes = 0, total_bytes = 0;
       CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
-      d->total_bytes = total_bytes;
-      d->pool_bytes = options.memory_bytes != 0 ? options.memory_bytes : free_bytes / 4 * 3;
-      CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d->stream, cudaStreamNonBlocking));
-      CUDA_RETURN_IF_ERROR(cudaMalloc(&d->pool, d->pool_bytes));
-      d->pinned_bytes = options.pinned_bytes;
-      CUDA_RETURN_IF_ERROR(cudaMallocHost(&d->pinned, d->pinned_bytes));
-      LogEvent(LogLevel::kInfo, "gpu worker ready",
-               {{"device", d->name},
-                {"description", d->description},
-                {"pool_bytes", absl::StrCat(d->pool_bytes)},
-                {"pinned_bytes", absl::StrCat(d->pinned_bytes)}});
-      devices_.push_back(std::move(d));
+      g->total_bytes = total_bytes;
+      const uint64_t pool_bytes =
+          options.memory_bytes != 0 ? options.memory_bytes : free_bytes / 4 * 3;
+      CUDA_RETURN_IF_ERROR(cudaMalloc(&g->pool, pool_bytes));
+      const uint64_t slice = pool_bytes / per_gpu / kAlign * kAlign;
+      for (int k = 0; k < per_gpu; ++k) {
+        auto l = std::make_unique<Lane>();
+        l->gpu = g.get();
+        l->pool = static_cast<uint8_t*>(g->pool) + k * slice;
+        l->pool_bytes = slice;
+        CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking));
+        l->pinned_bytes = options.pinned_bytes;
+        CUDA_RETURN_IF_ERROR(cudaMallocHost(&l->pinned, l->pinned_bytes));
+        lanes_.push_back(std::move(l));
+      }
+      LogEvent(LogLevel::kInfo, "gpu ready",
+               {{"device", g->name},
+                {"description", g->description},
+                {"workers", absl::StrCat(per_gpu)},
+                {"pool_bytes_per_worker", absl::StrCat(slice)},
+                {"pinned_bytes_per_worker", absl::StrCat(options.pinned_bytes)}});
+      gpus_.push_back(std::move(g));
     }
-    if (devices_.empty()) return absl::UnavailableError("no CUDA device");
+    if (gpus_.empty()) return absl::UnavailableError("no CUDA device");
     return absl::OkStatus();
   }
 
   std::string name() const override { return "gpu"; }
   std::vector<std::string> devices() const override {
     std::vector<std::string> out;
-    for (const auto& d : devices_) out.push_back(absl::StrCat(d->name, " ", d->description));
+    for (const auto& g : gpus_) out.push_back(absl::StrCat(g->name, " ", g->description));
     return out;
   }
-  int workers() const override { return static_cast<int>(devices_.size()); }
+  int workers() const override { return static_cast<int>(lanes_.size()); }
   bool Compatible(const Work& a, const Work& b) const override {
     return a.method == b.method && a.dtype() == b.dtype();
   }
+  bool Retired(int worker) const override { return lanes_[worker]->gpu->retired.load(); }
 
-  void Run(int worker, absl::Span<const std::shared_ptr<Work>> batch) override {
-    Device& d = *devices_[worker];
-    const auto start = std::chrono::steady_clock::now();
+  std::vector<std::shared_ptr<Work>> Run(int worker,
+                                         absl::Span<const std::shared_ptr<Work>> batch) override {
+    Lane& lane = *lanes_[worker];
+    Gpu& g = *lane.gpu;
+    if (g.retired.load()) return {batch.begin(), batch.end()};  // another lane saw it fail
+    StartBusy(g);
     std::vector<Work*> cpu;  // what goes to the CPU codec instead
-    if (d.failed.load()) {
+    std::vector<std::shared_ptr<Work>> returned;
+    if (g.failed.load()) {  // the last GPU left, failed: the CPU codec does its work
       for (const auto& w : batch) cpu.push_back(w.get());
     } else {
+      const bool inject = (options_.fail_device < 0 || options_.fail_device == g.ordinal) &&
+                          g.batches++ == options_.fail_at_batch;
       absl::Status s =
-          d.batches++ == fail_at_batch_
+          inject
               ? absl::InternalError("fault injected for a test (GpuBackendOptions::fail_at_batch)")
-          : batch.front()->method == Method::kCompress ? Compress(d, batch, &cpu)
-                                                       : Decompress(d, batch, &cpu);
+          : batch.front()->method == Method::kCompress ? Compress(lane, batch, &cpu)
+                                                       : Decompress(lane, batch, &cpu);
       if (!s.ok()) {
-        // A CUDA error leaves the context unusable; later batches run on
-        // the CPU codec (same bytes) and the log says why.
-        d.failed.store(true);
-        LogEvent(LogLevel::kError, "gpu failed; its work moves to the CPU codec",
-                 {{"device", d.name}, {"error", std::string(s.message())}});
+        const bool retired = GiveUp(g, s);
         cpu.clear();
         for (const auto& w : batch) {
-          if (w->output.empty()) cpu.push_back(w.get());
+          if (!w->output.empty() || !w->status.ok()) continue;  // finished before the failure
+          if (options_.on_failure == GpuFailurePolicy::kFail) {
+            w->status = absl::UnavailableError(
+                absl::StrCat(g.name, " failed while running this request (", s.message(),
+                             "); the server goes on without it: send the request again"));
+          } else if (retired) {
+            returned.push_back(w);
+          } else {
+            cpu.push_back(w.get());
+          }
         }
       }
     }
@@ -133,30 +234,67 @@ class GpuBackend final : public Backend {
       w->device = "cpu";
       RunOnCpu(*w);
     }
-    d.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
+    StopBusy(g);
+    return returned;
   }
 
   std::vector<DeviceState> DeviceStates() const override {
     std::vector<DeviceState> out;
-    for (const auto& d : devices_) {
+    for (const auto& g : gpus_) {
       DeviceState s;
-      s.device = d->name;
-      s.memory_total_bytes = d->total_bytes;
+      s.device = g->name;
+      s.memory_total_bytes = g->total_bytes;
       size_t free_bytes = 0, total_bytes = 0;
-      if (cudaSetDevice(d->ordinal) == cudaSuccess &&
+      if (cudaSetDevice(g->ordinal) == cudaSuccess &&
           cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
         s.memory_used_bytes = total_bytes - free_bytes;
       }
-      s.busy_seconds = static_cast<double>(d->busy_ns.load()) * 1e-9;
+      {
+        absl::MutexLock lock(&g->mu);
+        int64_t ns = g->busy_ns;
+        if (g->running > 0) {
+          ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::steady_clock::now() - g->busy_since)
+                    .count();
+        }
+        s.busy_seconds = static_cast<double>(ns) * 1e-9;
+      }
+      s.healthy = !g->failed.load();
       out.push_back(s);
     }
     return out;
   }
 
  private:
-  int64_t fail_at_batch_ = -1;
+  static void StartBusy(Gpu& g) {
+    absl::MutexLock lock(&g.mu);
+    if (g.running++ == 0) g.busy_since = std::chrono::steady_clock::now();
+  }
+  static void StopBusy(Gpu& g) {
+    absl::MutexLock lock(&g.mu);
+    if (--g.running == 0) {
+      g.busy_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now() - g.busy_since)
+                       .count();
+    }
+  }
+
+  // Marks `g` failed after `error`; returns whether it is retired (another
+  // GPU is still healthy), which decides where its work goes.
+  bool GiveUp(Gpu& g, const absl::Status& error) {
+    absl::MutexLock lock(&mu_);
+    if (!g.failed.load()) {
+      g.failed.store(true);
+      int healthy = 0;
+      for (const auto& other : gpus_) healthy += other->failed.load() ? 0 : 1;
+      g.retired.store(healthy > 0);
+      LogEvent(LogLevel::kError,
+               healthy > 0 ? "gpu failed; its work goes to the other GPUs"
+                           : "gpu failed, the last one; its work goes to the CPU codec",
+               {{"device", g.name}, {"error", std::string(error.message())}});
+    }
+    return g.retired.load();
+  }
 
   // A work the kernels take, with its task and the pool bytes its own
   // buffers need.
@@ -180,7 +318,7 @@ class GpuBackend final : public Backend {
   // O(n) plans, not one per work added. A work too large to fit alone goes to
   // the CPU.
   template <typename Task, typename WorkspaceFor>
-  static std::vector<Round<Task>> SplitIntoRounds(const Device& d,
+  static std::vector<Round<Task>> SplitIntoRounds(const Lane& d,
                                                   const std::vector<Candidate<Task>>& c,
                                                   WorkspaceFor workspace_for,
                                                   uint64_t host_bytes_per_task,
@@ -221,7 +359,7 @@ class GpuBackend final : public Backend {
 
   // The codec's workspace on the device at the pool's end, and at the start
   // of the pinned buffer.
-  static gpu::Workspace PlaceWorkspace(const Device& d, Carver& pool,
+  static gpu::Workspace PlaceWorkspace(const Lane& d, Carver& pool,
                                        const gpu::WorkspaceSize& size) {
     gpu::Workspace ws;
     ws.device = pool.Take(size.device_bytes);
@@ -231,9 +369,9 @@ class GpuBackend final : public Backend {
     return ws;
   }
 
-  absl::Status Compress(Device& d, absl::Span<const std::shared_ptr<Work>> batch,
+  absl::Status Compress(Lane& d, absl::Span<const std::shared_ptr<Work>> batch,
                         std::vector<Work*>* cpu) {
-    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.gpu->ordinal));
     std::vector<Candidate<gpu::CompressTask>> candidates;
     for (const auto& w : batch) {
       if (w->cancelled.load()) {
@@ -252,20 +390,30 @@ class GpuBackend final : public Backend {
           {w.get(), t, AlignUp(t.spec.num_bytes()) + AlignUp(t.capacity) + AlignUp(8)});
     }
     auto rounds = SplitIntoRounds(
-        d, candidates, [](absl::Span<const gpu::CompressTask> t) { return gpu::CompressWorkspaceSize(t); },
+        d, candidates,
+        [](absl::Span<const gpu::CompressTask> t) { return gpu::CompressWorkspaceSize(t); },
         sizeof(uint64_t), cpu);
     for (auto& r : rounds) {
       Carver pool(d.pool, d.pool_bytes);
       std::vector<gpu::CompressTask>& tasks = r.tasks;
+      std::vector<Piece> inputs;  // side by side in the pool: one DMA when staged
       for (size_t i = 0; i < tasks.size(); ++i) {
-        tasks[i].input = pool.Take(tasks[i].spec.num_bytes());
+        uint8_t* input = pool.Take(tasks[i].spec.num_bytes());
+        tasks[i].input = input;
+        inputs.push_back({r.works[i]->input.data(), input, r.works[i]->input.size()});
+      }
+      for (size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].archive = pool.Take(tasks[i].capacity);
         tasks[i].archive_size = reinterpret_cast<uint64_t*>(pool.Take(sizeof(uint64_t)));
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(const_cast<void*>(tasks[i].input),
-                                             r.works[i]->input.data(), r.works[i]->input.size(),
-                                             cudaMemcpyHostToDevice, d.stream));
       }
       const gpu::Workspace ws = PlaceWorkspace(d, pool, r.workspace);
+      // Pinned memory: the codec's part, the archive sizes, then staging.
+      auto* sizes =
+          reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(d.pinned) + AlignUp(ws.host_bytes));
+      uint8_t* staging =
+          reinterpret_cast<uint8_t*>(sizes) + AlignUp(sizeof(uint64_t) * tasks.size());
+      const uint64_t room = d.pinned_bytes - (staging - static_cast<uint8_t*>(d.pinned));
+      if (absl::Status s = Upload(d.stream, inputs, staging, room); !s.ok()) return s;
       if (absl::Status s = gpu::CompressBatch(tasks, ws, d.stream); !s.ok()) {
         if (s.code() != absl::StatusCode::kInternal) {
           for (Work* w : r.works) cpu->push_back(w);
@@ -273,32 +421,29 @@ class GpuBackend final : public Backend {
         }
         return s;
       }
-      // Archive sizes land in the pinned buffer after the codec's part.
-      auto* sizes =
-          reinterpret_cast<uint64_t*>(static_cast<uint8_t*>(d.pinned) + AlignUp(ws.host_bytes));
       for (size_t i = 0; i < tasks.size(); ++i) {
         CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sizes + i, tasks[i].archive_size, sizeof(uint64_t),
                                              cudaMemcpyDeviceToHost, d.stream));
       }
-      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));  // the inputs are up: staging is free
       std::vector<std::vector<uint8_t>> archives(tasks.size());
+      std::vector<Piece> outputs;
       for (size_t i = 0; i < tasks.size(); ++i) {
         archives[i].resize(sizes[i]);
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archives[i].data(), tasks[i].archive, sizes[i],
-                                             cudaMemcpyDeviceToHost, d.stream));
+        outputs.push_back({archives[i].data(), tasks[i].archive, sizes[i]});
       }
-      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
+      if (absl::Status s = Download(d.stream, outputs, staging, room); !s.ok()) return s;
       for (size_t i = 0; i < tasks.size(); ++i) {
-        r.works[i]->device = d.name;
+        r.works[i]->device = d.gpu->name;
         r.works[i]->SetArchive(std::move(archives[i]));
       }
     }
     return absl::OkStatus();
   }
 
-  absl::Status Decompress(Device& d, absl::Span<const std::shared_ptr<Work>> batch,
+  absl::Status Decompress(Lane& d, absl::Span<const std::shared_ptr<Work>> batch,
                           std::vector<Work*>* cpu) {
-    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.ordinal));
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(d.gpu->ordinal));
     std::vector<Candidate<gpu::DecompressTask>> candidates;
     for (const auto& w : batch) {
       if (w->cancelled.load()) {
@@ -323,17 +468,21 @@ class GpuBackend final : public Backend {
     for (auto& r : rounds) {
       Carver pool(d.pool, d.pool_bytes);
       std::vector<gpu::DecompressTask>& tasks = r.tasks;
+      std::vector<Piece> inputs;  // side by side in the pool: one DMA when staged
       for (size_t i = 0; i < tasks.size(); ++i) {
         uint8_t* archive = pool.Take(r.works[i]->input.size());
         tasks[i].archive = archive;
+        inputs.push_back({r.works[i]->input.data(), archive, r.works[i]->input.size()});
+      }
+      for (size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].output = pool.Take(r.works[i]->info->spec().num_bytes());
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(archive, r.works[i]->input.data(),
-                                             r.works[i]->input.size(), cudaMemcpyHostToDevice,
-                                             d.stream));
       }
       const gpu::Workspace ws = PlaceWorkspace(d, pool, r.workspace);
-      if (absl::Status s = gpu::DecompressBatch(tasks, DecoderKind::kAuto, ws, d.stream);
-          !s.ok()) {
+      // Pinned memory: the codec's part, then staging.
+      uint8_t* staging = static_cast<uint8_t*>(d.pinned) + AlignUp(ws.host_bytes);
+      const uint64_t room = d.pinned_bytes - AlignUp(ws.host_bytes);
+      if (absl::Status s = Upload(d.stream, inputs, staging, room); !s.ok()) return s;
+      if (absl::Status s = gpu::DecompressBatch(tasks, DecoderKind::kAuto, ws, d.stream); !s.ok()) {
         if (s.code() != absl::StatusCode::kInternal) {
           for (Work* w : r.works) cpu->push_back(w);
           continue;
@@ -350,21 +499,25 @@ class GpuBackend final : public Backend {
       }
       if (!found.ok()) return found;
       std::vector<std::vector<uint8_t>> arrays(tasks.size());
+      std::vector<Piece> outputs;
       for (size_t i = 0; i < tasks.size(); ++i) {
         arrays[i].resize(r.works[i]->info->spec().num_bytes());
-        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(arrays[i].data(), tasks[i].output, arrays[i].size(),
-                                             cudaMemcpyDeviceToHost, d.stream));
+        outputs.push_back(
+            {arrays[i].data(), static_cast<uint8_t*>(tasks[i].output), arrays[i].size()});
       }
-      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
+      if (absl::Status s = Download(d.stream, outputs, staging, room); !s.ok()) return s;
       for (size_t i = 0; i < tasks.size(); ++i) {
-        r.works[i]->device = d.name;
+        r.works[i]->device = d.gpu->name;
         r.works[i]->SetArray(std::move(arrays[i]));
       }
     }
     return absl::OkStatus();
   }
 
-  std::vector<std::unique_ptr<Device>> devices_;
+  GpuBackendOptions options_;
+  absl::Mutex mu_;  // serializes GiveUp
+  std::vector<std::unique_ptr<Gpu>> gpus_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
 };
 
 }  // namespace

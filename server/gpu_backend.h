@@ -1,9 +1,17 @@
-// The GPU backend: one scheduler worker per visible GPU, each owning a CUDA
-// stream, a device memory pool and pinned host memory allocated once at
-// start, so requests never allocate on the device. A batch of arrays of one
-// dtype runs as one set of the GPU codec's batched launches (gpu_codec.h).
-// What the kernels do not take (gpu_codec.h's UNIMPLEMENTED cases, arrays
-// larger than the pool) runs on the CPU codec, which writes the same bytes.
+// The GPU backend: a few scheduler workers per visible GPU (Triton's
+// instance groups), each owning a CUDA stream, a slice of the device's memory
+// pool and pinned host memory allocated once at start, so requests never
+// allocate on the device and one worker's copies and host work overlap
+// another's kernels. A batch of arrays of one dtype runs as one set of the
+// GPU codec's batched launches (gpu_codec.h). What the kernels do not take
+// (gpu_codec.h's UNIMPLEMENTED cases, arrays larger than a worker's pool)
+// runs on the CPU codec, which writes the same bytes.
+//
+// A GPU that fails (a CUDA error leaves its context unusable) is given up
+// until restart: its workers stop taking work, and what it was running goes
+// back to the queue for the other GPUs (or fails, see GpuFailurePolicy).
+// The last GPU standing is never given up: its workers go on with the CPU
+// codec, so the server keeps serving.
 #ifndef EBZIP_SERVER_GPU_BACKEND_H_
 #define EBZIP_SERVER_GPU_BACKEND_H_
 
@@ -15,12 +23,22 @@
 
 namespace ebzip::server {
 
+// What happens to the work a GPU was running when it failed.
+enum class GpuFailurePolicy {
+  kRetry,  // runs again on another GPU (the CPU codec when none is left)
+  kFail,   // finishes with UNAVAILABLE, naming the GPU; the client resends
+};
+
 struct GpuBackendOptions {
-  uint64_t memory_bytes = 0;  // pool per GPU; 0: 3/4 of its free memory
-  uint64_t pinned_bytes = uint64_t{256} << 20;
-  // Fault injection for tests: each GPU fails (as on a CUDA error) when it
-  // starts its batch number `fail_at_batch` (counting from 0); -1: never.
+  uint64_t memory_bytes = 0;  // pool per GPU, shared by its workers; 0: 3/4 of its free memory
+  uint64_t pinned_bytes = uint64_t{256} << 20;  // per worker
+  int workers_per_gpu = 2;
+  GpuFailurePolicy on_failure = GpuFailurePolicy::kRetry;
+  // Fault injection for tests: GPU `fail_device` (-1: every GPU) fails, as
+  // on a CUDA error, when it starts its batch number `fail_at_batch`
+  // (counting from 0, over all its workers); -1: never.
   int64_t fail_at_batch = -1;
+  int fail_device = -1;
 };
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeGpuBackend(const GpuBackendOptions& options);

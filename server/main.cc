@@ -34,7 +34,13 @@ ABSL_FLAG(int32_t, cpu_workers, 2, "CPU backend: batches run at once (each uses 
 ABSL_FLAG(uint64_t, gpu_memory_bytes, 0,
           "GPU backend: device memory pool per GPU in bytes (0: 3/4 of free memory)");
 ABSL_FLAG(uint64_t, gpu_pinned_bytes, uint64_t{256} << 20,
-          "GPU backend: pinned host memory per GPU in bytes");
+          "GPU backend: pinned host memory per GPU worker in bytes");
+ABSL_FLAG(int32_t, gpu_workers, 2,
+          "GPU backend: workers per GPU, each with its own CUDA stream, share of the pool and "
+          "pinned memory, so one's copies and host work overlap another's kernels");
+ABSL_FLAG(std::string, gpu_failure_policy, "retry",
+          "GPU backend: what the work a failed GPU was running does: retry (on the other GPUs, "
+          "or the CPU codec when none is left) or fail (UNAVAILABLE, naming the GPU)");
 ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, serve TLS");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, token, "", "Require \"authorization: Bearer TOKEN\" on every call");
@@ -60,7 +66,8 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "max_queued_bytes", "batching",          "max_batch_bytes",   "max_batch_requests",
       "max_queue_delay_us", "cpu_workers",     "gpu_memory_bytes",  "gpu_pinned_bytes",
       "tls_cert",        "tls_key",            "token",             "token_file",
-      "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds"};
+      "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds",
+      "gpu_workers",     "gpu_failure_policy"};
   for (const char* flag : kFlags) {
     const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
     if (const char* value = std::getenv(var.c_str()); value != nullptr) {
@@ -121,6 +128,8 @@ int main(int argc, char** argv) {
   o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
   o.gpu_memory_bytes = absl::GetFlag(FLAGS_gpu_memory_bytes);
   o.gpu_pinned_bytes = absl::GetFlag(FLAGS_gpu_pinned_bytes);
+  o.gpu_workers = absl::GetFlag(FLAGS_gpu_workers);
+  o.gpu_failure_policy = absl::GetFlag(FLAGS_gpu_failure_policy);
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.token = Token();

@@ -82,16 +82,21 @@ class Metrics::StateCollector final : public prometheus::Collectable {
                           MetricType::Gauge);
       auto busy = Family("ebzip_device_busy_seconds_total",
                          "Time the device spent running batches", MetricType::Counter);
+      auto healthy = Family("ebzip_device_healthy",
+                            "1 while the device works; 0 once a GPU has failed (until restart)",
+                            MetricType::Gauge);
       for (const DeviceState& d : sources_.devices()) {
         used.metric.push_back(
             Gauge(static_cast<double>(d.memory_used_bytes), {{"device", d.device}}));
         total.metric.push_back(
             Gauge(static_cast<double>(d.memory_total_bytes), {{"device", d.device}}));
         busy.metric.push_back(Gauge(d.busy_seconds, {{"device", d.device}}));
+        healthy.metric.push_back(Gauge(d.healthy ? 1 : 0, {{"device", d.device}}));
       }
       out.push_back(std::move(used));
       out.push_back(std::move(total));
       out.push_back(std::move(busy));
+      out.push_back(std::move(healthy));
     }
     return out;
   }

@@ -18,11 +18,11 @@ void Scheduler::Submit(std::shared_ptr<Work> work) {
   {
     absl::MutexLock lock(&mu_);
     if (!stopping_) {
-      auto at = std::upper_bound(queue_.begin(), queue_.end(), work,
-                                 [](const std::shared_ptr<Work>& a,
-                                    const std::shared_ptr<Work>& b) {
-                                   return a->priority > b->priority;
-                                 });
+      auto at =
+          std::upper_bound(queue_.begin(), queue_.end(), work,
+                           [](const std::shared_ptr<Work>& a, const std::shared_ptr<Work>& b) {
+                             return a->priority > b->priority;
+                           });
       queue_.insert(at, std::move(work));
       return;
     }
@@ -99,9 +99,8 @@ void Scheduler::WorkerLoop(int worker) {
       absl::MutexLock lock(&mu_);
       for (;;) {
         mu_.Await(absl::Condition(
-            +[](Scheduler* s) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-              return s->stopping_ || !s->queue_.empty();
-            },
+            +[](Scheduler* s)
+                 ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->stopping_ || !s->queue_.empty(); },
             this));
         if (queue_.empty()) return;  // stopping
         const absl::Time now = absl::Now();
@@ -135,8 +134,14 @@ void Scheduler::WorkerLoop(int worker) {
       }
     }
     if (runnable.empty()) continue;
-    backend_.Run(worker, runnable);
+    std::vector<std::shared_ptr<Work>> returned = backend_.Run(worker, runnable);
     const absl::Duration took = absl::Now() - start;
+    if (!returned.empty()) {
+      Requeue(returned);
+      std::erase_if(runnable, [&](const std::shared_ptr<Work>& w) {
+        return std::find(returned.begin(), returned.end(), w) != returned.end();
+      });
+    }
     if (metrics_ != nullptr && !runnable.empty()) {
       metrics_->Batch(runnable.front()->device, runnable.size(), bytes);
     }
@@ -147,7 +152,30 @@ void Scheduler::WorkerLoop(int worker) {
       }
       if (w->on_done) w->on_done();
     }
+    if (backend_.Retired(worker)) return;
   }
+}
+
+void Scheduler::Requeue(const std::vector<std::shared_ptr<Work>>& works) {
+  std::vector<std::shared_ptr<Work>> refused;
+  {
+    absl::MutexLock lock(&mu_);
+    // Ahead of everything of their priority, in their original order: they
+    // were taken before anything still queued.
+    for (auto w = works.rbegin(); w != works.rend(); ++w) {
+      if (stopping_) {
+        refused.push_back(*w);
+        continue;
+      }
+      auto at =
+          std::lower_bound(queue_.begin(), queue_.end(), *w,
+                           [](const std::shared_ptr<Work>& a, const std::shared_ptr<Work>& b) {
+                             return a->priority > b->priority;
+                           });
+      queue_.insert(at, *w);
+    }
+  }
+  for (auto& w : refused) Finish(w, absl::UnavailableError("the server is shutting down"));
 }
 
 }  // namespace ebzip::server

@@ -3,7 +3,8 @@
 // work at the head of the queue waits up to `max_queue_delay` for more
 // compatible work to arrive, then takes up to `max_batch_bytes` of it in one
 // batch; work at least that large runs alone. Higher priority first, then
-// first come, first served.
+// first come, first served. Work a worker hands back (its GPU failed) goes
+// to the front of the queue for the others.
 #ifndef EBZIP_SERVER_SCHEDULER_H_
 #define EBZIP_SERVER_SCHEDULER_H_
 
@@ -53,6 +54,8 @@ class Scheduler {
   // from the queue; empty when the worker should keep waiting.
   std::vector<std::shared_ptr<Work>> TakeBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(const std::shared_ptr<Work>& work, absl::Status status);
+  // Puts back works a worker returned (Backend::Run) for the others.
+  void Requeue(const std::vector<std::shared_ptr<Work>>& works);
 
   Backend& backend_;
   const BatchingOptions batching_;

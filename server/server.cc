@@ -44,18 +44,27 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
-  if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
-  if (o.backend != "gpu" && o.backend != "auto") {
+  if (o.backend != "gpu" && o.backend != "auto" && o.backend != "cpu") {
     return absl::InvalidArgumentError(
         absl::StrCat("--backend must be auto, gpu or cpu, not \"", o.backend, "\""));
   }
+  if (o.gpu_failure_policy != "retry" && o.gpu_failure_policy != "fail") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--gpu_failure_policy must be retry or fail, not \"", o.gpu_failure_policy, "\""));
+  }
+  if (o.gpu_workers < 1) return absl::InvalidArgumentError("--gpu_workers must be at least 1");
+  if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
 #ifdef EBZIP_HAVE_GPU
   const absl::Status gpu = gpu::DeviceAvailable();
   if (gpu.ok()) {
     GpuBackendOptions g;
     g.memory_bytes = o.gpu_memory_bytes;
     g.pinned_bytes = o.gpu_pinned_bytes;
+    g.workers_per_gpu = o.gpu_workers;
+    g.on_failure =
+        o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;
     g.fail_at_batch = o.gpu_fail_at_batch;
+    g.fail_device = o.gpu_fail_device;
     return MakeGpuBackend(g);
   }
   if (o.backend == "gpu") {

@@ -25,19 +25,23 @@ namespace ebzip::server {
 class CompressorService;
 
 struct ServerOptions {
-  std::string listen = "0.0.0.0:50051";    // HOST:PORT; port 0 picks one
+  std::string listen = "0.0.0.0:50051";         // HOST:PORT; port 0 picks one
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no /metrics
-  std::string backend = "auto";            // auto | gpu | cpu
+  std::string backend = "auto";                 // auto | gpu | cpu
   uint64_t max_request_bytes = uint64_t{4} << 30;
   uint64_t max_queued_bytes = uint64_t{8} << 30;
   BatchingOptions batching;
   int cpu_workers = 2;
-  // GPU backend: device memory each GPU worker pools (0: 3/4 of the free
-  // memory at start) and pinned host staging per worker.
+  // GPU backend (GpuBackendOptions): device memory pooled per GPU (0: 3/4
+  // of the free memory at start), shared by its workers; pinned host memory
+  // per worker; what a failed GPU's work does: "retry" or "fail".
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
+  int gpu_workers = 2;
+  std::string gpu_failure_policy = "retry";
   int64_t gpu_fail_at_batch = -1;  // tests only: GpuBackendOptions::fail_at_batch
-  std::string tls_cert_file;  // PEM; both or neither
+  int gpu_fail_device = -1;        // tests only: GpuBackendOptions::fail_device
+  std::string tls_cert_file;       // PEM; both or neither
   std::string tls_key_file;
   std::string token;  // bearer token; empty: none required
   size_t message_bytes = size_t{1} << 20;

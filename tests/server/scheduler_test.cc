@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "server/admission.h"
@@ -20,7 +21,8 @@ class RecordingBackend final : public Backend {
   int workers() const override { return 1; }
   // Works of equal dtype batch together.
   bool Compatible(const Work& a, const Work& b) const override { return a.dtype() == b.dtype(); }
-  void Run(int, absl::Span<const std::shared_ptr<Work>> batch) override {
+  std::vector<std::shared_ptr<Work>> Run(int,
+                                         absl::Span<const std::shared_ptr<Work>> batch) override {
     gate.WaitForNotification();
     absl::MutexLock lock(&mu);
     std::vector<std::string> ids;
@@ -30,12 +32,52 @@ class RecordingBackend final : public Backend {
       w->device = "test";
     }
     batches.push_back(ids);
+    return {};
   }
   std::vector<DeviceState> DeviceStates() const override { return {}; }
 
   absl::Notification gate;
   absl::Mutex mu;
   std::vector<std::vector<std::string>> batches;
+};
+
+// Two workers; worker 0 "fails" on its first batch: it hands the batch back
+// and retires. Worker 1 waits for `gate` before its first batch, so worker 0
+// takes the first one.
+class FailingBackend final : public Backend {
+ public:
+  std::string name() const override { return "test"; }
+  std::vector<std::string> devices() const override { return {"test:0", "test:1"}; }
+  int workers() const override { return 2; }
+  bool Compatible(const Work&, const Work&) const override { return true; }
+  std::vector<std::shared_ptr<Work>> Run(int worker,
+                                         absl::Span<const std::shared_ptr<Work>> batch) override {
+    if (worker == 0) {
+      absl::MutexLock lock(&mu);
+      ++worker0_batches;
+      failed = true;
+      return {batch.begin(), batch.end()};
+    }
+    gate.WaitForNotification();
+    absl::MutexLock lock(&mu);
+    for (const auto& w : batch) {
+      order.push_back(w->request_id);
+      w->status = absl::OkStatus();
+      w->device = "test:1";
+    }
+    return {};
+  }
+  bool Retired(int worker) const override {
+    absl::MutexLock lock(&mu);
+    return worker == 0 && failed;
+  }
+  std::vector<DeviceState> DeviceStates() const override { return {}; }
+
+  absl::Notification gate;
+  mutable absl::Mutex mu;
+  bool failed = false;
+  int worker0_batches = 0;
+  std::vector<std::string> order;
 };
 
 std::shared_ptr<Work> MakeWork(const std::string& id, uint64_t elements, int priority = 0,
@@ -60,13 +102,12 @@ struct Done {
   bool WaitFor(size_t n) {
     std::pair<Done*, size_t> want(this, n);
     absl::MutexLock lock(&mu);
-    return mu.AwaitWithTimeout(
-        absl::Condition(
-            +[](std::pair<Done*, size_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-              return a->first->status.size() >= a->second;
-            },
-            &want),
-        absl::Seconds(10));
+    return mu.AwaitWithTimeout(absl::Condition(
+                                   +[](std::pair<Done*, size_t>* a) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                     return a->first->status.size() >= a->second;
+                                   },
+                                   &want),
+                               absl::Seconds(10));
   }
 };
 
@@ -84,10 +125,9 @@ TEST(Scheduler, BatchesByPriorityThenArrivalWithinLimits) {
   scheduler.Submit(first);
   absl::SleepFor(absl::Milliseconds(50));
   std::vector<std::shared_ptr<Work>> works = {
-      MakeWork("low", 100, -1),           MakeWork("a", 100),
-      MakeWork("f64", 100, 0, DType::kFloat64), MakeWork("b", 100),
-      MakeWork("c", 100),                 MakeWork("d", 100),
-      MakeWork("urgent", 100, 5),         MakeWork("big", 5000),
+      MakeWork("low", 100, -1),   MakeWork("a", 100),    MakeWork("f64", 100, 0, DType::kFloat64),
+      MakeWork("b", 100),         MakeWork("c", 100),    MakeWork("d", 100),
+      MakeWork("urgent", 100, 5), MakeWork("big", 5000),
   };
   for (auto& w : works) {
     done.Attach(w);
@@ -97,11 +137,9 @@ TEST(Scheduler, BatchesByPriorityThenArrivalWithinLimits) {
   ASSERT_TRUE(done.WaitFor(works.size() + 1));
   absl::MutexLock lock(&backend.mu);
   const std::vector<std::vector<std::string>> expected = {
-      {"first"},
-      {"urgent", "a", "b"},  // priority first; at most 3 per batch; f64 waits its turn
-      {"f64"},
-      {"c", "d", "low"},  // low priority still fills a batch's spare room
-      {"big"},            // over max_batch_bytes: alone
+      {"first"}, {"urgent", "a", "b"},  // priority first; at most 3 per batch; f64 waits its turn
+      {"f64"},   {"c", "d", "low"},     // low priority still fills a batch's spare room
+      {"big"},                          // over max_batch_bytes: alone
   };
   EXPECT_EQ(backend.batches, expected);
 }
@@ -174,6 +212,33 @@ TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
   absl::MutexLock lock(&done.mu);
   EXPECT_TRUE(done.status["running"].ok());
   EXPECT_EQ(done.status["queued"].code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(Scheduler, WorkAFailedWorkerHandsBackRunsOnTheOthersOnce) {
+  FailingBackend backend;
+  BatchingOptions b;
+  b.enabled = false;
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  std::vector<std::shared_ptr<Work>> works;
+  for (int i = 0; i < 6; ++i) {
+    works.push_back(MakeWork(absl::StrCat("w", i), 10));
+    done.Attach(works.back());
+  }
+  // Worker 1 is held at its gate, so worker 0 takes the first work, hands it
+  // back and retires; then worker 1 runs everything in order.
+  for (auto& w : works) scheduler.Submit(w);
+  absl::SleepFor(absl::Milliseconds(50));
+  backend.gate.Notify();
+  ASSERT_TRUE(done.WaitFor(6));
+  absl::MutexLock lock(&backend.mu);
+  EXPECT_EQ(backend.worker0_batches, 1);  // retired after its failure
+  for (const auto& [id, status] : done.status) EXPECT_TRUE(status.ok()) << id << ": " << status;
+  // Every work ran once, on worker 1, and the handed-back one (w0 or w1,
+  // whichever worker 0 took) kept its place ahead of later arrivals of its
+  // priority: at the back of the queue it would have run last.
+  const std::vector<std::string> want = {"w0", "w1", "w2", "w3", "w4", "w5"};
+  EXPECT_EQ(backend.order, want);
 }
 
 TEST(Admission, BudgetIsEnforcedAndGivenBack) {

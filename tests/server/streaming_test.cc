@@ -286,5 +286,75 @@ TEST(ServerStreaming, AGpuThatFailsMidRequestLosesNothing) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+bool Healthy(const server::EbzipServer& server, const std::string& device) {
+  for (const auto& d : server.backend().DeviceStates()) {
+    if (d.device == device) return d.healthy;
+  }
+  ADD_FAILURE() << "no device " << device;
+  return false;
+}
+
+// With two GPUs, one failing mid-request: its frames go back to the queue
+// and run on the other GPU (not the CPU codec), the archive is unchanged,
+// and the failed GPU takes no more work.
+TEST(ServerStreaming, AFailedGpuLeavesItsWorkToTheOtherGpu) {
+  if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
+  auto options = TestServerOptions();
+  options.stream_frames = 8;  // enough frames at once for every worker of both GPUs
+  options.gpu_fail_device = 1;
+  options.gpu_fail_at_batch = 1;
+  options.batching.enabled = false;
+  START_TEST_SERVER(server, options);
+  if (server->backend().devices().size() < 2) GTEST_SKIP() << "needs two GPUs";
+  auto client = ClientFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {1024, 256}}, 12, true);
+  const CompressOptions o = Abs(1e-3, 32 * 256);  // 32 frames
+  client::RemoteSummary summary;
+  auto archive = client->Compress(a.spec, a.bytes, o, &summary);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  ASSERT_FALSE(Healthy(*server, "gpu:1")) << "the fault never fired: gpu:1 ran under 2 frames";
+  EXPECT_TRUE(Healthy(*server, "gpu:0"));
+  auto local = Compress(a.spec, a.bytes, o);
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(*archive == *local) << "frames moved off a failing GPU differ";
+  EXPECT_EQ(summary.backend.find("cpu"), std::string::npos)
+      << "a healthy GPU was left, yet work went to the CPU codec: " << summary.backend;
+  for (int i = 0; i < 3; ++i) {
+    client::RemoteSummary later;
+    auto again = client->Compress(a.spec, a.bytes, o, &later);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(*again == *local);
+    EXPECT_EQ(later.backend, "gpu:0") << "work after the failure must go to the healthy GPU only";
+  }
+  ExpectStreamedRoundTrip(*client, a, o);
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
+// --gpu_failure_policy fail: the request a GPU was running when it failed
+// ends with UNAVAILABLE naming the GPU; the server keeps serving (on the
+// other GPU, or the CPU codec when it had only one).
+TEST(ServerStreaming, WithTheFailPolicyTheRequestFailsWithAClearStatus) {
+  if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
+  auto options = TestServerOptions();
+  options.stream_frames = 2;
+  options.gpu_failure_policy = "fail";
+  options.gpu_fail_device = 0;
+  options.gpu_fail_at_batch = 1;
+  options.batching.enabled = false;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {1024, 256}}, 13, true);
+  const CompressOptions o = Abs(1e-3, 32 * 256);
+  auto archive = client->Compress(a.spec, a.bytes, o);
+  ASSERT_FALSE(Healthy(*server, "gpu:0")) << "the fault never fired";
+  ASSERT_FALSE(archive.ok()) << "the request gpu:0 failed under succeeded";
+  EXPECT_EQ(archive.status().code(), absl::StatusCode::kUnavailable) << archive.status();
+  EXPECT_NE(archive.status().message().find("gpu:0 failed"), std::string::npos)
+      << archive.status();
+  EXPECT_TRUE(WaitQuiet(*server));
+  ExpectStreamedRoundTrip(*client, a, o);  // the next request works
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
 }  // namespace
 }  // namespace ebzip::testing
