@@ -63,6 +63,7 @@ DEFAULTS = {
     "EBZIPD_MAX_BATCH_BYTES": str(64 * MIB),
     "EBZIPD_CPU_WORKERS": "2",
     "EBZIPD_GPU_PINNED_BYTES": str(256 * MIB),
+    "EBZIPD_GPU_WORKERS": "2",
     "EBZIPD_DRAIN_SECONDS": "30",
 }
 # Host memory the codec may use beyond what admission counts, per request at
@@ -380,10 +381,11 @@ class DeployTest(unittest.TestCase):
                              "a largest request could never be admitted")
         if expect["backend"] == "gpu":
             gpus = int(quantity(v.limits()["nvidia.com/gpu"]))
-            # One worker per GPU; its pinned buffer; its one request at
-            # a time on the CPU codec when it falls back.
-            budget = queued + gpus * (int(v.flag("EBZIPD_GPU_PINNED_BYTES"))
-                                      + SCRATCH_PER_REQUEST * largest)
+            # --gpu_workers per GPU, each with its pinned buffer and its
+            # one request at a time on the CPU codec when it falls back.
+            workers = gpus * int(v.flag("EBZIPD_GPU_WORKERS"))
+            budget = queued + workers * (int(v.flag("EBZIPD_GPU_PINNED_BYTES"))
+                                         + SCRATCH_PER_REQUEST * largest)
         else:
             budget = queued + int(v.flag("EBZIPD_CPU_WORKERS")) * SCRATCH_PER_REQUEST * largest
         budget += RUNTIME_BYTES
