@@ -3,12 +3,14 @@
 // table per field and bound; nothing here is a pass/fail test, but every
 // run checks that the archive decodes within its bound.
 //
-// usage: ebzip_bench_gpu [--quick] [--field=NAME.nc:VAR ...]
+// usage: ebzip_bench_gpu [--quick] [--small_batch] [--field=NAME.nc:VAR ...]
+//   --small_batch: only where a batch of small (256 KiB) arrays spends its time
 //   default fields: a generated 1 GiB float32 3-D smooth field, and every
 //   real field named with --field, tiled along dimension 0 to >= 256 MiB.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -217,17 +219,145 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
   cudaStreamDestroy(stream);
 }
 
+// A batch of `count` small arrays (the service's batched path): where the
+// time of one CompressBatch / DecompressBatch goes when the arrays are too
+// small for bandwidth to matter. Host columns are wall time on the calling
+// thread; stage columns are the device timeline between marks (a host
+// stage's mark includes the host work and the waits around it).
+void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
+  using Clock = std::chrono::steady_clock;
+  auto ms_since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
+  const uint64_t nx = f.spec.shape.back();
+  const ArraySpec spec{DType::kFloat32, {rows, nx}};
+  CompressOptions options;
+  options.mode = BoundMode::kRel;
+  options.bound = 1e-4;
+  std::vector<gpu::CompressTask> tasks(count);
+  for (int i = 0; i < count; ++i) {
+    auto& t = tasks[i];
+    t.spec = spec;
+    t.options = options;
+    t.input = static_cast<const uint8_t*>(f.device) + i * spec.num_bytes();
+    t.capacity = gpu::MaxArchiveBytes(spec, options);
+    CHECK_CUDA(cudaMalloc(&t.archive, t.capacity));
+    CHECK_CUDA(cudaMalloc(&t.archive_size, 8));
+  }
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  gpu::StageTimer timer;
+  std::vector<double> plan_ms, call_ms, wait_ms;
+  std::vector<std::vector<std::pair<std::string, float>>> stages;
+  gpu::Workspace ws{};
+  for (int r = 0; r < reps + 1; ++r) {
+    auto t0 = Clock::now();
+    auto need = gpu::CompressWorkspaceSize(tasks);
+    CHECK_OK(need.status());
+    const double plan = ms_since(t0);
+    if (ws.device == nullptr) {
+      ws = {nullptr, need->device_bytes, nullptr, need->host_bytes};
+      CHECK_CUDA(cudaMalloc(&ws.device, ws.device_bytes));
+      CHECK_CUDA(cudaMallocHost(&ws.host, ws.host_bytes));
+    }
+    t0 = Clock::now();
+    CHECK_OK(gpu::CompressBatch(tasks, ws, stream, &timer));
+    const double call = ms_since(t0);
+    t0 = Clock::now();
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    const double wait = ms_since(t0);
+    if (r > 0) {
+      plan_ms.push_back(plan);
+      call_ms.push_back(call);
+      wait_ms.push_back(wait);
+      stages.push_back(timer.Stages());
+    }
+  }
+  std::printf("\nsmall batch: %d x float32 [%llu x %llu] (%.0f KiB each), REL 1e-4\n", count,
+              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nx),
+              spec.num_bytes() / 1024.0);
+  std::printf("  compress host: workspace query %.3f ms, CompressBatch call %.3f ms, "
+              "then waiting %.3f ms\n",
+              Median(plan_ms), Median(call_ms), Median(wait_ms));
+  for (const auto& s : stages[stages.size() / 2]) {
+    std::printf("    %-28s %9.3f ms\n", s.first.c_str(), s.second);
+  }
+
+  // Decompress the same archives as one batch.
+  std::vector<std::vector<uint8_t>> host(count);
+  std::vector<ArchiveInfo> infos;
+  std::vector<void*> outputs(count);
+  for (int i = 0; i < count; ++i) {
+    uint64_t n = 0;
+    CHECK_CUDA(cudaMemcpy(&n, tasks[i].archive_size, 8, cudaMemcpyDeviceToHost));
+    host[i].resize(n);
+    CHECK_CUDA(cudaMemcpy(host[i].data(), tasks[i].archive, n, cudaMemcpyDeviceToHost));
+    auto info = ReadArchiveInfo(host[i]);
+    CHECK_OK(info.status());
+    infos.push_back(*info);
+    CHECK_CUDA(cudaMalloc(&outputs[i], spec.num_bytes()));
+  }
+  std::vector<gpu::DecompressTask> dtasks;
+  for (int i = 0; i < count; ++i) dtasks.push_back({&infos[i], tasks[i].archive, outputs[i]});
+  plan_ms.clear();
+  call_ms.clear();
+  wait_ms.clear();
+  stages.clear();
+  gpu::Workspace dws{};
+  for (int r = 0; r < reps + 1; ++r) {
+    auto t0 = Clock::now();
+    auto need = gpu::DecompressWorkspaceSize(dtasks, DecoderKind::kAuto);
+    CHECK_OK(need.status());
+    const double plan = ms_since(t0);
+    if (dws.device == nullptr) {
+      dws = {nullptr, need->device_bytes, nullptr, need->host_bytes};
+      CHECK_CUDA(cudaMalloc(&dws.device, dws.device_bytes));
+      CHECK_CUDA(cudaMallocHost(&dws.host, dws.host_bytes));
+    }
+    t0 = Clock::now();
+    CHECK_OK(gpu::DecompressBatch(dtasks, DecoderKind::kAuto, dws, stream, &timer));
+    const double call = ms_since(t0);
+    t0 = Clock::now();
+    CHECK_OK(gpu::FinishDecompress(dws, stream));
+    const double wait = ms_since(t0);
+    if (r > 0) {
+      plan_ms.push_back(plan);
+      call_ms.push_back(call);
+      wait_ms.push_back(wait);
+      stages.push_back(timer.Stages());
+    }
+  }
+  std::printf("  decompress host: workspace query %.3f ms, DecompressBatch call %.3f ms, "
+              "FinishDecompress %.3f ms\n",
+              Median(plan_ms), Median(call_ms), Median(wait_ms));
+  for (const auto& s : stages[stages.size() / 2]) {
+    std::printf("    %-28s %9.3f ms\n", s.first.c_str(), s.second);
+  }
+  for (int i = 0; i < count; ++i) {
+    cudaFree(tasks[i].archive);
+    cudaFree(tasks[i].archive_size);
+    cudaFree(outputs[i]);
+  }
+  cudaFree(ws.device);
+  cudaFreeHost(ws.host);
+  cudaFree(dws.device);
+  cudaFreeHost(dws.host);
+  cudaStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace ebzip
 
 int main(int argc, char** argv) {
   using namespace ebzip;
   bool quick = false;
+  bool small_batch = false;  // only the small-batch tables
   std::vector<std::string> real;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
     if (a.rfind("--field=", 0) == 0) real.push_back(a.substr(8));
+    if (a == "--small_batch") small_batch = true;
   }
   auto desc = gpu::DeviceDescription(0);
   CHECK_OK(desc.status());
@@ -265,6 +395,12 @@ int main(int argc, char** argv) {
               bw / 1e9);
   std::printf("reference, cuSZ on the same H100 and 1 GiB field at REL 1e-4: compress 280 GB/s "
               "(kernels only), decompress 136 GB/s, Huffman decode 78 GB/s\n");
+  if (small_batch) {
+    // 256 KiB arrays (64 rows of the field's 1024), as the service batches
+    // them (bench/RESULTS.md: ~7 per batch at 32 streams), and larger batches.
+    for (int count : {1, 8, 32}) RunSmallBatch(fields.front(), count, 64, 9);
+    return 0;
+  }
   for (const Field& f : fields) {
     for (double rel : {1e-2, 1e-3, 1e-4, 1e-5}) Run(f, rel, bw, quick ? 2 : 5);
   }

@@ -124,6 +124,7 @@ struct Buffers {
   uint16_t* symbols;
   int32_t* deltas;
   uint32_t* histogram;
+  uint2* windows;   // per segment: its histogram's non-zero bins
   uint32_t* masks;  // outliers, verbatim, fill
   SpecialCounts* tile_counts;
   SpecialCounts* tile_prefix;
@@ -138,6 +139,7 @@ struct Buffers {
   void* cub_temp;
   size_t cub_temp_bytes;
   // Host (pinned).
+  uint2* host_windows;
   uint32_t* host_histogram;
   uint8_t* host_lengths;
   uint32_t* host_codes;
@@ -182,6 +184,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.symbols = d.Take<uint16_t>(plan.totals.symbols);
   b.deltas = d.Take<int32_t>(plan.totals.symbols);
   b.histogram = d.Take<uint32_t>(S * kAlphabet);
+  b.windows = d.Take<uint2>(S);
   b.masks = d.Take<uint32_t>(3 * plan.totals.mask_words);
   b.tile_counts = d.Take<SpecialCounts>(plan.totals.mask_tiles);
   b.tile_prefix = d.Take<SpecialCounts>(plan.totals.mask_tiles);
@@ -196,6 +199,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.cub_temp = d.Take<uint8_t>(cub_temp_bytes);
   b.cub_temp_bytes = cub_temp_bytes;
   WorkspaceCarver h(host);
+  b.host_windows = h.Take<uint2>(S);
   b.host_histogram = h.Take<uint32_t>(S * kAlphabet);
   b.host_lengths = h.Take<uint8_t>(S * kAlphabet);
   b.host_codes = h.Take<uint32_t>(S * kAlphabet);
@@ -209,17 +213,35 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   return b;
 }
 
-// The host's part: one frame's Huffman code from its histogram, exactly as
-// the CPU codec builds it (codec/huffman_code.h).
+// The bins [first, first + count) of a segment's histogram that can be
+// non-zero; count 0 when none is.
+struct Window {
+  uint32_t first;
+  uint32_t count;
+};
+Window WindowOf(const Buffers& b, uint64_t s) {
+  const uint2 w = b.host_windows[s];
+  return w.x <= w.y ? Window{w.x, w.y - w.x + 1} : Window{0, 0};
+}
+
+// The host's part: one frame's Huffman code from the used window of its
+// histogram, exactly as the CPU codec builds it from the whole alphabet
+// (codec/huffman_code.h): both rank symbols by weight, then by index, and
+// assign canonical codes in index order, so bins that are zero change
+// nothing. Only the window's lengths and codes go back up: the encoder
+// looks up no other symbol.
 void BuildCodebook(uint64_t s, const Segment& seg, const Buffers& b) {
   const uint32_t alphabet = 2 * seg.radius;
-  const uint32_t* hist = b.host_histogram + s * kAlphabet;
-  std::vector<uint8_t> lengths = BuildCodeLengths({hist, alphabet}, static_cast<int>(seg.max_code_length));
-  std::vector<uint32_t> codes = CanonicalCodes(lengths);
+  const Window w = WindowOf(b, s);
+  const uint32_t* hist = b.host_histogram + s * kAlphabet + w.first;
+  std::vector<uint8_t> used = BuildCodeLengths({hist, w.count}, static_cast<int>(seg.max_code_length));
+  std::vector<uint32_t> codes = CanonicalCodes(used);
+  std::vector<uint8_t> lengths(alphabet, 0);
+  std::copy(used.begin(), used.end(), lengths.begin() + w.first);
   std::vector<uint8_t> section;
   AppendCodeLengths(lengths, &section);
-  std::memcpy(b.host_lengths + s * kAlphabet, lengths.data(), alphabet);
-  std::memcpy(b.host_codes + s * kAlphabet, codes.data(), alphabet * sizeof(uint32_t));
+  std::memcpy(b.host_lengths + s * kAlphabet + w.first, used.data(), w.count);
+  std::memcpy(b.host_codes + s * kAlphabet + w.first, codes.data(), w.count * sizeof(uint32_t));
   std::memcpy(b.host_code_sections + s * kCodeSectionStride, section.data(), section.size());
   b.host_codebooks[s] = {s * kCodeSectionStride, static_cast<uint32_t>(section.size()),
                          Crc32c(section.data(), section.size())};
@@ -310,15 +332,31 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, S, b.items, t.tiles, out, st));
   mark("quantize+lorenzo+histogram");
 
-  // The one synchronization: histograms to the host, codes back.
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_histogram, b.histogram, S * kAlphabet * 4,
-                                       cudaMemcpyDeviceToHost, st));
+  // The host's part, the codec's only synchronizations: the used window of
+  // each histogram to the host (a few hundred of 65536 bins on smooth data),
+  // codes for it back.
+  CUDA_RETURN_IF_ERROR(LaunchHistogramWindows(b.histogram, S, b.windows, st));
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.host_windows, b.windows, S * sizeof(uint2), cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  for (uint32_t s = 0; s < S; ++s) {
+    const Window w = WindowOf(b, s);
+    if (w.count == 0) continue;
+    const uint64_t at = s * kAlphabet + w.first;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_histogram + at, b.histogram + at, w.count * 4,
+                                         cudaMemcpyDeviceToHost, st));
+  }
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   ParallelFor(S, [&](uint64_t s) { BuildCodebook(s, plan.segments[s], b); });
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.lengths, b.host_lengths, S * kAlphabet,
-                                       cudaMemcpyHostToDevice, st));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.codes, b.host_codes, S * kAlphabet * 4,
-                                       cudaMemcpyHostToDevice, st));
+  for (uint32_t s = 0; s < S; ++s) {
+    const Window w = WindowOf(b, s);
+    if (w.count == 0) continue;
+    const uint64_t at = s * kAlphabet + w.first;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.lengths + at, b.host_lengths + at, w.count,
+                                         cudaMemcpyHostToDevice, st));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.codes + at, b.host_codes + at, w.count * 4,
+                                         cudaMemcpyHostToDevice, st));
+  }
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.code_sections, b.host_code_sections,
                                        S * kCodeSectionStride, cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.codebooks, b.host_codebooks, S * sizeof(Codebook),

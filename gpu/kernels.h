@@ -33,6 +33,13 @@ cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_s
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream);
 
+// The used part of each segment's histogram, so that only it travels to
+// the host and back: windows[s] = {first, last} non-zero bin, or
+// {kHistogramBins, 0} (first > last) when the segment has no symbol.
+constexpr uint32_t kHistogramBins = 65536;
+cudaError_t LaunchHistogramWindows(const uint32_t* histogram, uint32_t num_segments,
+                                   uint2* windows, cudaStream_t stream);
+
 // --- encode_kernels.cu: chunked Huffman encoding with gap array.
 // Bits per chunk, and the words and gap entries each chunk takes.
 cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,

@@ -186,6 +186,30 @@ cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t st
   return cudaGetLastError();
 }
 
+// One block per segment: the first and last non-zero bin of its histogram.
+__global__ void HistogramWindowsKernel(const uint32_t* histogram, uint2* windows) {
+  using Reduce = cub::BlockReduce<uint32_t, kThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const uint32_t* h = histogram + uint64_t{blockIdx.x} * kHistogramBins;
+  uint32_t first = kHistogramBins, last = 0;
+  for (uint32_t i = threadIdx.x; i < kHistogramBins; i += kThreads) {
+    if (h[i] != 0) {
+      first = min(first, i);
+      last = i;  // i grows
+    }
+  }
+  first = Reduce(temp).Reduce(first, [](uint32_t a, uint32_t b) { return min(a, b); });
+  __syncthreads();
+  last = Reduce(temp).Reduce(last, [](uint32_t a, uint32_t b) { return max(a, b); });
+  if (threadIdx.x == 0) windows[blockIdx.x] = make_uint2(first, last);
+}
+
+cudaError_t LaunchHistogramWindows(const uint32_t* histogram, uint32_t num_segments,
+                                   uint2* windows, cudaStream_t stream) {
+  HistogramWindowsKernel<<<num_segments, kThreads, 0, stream>>>(histogram, windows);
+  return cudaGetLastError();
+}
+
 cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_segments,
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream) {
