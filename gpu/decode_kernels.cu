@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kTableThreads)
   __shared__ uint32_t first[kMaxLength + 2];
   __shared__ uint32_t offset[kMaxLength + 2];
   __shared__ uint32_t parsed, bad;
-  extern __shared__ uint8_t lengths[];  // 65536: the sort below reads it 24 times
+  extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
   const uint32_t alphabet = 2 * seg.radius;
@@ -73,11 +73,27 @@ __global__ void __launch_bounds__(kTableThreads)
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
   }
+  // Each thread's run of 64 symbols' lengths, in registers: the sort below
+  // goes over them once per code length, and reading them from shared memory
+  // that often (a 64-byte stride between threads: 16-way bank conflicts)
+  // made this kernel the longest stage of a small decompression.
+  constexpr uint32_t kPer = 65536 / kTableThreads;  // symbols per thread
+  constexpr int kWords = kPer / 4;
+  static_assert(kWords * 4 == kPer);
+  const uint32_t my_begin = threadIdx.x * kPer;
+  uint32_t mine[kWords];
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    mine[k] = reinterpret_cast<const uint32_t*>(lengths + my_begin)[k];
+  }
   // Symbols per length, then Kraft: sum of 2^-l <= 1.
-  const uint32_t per = 65536 / kTableThreads;
-  const uint32_t my_begin = threadIdx.x * per;
-  for (uint32_t i = my_begin; i < my_begin + per; ++i) {
-    if (lengths[i]) atomicAdd(&count[lengths[i]], 1u);
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) {
+    for (uint32_t w = mine[k]; w != 0;) {  // each non-zero byte, lowest first
+      const int byte = (__ffs(w) - 1) / 8;
+      atomicAdd(&count[(w >> (8 * byte)) & 0xFF], 1u);
+      w &= ~(0xFFu << (8 * byte));
+    }
   }
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -98,17 +114,27 @@ __global__ void __launch_bounds__(kTableThreads)
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
   }
-  // Symbols sorted by (length, symbol).
+  // Symbols sorted by (length, symbol): per used length, each thread's
+  // count, a block scan for its rank, then its symbols of that length.
   uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
   for (int l = 1; l <= static_cast<int>(seg.max_code_length); ++l) {
-    uint32_t mine = 0;
-    for (uint32_t i = my_begin; i < my_begin + per; ++i) mine += lengths[i] == l;
+    if (count[l] == 0) continue;  // uniform across the block
+    const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l);
+    uint32_t matches = 0;
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) matches += __popc(__vcmpeq4(mine[k], pattern)) / 8;
     uint32_t rank;
-    Scan(temp).ExclusiveSum(mine, rank);
+    Scan(temp).ExclusiveSum(matches, rank);
     __syncthreads();
-    for (uint32_t i = my_begin; i < my_begin + per; ++i) {
-      if (lengths[i] != l) continue;
-      sorted[offset[l] + rank++] = static_cast<uint16_t>(i);
+    if (matches == 0) continue;
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) {
+      // 0xFF in each byte of length l; lowest byte (lowest symbol) first.
+      for (uint32_t eq = __vcmpeq4(mine[k], pattern); eq != 0;) {
+        const int byte = (__ffs(eq) - 1) / 8;
+        sorted[offset[l] + rank++] = static_cast<uint16_t>(my_begin + 4 * k + byte);
+        eq &= ~(0xFFu << (8 * byte));
+      }
     }
   }
   __syncthreads();
