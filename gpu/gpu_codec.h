@@ -8,8 +8,9 @@
 // over all their frames (a segment table), so many small requests cost about
 // what one large one does.
 //
-// Synchronization: compression synchronizes the stream once, to bring the
-// frames' symbol histograms to the host, which builds the Huffman codes
+// Synchronization: compression synchronizes the stream twice, to bring the
+// frames' symbol histograms to the host (first where each one's non-zero
+// bins lie, then those bins), which builds the Huffman codes
 // (bench/GPU_NOTES.md measures why the host); everything after that is
 // enqueued and returns at once. Decompression does not synchronize:
 // FinishDecompress does, to report what the device found.
