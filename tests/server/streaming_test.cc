@@ -140,6 +140,30 @@ TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// Issue #6: an array larger than the GPU's memory goes through the GPU
+// frame by frame. Here the device pool (16 MiB per worker) is a small
+// fraction of the 128 MiB array; every frame must still run on a GPU, not
+// fall back to the CPU codec, and the archive must be the local codec's.
+TEST(ServerStreaming, ArraysLargerThanTheDevicePoolStreamThroughTheGpu) {
+  if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
+  auto options = TestServerOptions();
+  options.gpu_memory_bytes = uint64_t{32} << 20;
+  options.gpu_workers = 2;
+  options.stream_frames = 4;
+  START_TEST_SERVER(server, options);
+  auto client = ClientFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {32768, 1024}}, 14, true);  // 128 MiB
+  const CompressOptions o = Abs(1e-3, 256 * 1024);                         // 1 MiB frames
+  client::RemoteSummary summary;
+  auto archive = client->Compress(a.spec, a.bytes, o, &summary);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  EXPECT_EQ(summary.backend.find("cpu"), std::string::npos)
+      << "frames fell back to the CPU codec: " << summary.backend;
+  EXPECT_NE(summary.backend.find("gpu:"), std::string::npos) << summary.backend;
+  ExpectStreamedRoundTrip(*client, a, o);  // the local codec's bytes, decoded within the bound
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
 v1::CompressRequest StreamedHeader(const TestArray& a, uint64_t frame_elements) {
   v1::CompressRequest m;
   auto* h = m.mutable_header();
