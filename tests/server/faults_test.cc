@@ -271,6 +271,11 @@ TEST(ServerFaults, DeadlinesAreHonoured) {
   client::RemoteOptions hurried;
   hurried.timeout = absl::Milliseconds(20);
   auto client = ClientFor(*server, hurried);
+  // Connect first: on a loaded machine setting up the connection can take
+  // longer than the deadline, and then the call never reaches the server.
+  bool connected = false;
+  for (int i = 0; i < 100 && !connected; ++i) connected = client->Health().ok();
+  ASSERT_TRUE(connected);
   CompressOptions o;
   o.bound = 1e-4;
   auto archive = client->Compress(big.spec, big.bytes, o);
