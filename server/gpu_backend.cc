@@ -180,6 +180,12 @@ class GpuBackend final : public Backend {
       gpus_.push_back(std::move(g));
     }
     if (gpus_.empty()) return absl::UnavailableError("no CUDA device");
+    for (auto& lane : lanes_) {
+      if (absl::Status s = WarmUp(*lane); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat(lane->gpu->name, " failed its warm-up: ",
+                                                   s.message()));
+      }
+    }
     return absl::OkStatus();
   }
 
@@ -266,6 +272,42 @@ class GpuBackend final : public Backend {
   }
 
  private:
+  // A small array of each dtype through the worker, both ways, before the
+  // server takes requests: CUDA loads a device's kernels at their first
+  // launch and a worker's pinned and pool pages are first touched by its
+  // first batch, so without this the first requests pay for both (and
+  // resident memory grows under load, reading like a leak). A GPU that
+  // cannot do this much stops the start.
+  absl::Status WarmUp(Lane& lane) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      auto compress = std::make_shared<Work>();
+      compress->spec = {dtype, {64, 64}};
+      compress->options.mode = BoundMode::kRel;
+      compress->options.bound = 1e-3;
+      compress->input.resize(compress->spec.num_bytes());
+      for (size_t i = 0; i < compress->input.size(); ++i) {
+        compress->input[i] = static_cast<uint8_t>(i * 7 / 3);  // not constant
+      }
+      std::vector<Work*> cpu;
+      if (absl::Status s = Compress(lane, {&compress, 1}, &cpu); !s.ok()) return s;
+      if (!cpu.empty() || !compress->status.ok() || compress->output.empty()) {
+        return absl::InternalError("a small array did not compress on the GPU");
+      }
+      auto decompress = std::make_shared<Work>();
+      decompress->method = Method::kDecompress;
+      decompress->input = compress->output;
+      auto info = ReadArchiveInfo(decompress->input);
+      if (!info.ok()) return info.status();
+      decompress->info = *std::move(info);
+      if (absl::Status s = Decompress(lane, {&decompress, 1}, &cpu); !s.ok()) return s;
+      if (!cpu.empty() || !decompress->status.ok() ||
+          decompress->output.size() != compress->spec.num_bytes()) {
+        return absl::InternalError("a small archive did not decompress on the GPU");
+      }
+    }
+    return absl::OkStatus();
+  }
+
   static void StartBusy(Gpu& g) {
     absl::MutexLock lock(&g.mu);
     if (g.running++ == 0) g.busy_since = std::chrono::steady_clock::now();
