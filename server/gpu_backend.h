@@ -5,7 +5,9 @@
 // another's kernels. A batch of arrays of one dtype runs as one set of the
 // GPU codec's batched launches (gpu_codec.h). What the kernels do not take
 // (gpu_codec.h's UNIMPLEMENTED cases, arrays larger than a worker's pool)
-// runs on the CPU codec, which writes the same bytes.
+// runs on the CPU codec, which writes the same bytes. Every worker runs a
+// small array both ways at start, so the first requests do not pay for
+// loading kernels.
 //
 // A GPU that fails (a CUDA error leaves its context unusable) is given up
 // until restart: its workers stop taking work, and what it was running goes
