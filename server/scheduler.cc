@@ -3,6 +3,15 @@
 #include <algorithm>
 
 namespace ebzip::server {
+namespace {
+
+// The queue's order: higher priority first (arrival order within one is kept
+// by where work is inserted).
+bool HigherPriority(const std::shared_ptr<Work>& a, const std::shared_ptr<Work>& b) {
+  return a->priority > b->priority;
+}
+
+}  // namespace
 
 Scheduler::Scheduler(Backend& backend, BatchingOptions batching, Metrics* metrics)
     : backend_(backend), batching_(batching), metrics_(metrics) {
@@ -18,11 +27,7 @@ void Scheduler::Submit(std::shared_ptr<Work> work) {
   {
     absl::MutexLock lock(&mu_);
     if (!stopping_) {
-      auto at =
-          std::upper_bound(queue_.begin(), queue_.end(), work,
-                           [](const std::shared_ptr<Work>& a, const std::shared_ptr<Work>& b) {
-                             return a->priority > b->priority;
-                           });
+      auto at = std::upper_bound(queue_.begin(), queue_.end(), work, HigherPriority);
       queue_.insert(at, std::move(work));
       return;
     }
@@ -167,11 +172,7 @@ void Scheduler::Requeue(const std::vector<std::shared_ptr<Work>>& works) {
         refused.push_back(*w);
         continue;
       }
-      auto at =
-          std::lower_bound(queue_.begin(), queue_.end(), *w,
-                           [](const std::shared_ptr<Work>& a, const std::shared_ptr<Work>& b) {
-                             return a->priority > b->priority;
-                           });
+      auto at = std::lower_bound(queue_.begin(), queue_.end(), *w, HigherPriority);
       queue_.insert(at, *w);
     }
   }
