@@ -22,7 +22,7 @@ inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data
 namespace crc_internal {
 
 // a(x) * b(x) mod P.
-EBZIP_HD inline uint32_t MultiplyModP(uint32_t a, uint32_t b) {
+EBZIP_HD constexpr uint32_t MultiplyModP(uint32_t a, uint32_t b) {
   uint32_t product = 0;
   for (uint32_t m = 1u << 31; m != 0; m >>= 1) {
     if (a & m) product ^= b;
@@ -31,13 +31,37 @@ EBZIP_HD inline uint32_t MultiplyModP(uint32_t a, uint32_t b) {
   return product;
 }
 
+// x^(8 * 2^k) mod P for k = 0..63, the operators that append 2^k zero bytes,
+// so that appending n costs one multiplication per set bit of n instead of
+// a squaring per bit as well (the GPU combines many pieces per frame).
+struct ZeroBytesOperators {
+  uint32_t power_of_two[64];
+};
+constexpr ZeroBytesOperators MakeZeroBytesOperators() {
+  ZeroBytesOperators ops{};
+  uint32_t square = 1u << 23;  // x^8
+  for (int k = 0; k < 64; ++k) {
+    ops.power_of_two[k] = square;
+    square = MultiplyModP(square, square);
+  }
+  return ops;
+}
+#if defined(__CUDACC__)
+// Each CUDA translation unit its own copy (no relocatable device code).
+static __constant__ ZeroBytesOperators kZeroBytesDevice = MakeZeroBytesOperators();
+#endif
+inline constexpr ZeroBytesOperators kZeroBytes = MakeZeroBytesOperators();
+
 // x^(8n) mod P: the operator that appends n zero bytes to a CRC register.
 EBZIP_HD inline uint32_t XPow8nModP(uint64_t n) {
-  uint32_t power = 1u << 31;     // x^0
-  uint32_t square = 1u << 23;    // x^8, then x^16, x^32, ...
-  for (; n != 0; n >>= 1) {
-    if (n & 1) power = MultiplyModP(square, power);
-    square = MultiplyModP(square, square);
+#if defined(__CUDA_ARCH__)
+  const ZeroBytesOperators& ops = kZeroBytesDevice;
+#else
+  const ZeroBytesOperators& ops = kZeroBytes;
+#endif
+  uint32_t power = 1u << 31;  // x^0
+  for (int k = 0; n != 0; ++k, n >>= 1) {
+    if (n & 1) power = MultiplyModP(ops.power_of_two[k], power);
   }
   return power;
 }

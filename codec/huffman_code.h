@@ -18,11 +18,24 @@ namespace ebzip {
 // be non-zero and max_length must allow 2^max_length >= used symbols.
 std::vector<uint8_t> BuildCodeLengths(absl::Span<const uint32_t> histogram, int max_length);
 
+// A symbol that occurs, and how often.
+struct SymbolCount {
+  uint32_t symbol;
+  uint32_t count;  // > 0
+};
+// The same lengths for the used symbols alone (ascending, as a histogram
+// lists them), in their order: the GPU codec sends only these to the host.
+std::vector<uint8_t> BuildCodeLengths(absl::Span<const SymbolCount> used, int max_length);
+
 // Canonical codewords (right-aligned, MSB first) for the given lengths.
 std::vector<uint32_t> CanonicalCodes(absl::Span<const uint8_t> lengths);
 
 // The code-length section (FORMAT.md §Code lengths).
 void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* out);
+// The same bytes for an alphabet of `alphabet` symbols of which only
+// `symbols` (ascending) have codes, of `lengths`, in time of those alone.
+void AppendCodeLengths(absl::Span<const uint32_t> symbols, absl::Span<const uint8_t> lengths,
+                       uint32_t alphabet, std::vector<uint8_t>* out);
 // Parses exactly `alphabet` lengths, each <= max_length, at least one used,
 // satisfying Kraft's inequality. DATA_LOSS otherwise.
 absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,

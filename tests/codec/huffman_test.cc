@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -40,6 +41,79 @@ TEST(HuffmanCode, LengthLimitHolds) {
   }
 }
 
+// The rule archives depend on, written as plainly as possible: used symbols
+// stably sorted by weight (ties by symbol), a two-queue Huffman tree that
+// prefers the leaf on ties, and all weights halved (rounding up) until the
+// tree fits. GPU and CPU archives are the same bytes only while
+// BuildCodeLengths keeps to it exactly.
+std::vector<uint8_t> ReferenceLengths(const std::vector<uint32_t>& histogram, int max_length) {
+  std::vector<uint8_t> lengths(histogram.size(), 0);
+  std::vector<uint32_t> used;
+  for (uint32_t s = 0; s < histogram.size(); ++s) {
+    if (histogram[s]) used.push_back(s);
+  }
+  if (used.size() == 1) lengths[used[0]] = 1;
+  if (used.size() <= 1) return lengths;
+  std::vector<uint64_t> weights(histogram.begin(), histogram.end());
+  for (;;) {
+    std::vector<uint32_t> order = used;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return weights[a] < weights[b]; });
+    const size_t m = order.size();
+    std::vector<uint64_t> w(2 * m - 1);
+    std::vector<size_t> parent(2 * m - 1);
+    for (size_t i = 0; i < m; ++i) w[i] = weights[order[i]];
+    size_t leaf = 0, internal = m;
+    for (size_t next = m; next < 2 * m - 1; ++next) {
+      size_t pick[2];
+      for (size_t& p : pick) {
+        p = leaf < m && (internal >= next || w[leaf] <= w[internal]) ? leaf++ : internal++;
+      }
+      w[next] = w[pick[0]] + w[pick[1]];
+      parent[pick[0]] = parent[pick[1]] = next;
+    }
+    std::vector<int> depth(2 * m - 1, 0);
+    for (size_t i = 2 * m - 2; i-- > 0;) depth[i] = depth[parent[i]] + 1;
+    if (*std::max_element(depth.begin(), depth.begin() + m) <= max_length) {
+      for (size_t i = 0; i < m; ++i) lengths[order[i]] = static_cast<uint8_t>(depth[i]);
+      return lengths;
+    }
+    for (uint32_t s : used) weights[s] = (weights[s] + 1) / 2;
+  }
+}
+
+TEST(HuffmanCode, LengthsFollowTheReferenceRule) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const uint32_t size = 1 + rng() % 20000;
+    std::vector<uint32_t> hist(size, 0);
+    switch (trial % 4) {
+      case 0:  // a peaked, Laplace-like residual histogram
+        for (uint32_t s = 0; s < size; ++s) {
+          const double x = (static_cast<double>(s) - size / 2.0) / (1 + size / 50.0);
+          hist[s] = static_cast<uint32_t>(1e6 * std::exp(-std::abs(x))) * (rng() % 8 != 0);
+        }
+        break;
+      case 1:  // many ties: weights from a handful of values
+        for (uint32_t& h : hist) h = rng() % 5;
+        break;
+      case 2:  // skewed enough to need flattening at small limits
+        for (uint32_t s = 0; s < size && s < 40; ++s) hist[s] = 1u << std::min<uint32_t>(s, 31);
+        break;
+      default:  // weights across the whole 32-bit range
+        for (uint32_t& h : hist) h = rng() % 3 == 0 ? static_cast<uint32_t>(rng()) : 0;
+    }
+    for (int limit : {12, 16, 24}) {
+      if (std::count_if(hist.begin(), hist.end(), [](uint32_t h) { return h != 0; }) >
+          (1 << limit)) {
+        continue;
+      }
+      ASSERT_EQ(BuildCodeLengths(hist, limit), ReferenceLengths(hist, limit))
+          << "trial " << trial << ", limit " << limit;
+    }
+  }
+}
+
 TEST(HuffmanCode, CanonicalCodesArePrefixFree) {
   std::mt19937 rng(1);
   std::vector<uint32_t> hist(300);
@@ -66,6 +140,33 @@ TEST(HuffmanCode, CodeLengthSectionRoundTrips) {
   auto parsed = ParseCodeLengths(bytes, 65536, 20);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(*parsed, lengths);
+}
+
+// The GPU codec writes the section from the used symbols alone; the bytes
+// must be those of the whole alphabet: zero runs first, last, between, none,
+// and long enough to need several LEB128 bytes.
+TEST(HuffmanCode, SparseCodeLengthsAreTheWholeAlphabetsBytes) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const uint32_t alphabet = 1 + rng() % 65536;
+    std::vector<uint8_t> lengths(alphabet, 0);
+    const int density = 1 + rng() % 4;  // 1: every symbol used, 4: a quarter
+    // Some trials use the first or the last symbol; some use none.
+    const uint32_t first = trial % 4 == 0 ? 0 : rng() % alphabet;
+    const uint32_t end = trial % 3 == 0 ? alphabet : first + rng() % (alphabet - first + 1);
+    for (uint32_t i = first; i < end; ++i) {
+      if (rng() % density == 0) lengths[i] = 1 + rng() % 20;
+    }
+    std::vector<uint32_t> symbols;
+    std::vector<uint8_t> used;
+    for (uint32_t i = 0; i < alphabet; ++i) {
+      if (lengths[i]) symbols.push_back(i), used.push_back(lengths[i]);
+    }
+    std::vector<uint8_t> whole, sparse;
+    AppendCodeLengths(lengths, &whole);
+    AppendCodeLengths(symbols, used, alphabet, &sparse);
+    ASSERT_EQ(sparse, whole) << "alphabet " << alphabet << ", used " << symbols.size();
+  }
 }
 
 TEST(HuffmanCode, CodeLengthSectionRejectsNonsense) {
