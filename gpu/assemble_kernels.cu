@@ -31,8 +31,10 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
     l.verbatim = b.verbatim + c.verbatim - a.verbatim;
     l.fill_runs = b.run_starts + c.run_starts - a.run_starts;
     const uint64_t last_chunk = seg.chunk_base + seg.num_chunks - 1;
-    const uint64_t words = word_prefix[last_chunk] + chunk_words[last_chunk] - word_prefix[seg.chunk_base];
-    const uint64_t gaps = gap_prefix[last_chunk] + chunk_gaps[last_chunk] - gap_prefix[seg.chunk_base];
+    const uint64_t words =
+        word_prefix[last_chunk] + chunk_words[last_chunk] - word_prefix[seg.chunk_base];
+    const uint64_t gaps =
+        gap_prefix[last_chunk] + chunk_gaps[last_chunk] - gap_prefix[seg.chunk_base];
     const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
     l.section_length[format::kCodeLengths] = codebooks[s].section_bytes;
     l.section_length[format::kChunkIndex] = groups * 8 + seg.num_chunks * 4;
@@ -58,7 +60,8 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
       job.result = &l.section_crc[k];
       job.expected = 0;
       job.segment = static_cast<uint32_t>(s);
-      crc_job_pieces[s * (kSections - 1) + k - 1] = (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
+      crc_job_pieces[s * (kSections - 1) + k - 1] =
+          (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
     }
   }
   *item.archive_size = offset + format::FrameIndexSize(item.num_segments) + format::kTrailerSize;
@@ -86,13 +89,15 @@ __global__ void CopyCodeLengthsKernel(const Segment* segments, const Item* items
 }
 
 // Block per segment: the frame header and the zero padding after sections.
+// The header is assembled in shared memory, checksummed there and then
+// written out.
 __global__ void FrameHeaderKernel(const Segment* segments, const Item* items,
                                   const FrameLayout* layouts, const uint8_t* templates) {
+  __shared__ alignas(8) uint8_t h[format::kFrameHeaderSize];
   const uint32_t s = blockIdx.x;
   const Item& item = items[segments[s].item];
   if (item.overflow) return;
   const FrameLayout& l = layouts[s];
-  uint8_t* h = item.archive + l.frame_offset;
   const uint8_t* t = templates + uint64_t{s} * format::kFrameHeaderSize;
   for (uint32_t i = threadIdx.x; i < format::kFrameHeaderSize; i += blockDim.x) h[i] = t[i];
   if (threadIdx.x < kSections) {
@@ -102,50 +107,64 @@ __global__ void FrameHeaderKernel(const Segment* segments, const Item* items,
     }
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  StoreBytes<double>(h + format::kFrameHeaderAbsBoundAt, item.abs_bound);
-  StoreBytes<double>(h + format::kFrameHeaderQuantStepAt, item.quant_step);
-  StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt, l.outliers);
-  StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt + 8, l.verbatim);
-  StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt + 16, l.fill_runs);
-  for (int k = 0; k < kSections; ++k) {
-    uint8_t* e = h + format::kFrameHeaderSectionsAt + 16 * k;
-    StoreBytes<uint64_t>(e, l.section_length[k]);
-    StoreBytes<uint32_t>(e + 8, l.section_crc[k]);
+  if (threadIdx.x == 0) {
+    StoreBytes<double>(h + format::kFrameHeaderAbsBoundAt, item.abs_bound);
+    StoreBytes<double>(h + format::kFrameHeaderQuantStepAt, item.quant_step);
+    StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt, l.outliers);
+    StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt + 8, l.verbatim);
+    StoreBytes<uint64_t>(h + format::kFrameHeaderCountsAt + 16, l.fill_runs);
+    for (int k = 0; k < kSections; ++k) {
+      uint8_t* e = h + format::kFrameHeaderSectionsAt + 16 * k;
+      StoreBytes<uint64_t>(e, l.section_length[k]);
+      StoreBytes<uint32_t>(e + 8, l.section_crc[k]);
+    }
+    StoreBytes<uint32_t>(h + format::kFrameHeaderSize - 4,
+                         SlowCrc32c(h, format::kFrameHeaderSize - 4));
   }
-  StoreBytes<uint32_t>(h + format::kFrameHeaderSize - 4,
-                       SlowCrc32c(h, format::kFrameHeaderSize - 4));
+  __syncthreads();
+  uint8_t* out = item.archive + l.frame_offset;
+  for (uint32_t i = threadIdx.x; i < format::kFrameHeaderSize; i += blockDim.x) out[i] = h[i];
 }
 
-// Thread per item: file header, frame index, trailer.
-__global__ void FileHeaderKernel(const Item* items, uint32_t num_items,
-                                 const FrameLayout* layouts, const uint8_t* templates) {
+// Thread per item: file header, frame index and trailer, each assembled and
+// checksummed in local memory, then written out.
+__global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const FrameLayout* layouts,
+                                 const uint8_t* templates) {
   const uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
   if (it >= num_items) return;
   const Item& item = items[it];
   if (item.overflow) return;
   uint8_t* a = item.archive;
+  alignas(8) uint8_t header[format::kFileHeaderSize];
   const uint8_t* t = templates + uint64_t{it} * format::kFileHeaderSize;
-  for (size_t i = 0; i < format::kFileHeaderSize; ++i) a[i] = t[i];
-  StoreBytes<double>(a + format::kFileHeaderAbsBoundAt, item.abs_bound);
-  StoreBytes<uint32_t>(a + format::kFileHeaderSize - 4, SlowCrc32c(a, format::kFileHeaderSize - 4));
+  for (size_t i = 0; i < format::kFileHeaderSize; ++i) header[i] = t[i];
+  StoreBytes<double>(header + format::kFileHeaderAbsBoundAt, item.abs_bound);
+  StoreBytes<uint32_t>(header + format::kFileHeaderSize - 4,
+                       SlowCrc32c(header, format::kFileHeaderSize - 4));
+  for (size_t i = 0; i < format::kFileHeaderSize; ++i) a[i] = header[i];
 
   const FrameLayout& last = layouts[item.first_segment + item.num_segments - 1];
   const uint64_t index_at = last.frame_offset + last.frame_size;
   uint8_t* index = a + index_at;
-  StoreBytes<uint32_t>(index, format::kIndexMagic);
+  alignas(8) uint8_t entry[16];
+  StoreBytes<uint64_t>(entry, item.num_segments);
+  uint32_t crc = SlowCrc32c(entry, 8);
   StoreBytes<uint64_t>(index + 8, item.num_segments);
   for (uint64_t f = 0; f < item.num_segments; ++f) {
     const FrameLayout& l = layouts[item.first_segment + f];
-    StoreBytes<uint64_t>(index + 16 + 16 * f, l.frame_offset);
-    StoreBytes<uint64_t>(index + 24 + 16 * f, l.frame_size);
+    StoreBytes<uint64_t>(entry, l.frame_offset);
+    StoreBytes<uint64_t>(entry + 8, l.frame_size);
+    crc = SlowCrc32cExtend(crc, entry, 16);
+    for (int i = 0; i < 16; ++i) index[16 + 16 * f + i] = entry[i];
   }
+  StoreBytes<uint32_t>(index, format::kIndexMagic);
+  StoreBytes<uint32_t>(index + 4, crc);
   const uint64_t index_size = format::FrameIndexSize(item.num_segments);
-  StoreBytes<uint32_t>(index + 4, SlowCrc32c(index + 8, index_size - 8));
-  uint8_t* trailer = index + index_size;
+  alignas(8) uint8_t trailer[format::kTrailerSize];
   StoreBytes<uint64_t>(trailer, index_at);
   StoreBytes<uint32_t>(trailer + 8, format::kTrailerMagic);
   StoreBytes<uint32_t>(trailer + 12, SlowCrc32c(trailer, 12));
+  for (size_t i = 0; i < format::kTrailerSize; ++i) index[index_size + i] = trailer[i];
 }
 
 }  // namespace
@@ -162,12 +181,11 @@ cudaError_t LaunchLayout(int elem_size, const Segment* segments, Item* items, ui
   return cudaGetLastError();
 }
 
-cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments,
-                                  const Item* items, const FrameLayout* layouts,
-                                  const Codebook* codebooks, const uint8_t* code_sections,
-                                  cudaStream_t stream) {
-  CopyCodeLengthsKernel<<<num_segments, kThreads, 0, stream>>>(segments, items, layouts,
-                                                               codebooks, code_sections);
+cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments, const Item* items,
+                                  const FrameLayout* layouts, const Codebook* codebooks,
+                                  const uint8_t* code_sections, cudaStream_t stream) {
+  CopyCodeLengthsKernel<<<num_segments, kThreads, 0, stream>>>(segments, items, layouts, codebooks,
+                                                               code_sections);
   return cudaGetLastError();
 }
 

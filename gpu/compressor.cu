@@ -13,8 +13,8 @@
 #include "codec/crc32c.h"
 #include "codec/format.h"
 #include "codec/huffman_code.h"
-#include "codec/quantize_point.h"
 #include "codec/parallel.h"
+#include "codec/quantize_point.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
 #include "gpu/kernels.h"
@@ -27,6 +27,10 @@ namespace {
 
 constexpr uint64_t kAlphabet = 65536;  // histogram and code-table stride per segment
 constexpr uint64_t kCodeSectionStride = 2 * kAlphabet + 16;  // worst-case code-length section
+// Used symbols per segment that the first copy to the host has room for;
+// more (noisy data at tight bounds) take a second copy. Smooth fields at
+// REL 1e-4 use a few hundred.
+constexpr uint64_t kListedPerSegment = 1024;
 
 struct AddCounts {
   __host__ __device__ SpecialCounts operator()(const SpecialCounts& a,
@@ -114,7 +118,6 @@ struct Buffers {
   Segment* segments;
   Item* items;
   FrameLayout* layouts;
-  Codebook* codebooks;
   CrcJob* crc_jobs;
   uint64_t* crc_job_pieces;
   uint64_t* crc_piece_prefix;
@@ -124,7 +127,10 @@ struct Buffers {
   uint16_t* symbols;
   int32_t* deltas;
   uint32_t* histogram;
-  uint2* windows;   // per segment: its histogram's non-zero bins
+  uint32_t* used;     // per segment: its histogram's non-zero bins
+  UsedSymbols* info;  // followed by the used-symbol list: one copy down
+  SymbolCount* list;
+  uint8_t* upload;  // codebooks, lengths, codes, sections: one copy up
   uint32_t* masks;  // outliers, verbatim, fill
   SpecialCounts* tile_counts;
   SpecialCounts* tile_prefix;
@@ -133,18 +139,14 @@ struct Buffers {
   uint64_t* chunk_gaps;
   uint64_t* word_prefix;
   uint64_t* gap_prefix;
-  uint8_t* lengths;
+  uint8_t* lengths;  // 65536 per segment, indexed by symbol
   uint32_t* codes;
-  uint8_t* code_sections;
   void* cub_temp;
   size_t cub_temp_bytes;
   // Host (pinned).
-  uint2* host_windows;
-  uint32_t* host_histogram;
-  uint8_t* host_lengths;
-  uint32_t* host_codes;
-  uint8_t* host_code_sections;
-  Codebook* host_codebooks;
+  UsedSymbols* host_info;  // followed by the list, room for every bin
+  SymbolCount* host_list;
+  uint8_t* host_upload;
   Segment* host_segments;
   Item* host_items;
   uint8_t* host_frame_templates;
@@ -165,6 +167,47 @@ absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
   return std::max({a, b, c});
 }
 
+uint64_t Align16(uint64_t n) { return (n + 15) & ~uint64_t{15}; }
+
+// Bytes a code-length section of `used` symbols can take: each symbol's
+// length, and before each of the at most used + 1 zero runs a 0 and a LEB128
+// count of 1 byte, 2 for the at most 512 runs of 128 or more of 65536 bins,
+// 3 for the at most 4 of 16384 or more.
+uint64_t SectionRoom(uint64_t used) { return 3 * used + 2 + 512 + 4; }
+
+// Worst case of what goes up after the host builds the codes: every bin of
+// every segment used.
+uint64_t UploadBytes(uint64_t segments) {
+  return Align16(segments * sizeof(Codebook)) + Align16(segments * kAlphabet) +
+         segments * kAlphabet * 4 + segments * SectionRoom(kAlphabet);
+}
+
+// Where each part of the upload goes, once the used symbols are known:
+// codebooks first, then the lengths and codes of the listed symbols in list
+// order, then each segment's code-length section.
+struct UploadLayout {
+  uint64_t lengths = 0;  // byte offsets into the upload
+  uint64_t codes = 0;
+  uint64_t sections = 0;
+  std::vector<uint64_t> section_at;  // into the sections
+  uint64_t bytes = 0;                // to copy
+};
+UploadLayout LayoutUpload(const UsedSymbols* info, uint64_t segments) {
+  UploadLayout up;
+  uint64_t bins = 0, section_bytes = 0;
+  up.section_at.resize(segments);
+  for (uint64_t s = 0; s < segments; ++s) {
+    bins += info[s].count;
+    up.section_at[s] = section_bytes;
+    section_bytes += SectionRoom(info[s].count);
+  }
+  up.lengths = Align16(segments * sizeof(Codebook));
+  up.codes = up.lengths + Align16(bins);
+  up.sections = up.codes + bins * 4;
+  up.bytes = up.sections + section_bytes;
+  return up;
+}
+
 Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
               WorkspaceSize* size) {
   const uint64_t S = plan.segments.size();
@@ -174,7 +217,6 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.segments = d.Take<Segment>(S);
   b.items = d.Take<Item>(plan.items.size());
   b.layouts = d.Take<FrameLayout>(S);
-  b.codebooks = d.Take<Codebook>(S);
   b.crc_jobs = d.Take<CrcJob>(jobs);
   b.crc_job_pieces = d.Take<uint64_t>(jobs + 1);
   b.crc_piece_prefix = d.Take<uint64_t>(jobs + 1);
@@ -184,7 +226,11 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.symbols = d.Take<uint16_t>(plan.totals.symbols);
   b.deltas = d.Take<int32_t>(plan.totals.symbols);
   b.histogram = d.Take<uint32_t>(S * kAlphabet);
-  b.windows = d.Take<uint2>(S);
+  b.used = d.Take<uint32_t>(S);
+  static_assert(sizeof(UsedSymbols) == 16 && sizeof(SymbolCount) == 8);
+  b.info = d.Take<UsedSymbols>(S + S * kAlphabet / 2);
+  b.list = b.info ? reinterpret_cast<SymbolCount*>(b.info + S) : nullptr;
+  b.upload = d.Take<uint8_t>(UploadBytes(S));
   b.masks = d.Take<uint32_t>(3 * plan.totals.mask_words);
   b.tile_counts = d.Take<SpecialCounts>(plan.totals.mask_tiles);
   b.tile_prefix = d.Take<SpecialCounts>(plan.totals.mask_tiles);
@@ -195,16 +241,12 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.gap_prefix = d.Take<uint64_t>(plan.totals.chunks);
   b.lengths = d.Take<uint8_t>(S * kAlphabet);
   b.codes = d.Take<uint32_t>(S * kAlphabet);
-  b.code_sections = d.Take<uint8_t>(S * kCodeSectionStride);
   b.cub_temp = d.Take<uint8_t>(cub_temp_bytes);
   b.cub_temp_bytes = cub_temp_bytes;
   WorkspaceCarver h(host);
-  b.host_windows = h.Take<uint2>(S);
-  b.host_histogram = h.Take<uint32_t>(S * kAlphabet);
-  b.host_lengths = h.Take<uint8_t>(S * kAlphabet);
-  b.host_codes = h.Take<uint32_t>(S * kAlphabet);
-  b.host_code_sections = h.Take<uint8_t>(S * kCodeSectionStride);
-  b.host_codebooks = h.Take<Codebook>(S);
+  b.host_info = h.Take<UsedSymbols>(S + S * kAlphabet / 2);
+  b.host_list = b.host_info ? reinterpret_cast<SymbolCount*>(b.host_info + S) : nullptr;
+  b.host_upload = h.Take<uint8_t>(UploadBytes(S));
   b.host_segments = h.Take<Segment>(S);
   b.host_items = h.Take<Item>(plan.items.size());
   b.host_frame_templates = h.Take<uint8_t>(plan.frame_templates.size());
@@ -213,38 +255,28 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   return b;
 }
 
-// The bins [first, first + count) of a segment's histogram that can be
-// non-zero; count 0 when none is.
-struct Window {
-  uint32_t first;
-  uint32_t count;
-};
-Window WindowOf(const Buffers& b, uint64_t s) {
-  const uint2 w = b.host_windows[s];
-  return w.x <= w.y ? Window{w.x, w.y - w.x + 1} : Window{0, 0};
-}
-
-// The host's part: one frame's Huffman code from the used window of its
-// histogram, exactly as the CPU codec builds it from the whole alphabet
-// (codec/huffman_code.h): both rank symbols by weight, then by index, and
-// assign canonical codes in index order, so bins that are zero change
-// nothing. Only the window's lengths and codes go back up: the encoder
-// looks up no other symbol.
-void BuildCodebook(uint64_t s, const Segment& seg, const Buffers& b) {
-  const uint32_t alphabet = 2 * seg.radius;
-  const Window w = WindowOf(b, s);
-  const uint32_t* hist = b.host_histogram + s * kAlphabet + w.first;
-  std::vector<uint8_t> used = BuildCodeLengths({hist, w.count}, static_cast<int>(seg.max_code_length));
-  std::vector<uint32_t> codes = CanonicalCodes(used);
-  std::vector<uint8_t> lengths(alphabet, 0);
-  std::copy(used.begin(), used.end(), lengths.begin() + w.first);
+// The host's part: one frame's Huffman code from its used symbols, exactly
+// as the CPU codec builds it from the whole histogram (codec/huffman_code.h):
+// both rank symbols by weight, then by symbol, and assign canonical codes in
+// symbol order, so unused symbols change nothing. Only the used symbols'
+// lengths and codes go back up: the encoder looks up no other symbol.
+void BuildCodebook(uint64_t s, const Segment& seg, const Buffers& b, const UploadLayout& up) {
+  const UsedSymbols u = b.host_info[s];
+  const absl::Span<const SymbolCount> used(b.host_list + u.offset, u.count);
+  const std::vector<uint8_t> lengths =
+      BuildCodeLengths(used, static_cast<int>(seg.max_code_length));
+  const std::vector<uint32_t> codes = CanonicalCodes(lengths);
+  std::vector<uint32_t> symbols(u.count);
+  for (uint32_t i = 0; i < u.count; ++i) symbols[i] = used[i].symbol;
   std::vector<uint8_t> section;
-  AppendCodeLengths(lengths, &section);
-  std::memcpy(b.host_lengths + s * kAlphabet + w.first, used.data(), w.count);
-  std::memcpy(b.host_codes + s * kAlphabet + w.first, codes.data(), w.count * sizeof(uint32_t));
-  std::memcpy(b.host_code_sections + s * kCodeSectionStride, section.data(), section.size());
-  b.host_codebooks[s] = {s * kCodeSectionStride, static_cast<uint32_t>(section.size()),
-                         Crc32c(section.data(), section.size())};
+  section.reserve(SectionRoom(u.count));
+  AppendCodeLengths(symbols, lengths, 2 * seg.radius, &section);
+  std::memcpy(b.host_upload + up.lengths + u.offset, lengths.data(), u.count);
+  std::memcpy(b.host_upload + up.codes + 4 * u.offset, codes.data(), 4 * uint64_t{u.count});
+  std::memcpy(b.host_upload + up.sections + up.section_at[s], section.data(), section.size());
+  reinterpret_cast<Codebook*>(b.host_upload)[s] = {up.section_at[s],
+                                                   static_cast<uint32_t>(section.size()),
+                                                   Crc32c(section.data(), section.size())};
 }
 
 }  // namespace
@@ -253,19 +285,19 @@ uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) 
   auto plan = PlanArchive(spec, options, ResolvedBound{1, 2});
   if (!plan.ok()) return 0;
   const uint64_t elem = DTypeSize(spec.dtype);
-  uint64_t total = format::kFileHeaderSize + format::FrameIndexSize(plan->frame_count()) +
-                   format::kTrailerSize;
+  uint64_t total =
+      format::kFileHeaderSize + format::FrameIndexSize(plan->frame_count()) + format::kTrailerSize;
   for (uint64_t f = 0; f < plan->frame_count(); ++f) {
     const FrameParams p = plan->ParamsForFrame(f);
     uint64_t n = 1;
     for (uint64_t d : p.shape) n *= d;
     const uint64_t chunks = (n + p.chunk_symbols - 1) / p.chunk_symbols;
     const uint64_t bits = n * p.max_code_length;
-    total += format::kFrameHeaderSize + kSections * 8;   // header, padding
-    total += kCodeSectionStride;                         // code lengths
+    total += format::kFrameHeaderSize + kSections * 8;  // header, padding
+    total += kCodeSectionStride;                        // code lengths
     total += (chunks + p.chunk_group - 1) / p.chunk_group * 8 + chunks * 4;
-    total += bits / p.subsequence_bits + chunks;         // gap array
-    total += bits / 8 + chunks * 4;                      // bitstream
+    total += bits / p.subsequence_bits + chunks;  // gap array
+    total += bits / 8 + chunks * 4;               // bitstream
     // An element is an outlier or not, and verbatim, fill or neither (fill
     // runs are at most one per two elements, 8 bytes each).
     total += n * 8 + std::max<uint64_t>(n * (4 + elem) + 8, (n + 1) / 2 * 8);
@@ -283,8 +315,8 @@ absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTas
   return size;
 }
 
-absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace& ws,
-                           Stream stream, StageTimer* timer) {
+absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace& ws, Stream stream,
+                           StageTimer* timer) {
   auto plan_or = MakePlan(tasks);
   if (!plan_or.ok()) return plan_or.status();
   const Plan& plan = *plan_or;
@@ -327,91 +359,96 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   }
   CUDA_RETURN_IF_ERROR(LaunchResolveBounds(b.items, I, st));
   mark("value range");
-  PredictOutputs out{b.symbols, b.deltas, b.histogram, b.masks, b.masks + t.mask_words,
+  PredictOutputs out{b.symbols,
+                     b.deltas,
+                     b.histogram,
+                     b.masks,
+                     b.masks + t.mask_words,
                      b.masks + 2 * t.mask_words};
   CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, S, b.items, t.tiles, out, st));
   mark("quantize+lorenzo+histogram");
 
-  // The host's part, the codec's only synchronizations: the used window of
-  // each histogram to the host (a few hundred of 65536 bins on smooth data),
-  // codes for it back.
-  CUDA_RETURN_IF_ERROR(LaunchHistogramWindows(b.histogram, S, b.windows, st));
-  CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(b.host_windows, b.windows, S * sizeof(uint2), cudaMemcpyDeviceToHost, st));
+  // The host's part, the codec's only synchronization (two when frames use
+  // many symbols): each histogram's used symbols to the host, listed in one
+  // copy; their codes back up in one.
+  const uint64_t capacity = S * kListedPerSegment;
+  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
+                                       S * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
+                                       cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  for (uint32_t s = 0; s < S; ++s) {
-    const Window w = WindowOf(b, s);
-    if (w.count == 0) continue;
-    const uint64_t at = s * kAlphabet + w.first;
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_histogram + at, b.histogram + at, w.count * 4,
+  const uint64_t listed = b.host_info[S - 1].offset + b.host_info[S - 1].count;
+  if (listed > capacity) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
+                                         (listed - capacity) * sizeof(SymbolCount),
                                          cudaMemcpyDeviceToHost, st));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   }
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  ParallelFor(S, [&](uint64_t s) { BuildCodebook(s, plan.segments[s], b); });
-  for (uint32_t s = 0; s < S; ++s) {
-    const Window w = WindowOf(b, s);
-    if (w.count == 0) continue;
-    const uint64_t at = s * kAlphabet + w.first;
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.lengths + at, b.host_lengths + at, w.count,
-                                         cudaMemcpyHostToDevice, st));
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.codes + at, b.host_codes + at, w.count * 4,
-                                         cudaMemcpyHostToDevice, st));
+  const UploadLayout up = LayoutUpload(b.host_info, S);
+  auto build = [&](uint64_t s) { BuildCodebook(s, plan.segments[s], b, up); };
+  if (S <= 2) {
+    for (uint32_t s = 0; s < S; ++s) build(s);  // spares waking the thread pool
+  } else {
+    ParallelFor(S, build);
   }
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.code_sections, b.host_code_sections,
-                                       S * kCodeSectionStride, cudaMemcpyHostToDevice, st));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.codebooks, b.host_codebooks, S * sizeof(Codebook),
-                                       cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.upload, b.host_upload, up.bytes, cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(LaunchUnpackCodes(b.info, b.list, S, b.upload + up.lengths,
+                                         reinterpret_cast<const uint32_t*>(b.upload + up.codes),
+                                         b.lengths, b.codes, st));
+  const Codebook* codebooks = reinterpret_cast<const Codebook*>(b.upload);
+  const uint8_t* code_sections = b.upload + up.sections;
   mark("huffman code (host)");
 
   // Sizes: special elements per mask tile, bits per chunk, and their scans.
   const uint32_t* outlier_mask = b.masks;
   const uint32_t* verbatim_mask = b.masks + t.mask_words;
   const uint32_t* fill_mask = b.masks + 2 * t.mask_words;
-  CUDA_RETURN_IF_ERROR(LaunchCountSpecials(b.segments, S, t.mask_tiles, outlier_mask,
-                                           verbatim_mask, fill_mask, b.tile_counts, st));
+  CUDA_RETURN_IF_ERROR(LaunchCountSpecials(b.segments, S, t.mask_tiles, outlier_mask, verbatim_mask,
+                                           fill_mask, b.tile_counts, st));
   size_t temp = b.cub_temp_bytes;
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(b.cub_temp, temp, b.tile_counts,
                                                       b.tile_prefix, AddCounts(), SpecialCounts{},
                                                       t.mask_tiles, st));
-  CUDA_RETURN_IF_ERROR(LaunchChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths,
-                                       b.chunk_bits, b.chunk_words, b.chunk_gaps, st));
+  CUDA_RETURN_IF_ERROR(LaunchChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths, b.chunk_bits,
+                                       b.chunk_words, b.chunk_gaps, st));
   temp = b.cub_temp_bytes;
-  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words,
-                                                     b.word_prefix, t.chunks, st));
+  CUDA_RETURN_IF_ERROR(
+      cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words, b.word_prefix, t.chunks, st));
   temp = b.cub_temp_bytes;
-  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_gaps,
-                                                     b.gap_prefix, t.chunks, st));
+  CUDA_RETURN_IF_ERROR(
+      cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_gaps, b.gap_prefix, t.chunks, st));
   mark("sizes and scans");
 
   // Layout, then every section straight into its place.
   const uint32_t jobs = S * (kSections - 1);
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.crc_job_pieces + jobs, 0, sizeof(uint64_t), st));
-  CUDA_RETURN_IF_ERROR(LaunchLayout(plan.elem_size, b.segments, b.items, I, b.codebooks,
+  CUDA_RETURN_IF_ERROR(LaunchLayout(plan.elem_size, b.segments, b.items, I, codebooks,
                                     b.tile_prefix, b.tile_counts, b.word_prefix, b.gap_prefix,
                                     b.chunk_words, b.chunk_gaps, b.layouts, b.crc_jobs,
                                     b.crc_job_pieces, st));
-  CUDA_RETURN_IF_ERROR(LaunchEncode(b.segments, S, t.chunks, t.max_chunk_symbols,
-                                    t.max_code_length, b.items, b.layouts, b.symbols, b.lengths,
-                                    b.codes, b.chunk_bits, b.word_prefix, b.gap_prefix, st));
+  CUDA_RETURN_IF_ERROR(LaunchEncode(b.segments, S, t.chunks, t.max_chunk_symbols, t.max_code_length,
+                                    b.items, b.layouts, b.symbols, b.lengths, b.codes, b.chunk_bits,
+                                    b.word_prefix, b.gap_prefix, st));
   mark("layout+encode");
   CUDA_RETURN_IF_ERROR(LaunchWriteSpecials(plan.elem_size, b.segments, S, t.mask_tiles, b.items,
                                            b.layouts, outlier_mask, verbatim_mask, fill_mask,
                                            b.tile_prefix, b.deltas, st));
-  CUDA_RETURN_IF_ERROR(LaunchCopyCodeLengths(b.segments, S, b.items, b.layouts, b.codebooks,
-                                             b.code_sections, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchCopyCodeLengths(b.segments, S, b.items, b.layouts, codebooks, code_sections, st));
   mark("outliers+verbatim+fill");
 
   // Checksums, then the headers that carry them.
   temp = b.cub_temp_bytes;
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.crc_job_pieces,
                                                      b.crc_piece_prefix, jobs + 1, st));
-  CUDA_RETURN_IF_ERROR(LaunchCrcPieces(b.crc_jobs, jobs, b.crc_piece_prefix, plan.max_crc_pieces,
-                                       b.piece_crcs, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchCrcPieces(b.crc_jobs, jobs, b.crc_piece_prefix, plan.max_crc_pieces, b.piece_crcs, st));
   CUDA_RETURN_IF_ERROR(
       LaunchCrcCombine(b.crc_jobs, jobs, b.crc_piece_prefix, b.piece_crcs, nullptr, st));
   mark("crc32c");
-  CUDA_RETURN_IF_ERROR(LaunchHeaders(b.segments, S, b.items, I, b.layouts, b.frame_templates,
-                                     b.file_templates, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchHeaders(b.segments, S, b.items, I, b.layouts, b.frame_templates, b.file_templates, st));
   mark("headers");
   return absl::OkStatus();
 }

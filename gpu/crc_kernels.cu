@@ -1,4 +1,4 @@
-// CRC-32C of many byte ranges at once: every 4 KiB piece on its own thread,
+// CRC-32C of many byte ranges at once: every 1 KiB piece on its own thread,
 // then each range's pieces combined in order (Crc32cCombine) by one block.
 #include <cub/block/block_reduce.cuh>
 

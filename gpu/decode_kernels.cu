@@ -15,6 +15,9 @@ namespace ebzip::gpu {
 namespace {
 
 constexpr int kLookupBits = 12;
+// Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
+// of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
+constexpr uint32_t kStagedWords = 4096;
 constexpr int kTableThreads = 1024;
 constexpr int kMaxLength = format::kMaxCodeLength;
 
@@ -175,18 +178,35 @@ struct Table {
         sorted(t.sorted + uint64_t{s} * 65536),
         max_length(max_len) {}
 
+  // Points the table's small parts at copies in shared memory (a block's
+  // decoders make a lookup per symbol, each a dependent load).
+  __device__ void Stage(uint32_t* shared_lookup, uint32_t* shared_lengths) {
+    for (uint32_t i = threadIdx.x; i < (1u << kLookupBits); i += blockDim.x) {
+      shared_lookup[i] = lookup[i];
+    }
+    if (threadIdx.x < 32) {
+      shared_lengths[threadIdx.x] = first[threadIdx.x];
+      shared_lengths[32 + threadIdx.x] = count[threadIdx.x];
+      shared_lengths[64 + threadIdx.x] = offset[threadIdx.x];
+    }
+    lookup = shared_lookup;
+    first = shared_lengths;
+    count = shared_lengths + 32;
+    offset = shared_lengths + 64;
+  }
+
   // Length of the codeword at the top of `window` (0 if none) and its symbol.
   __device__ int Decode(uint32_t window, uint32_t* symbol) const {
-    const uint32_t e = __ldg(&lookup[window >> (32 - kLookupBits)]);
+    const uint32_t e = lookup[window >> (32 - kLookupBits)];
     if (e != 0) {
       *symbol = e >> 8;
       return static_cast<int>(e & 0xFF);
     }
     for (int l = kLookupBits + 1; l <= max_length; ++l) {
       const uint32_t code = window >> (32 - l);
-      const uint32_t k = code - __ldg(&first[l]);
-      if (k < __ldg(&count[l])) {
-        *symbol = __ldg(&sorted[__ldg(&offset[l]) + k]);
+      const uint32_t k = code - first[l];
+      if (k < count[l]) {
+        *symbol = __ldg(&sorted[offset[l] + k]);
         return l;
       }
     }
@@ -211,11 +231,11 @@ struct BitReader {
 struct ChunkView {
   uint32_t s;
   const Segment* seg;
-  uint64_t c;          // within the segment
-  uint32_t count;      // symbols
+  uint64_t c;      // within the segment
+  uint32_t count;  // symbols
   uint32_t bits;
   BitReader reader;
-  uint16_t* out;       // the chunk's first symbol
+  uint16_t* out;  // the chunk's first symbol
 
   __device__ ChunkView(const Segment* segments, uint32_t num_segments, const Item* items,
                        uint64_t chunk, const uint32_t* chunk_bits, const uint64_t* word_prefix,
@@ -290,16 +310,22 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
 template <bool kSelfSync>
 __global__ void __launch_bounds__(kThreads)
     BlockDecodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
-                      DecodeTables tables, const uint32_t* chunk_bits,
-                      const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
-                      uint64_t* zero_symbols, DeviceStatus* status) {
+                      DecodeTables tables, const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                      const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
+                      DeviceStatus* status) {
   using Scan = cub::BlockScan<uint32_t, kThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ uint32_t start[kThreads + 1];  // true codeword start of each thread's run
   __shared__ uint32_t end[kThreads];        // where each thread's decoding stopped
   __shared__ uint32_t trace[kSelfSync ? kThreads : 1][kTrace];
   __shared__ uint32_t zeros;
-  extern __shared__ uint16_t staged[];      // the chunk's symbols
+  __shared__ uint32_t shared_lengths[96];  // the table's per-length parts
+  // Dynamic: the lookup table, the chunk's bits (when they fit) and its
+  // symbols, staged for a coalesced write.
+  extern __shared__ uint32_t dynamic[];
+  uint32_t* const shared_lookup = dynamic;
+  uint32_t* const shared_words = dynamic + (1u << kLookupBits);
+  uint16_t* const staged = reinterpret_cast<uint16_t*>(shared_words + kStagedWords);
   __shared__ bool skip;
   // See ChunkParallelKernel; one read, so the whole block agrees.
   if (threadIdx.x == 0) skip = status->error != kNoError;
@@ -308,7 +334,16 @@ __global__ void __launch_bounds__(kThreads)
 
   const ChunkView v(segments, num_segments, items, blockIdx.x, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
-  const Table table(tables, v.s, seg.max_code_length);
+  Table table(tables, v.s, seg.max_code_length);
+  table.Stage(shared_lookup, shared_lengths);
+  BitReader reader = v.reader;
+  if (reader.num_words <= kStagedWords) {
+    for (uint32_t i = threadIdx.x; i < reader.num_words; i += kThreads) {
+      shared_words[i] = reader.words[i];
+    }
+    reader.words = shared_words;
+  }
+  __syncthreads();
   const uint32_t sub = seg.subsequence_bits;
   const uint32_t subsequences = (v.bits + sub - 1) / sub;
   const uint32_t per = (subsequences + kThreads - 1) / kThreads;
@@ -330,7 +365,8 @@ __global__ void __launch_bounds__(kThreads)
     }
     start[t] = active ? pos : v.bits;
     uint32_t traced = 0;
-    if (ok && active) ok = DecodeRun<false>(table, v.reader, pos, stop, v.bits, n, nullptr, nullptr, traced);
+    if (ok && active)
+      ok = DecodeRun<false>(table, reader, pos, stop, v.bits, n, nullptr, nullptr, traced);
     end[t] = active ? pos : v.bits;
     if (!ok) ReportError(status, kErrGapArray, v.s);
     __syncthreads();
@@ -342,7 +378,8 @@ __global__ void __launch_bounds__(kThreads)
     // (c) Speculative start at the run's first bit (thread 0's is true).
     uint32_t traced = 0;
     uint32_t* my_trace = trace[t];
-    bool valid = active && DecodeRun<false>(table, v.reader, pos, stop, v.bits, n, nullptr, my_trace, traced);
+    bool valid =
+        active && DecodeRun<false>(table, reader, pos, stop, v.bits, n, nullptr, my_trace, traced);
     start[t] = active ? boundary : v.bits;
     end[t] = valid ? pos : 0xFFFFFFFFu;
     if (!active) end[t] = v.bits;
@@ -369,7 +406,7 @@ __global__ void __launch_bounds__(kThreads)
           }
           if (fresh < kTrace) fresh_trace[fresh++] = p;
           uint32_t sym;
-          const int l = table.Decode(v.reader.Window(p), &sym);
+          const int l = table.Decode(reader.Window(p), &sym);
           if (l == 0 || p + l > v.bits) {
             good = false;
             break;
@@ -412,7 +449,7 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t my_zeros = 0;
   if (active && ok) {
     uint32_t p = start[t], m = 0, traced = 0;
-    DecodeRun<true>(table, v.reader, p, stop, v.bits, m, staged + rank, nullptr, traced);
+    DecodeRun<true>(table, reader, p, stop, v.bits, m, staged + rank, nullptr, traced);
     for (uint32_t i = 0; i < m; ++i) my_zeros += staged[rank + i] == 0;
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);
@@ -491,8 +528,8 @@ cudaError_t LaunchBuildDecodeTables(const Segment* segments, uint32_t num_segmen
 
 cudaError_t LaunchReadChunkIndex(const Segment* segments, uint32_t num_segments,
                                  uint64_t num_chunks, const Item* items, uint32_t* chunk_bits,
-                                 uint64_t* chunk_words, uint64_t* chunk_gaps,
-                                 DeviceStatus* status, cudaStream_t stream) {
+                                 uint64_t* chunk_words, uint64_t* chunk_gaps, DeviceStatus* status,
+                                 cudaStream_t stream) {
   ReadChunkIndexKernel<<<(num_chunks + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
       segments, num_segments, num_chunks, items, chunk_bits, chunk_words, chunk_gaps, status);
   return cudaGetLastError();
@@ -504,33 +541,34 @@ cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments
                                   const uint64_t* word_prefix, const uint64_t* gap_prefix,
                                   DeviceStatus* status, cudaStream_t stream) {
   CheckChunkIndexKernel<<<(num_chunks + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
-      segments, num_segments, num_chunks, items, chunk_words, chunk_gaps, word_prefix,
-      gap_prefix, status);
+      segments, num_segments, num_chunks, items, chunk_words, chunk_gaps, word_prefix, gap_prefix,
+      status);
   return cudaGetLastError();
 }
 
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
                          uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
-                         DecodeTables tables,
-                         const uint32_t* chunk_bits, const uint64_t* word_prefix,
-                         const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
-                         DeviceStatus* status, cudaStream_t stream) {
+                         DecodeTables tables, const uint32_t* chunk_bits,
+                         const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                         uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream) {
   if (decoder == GpuDecoder::kChunkParallel) {
     ChunkParallelKernel<<<(num_chunks + 127) / 128, 128, 0, stream>>>(
         segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, symbols,
         zero_symbols, status);
     return cudaGetLastError();
   }
-  const size_t smem = size_t{max_chunk_symbols} * sizeof(uint16_t);
-  auto kernel = decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false> : BlockDecodeKernel<true>;
+  const size_t smem = (size_t{1} << kLookupBits) * 4 + size_t{kStagedWords} * 4 +
+                      size_t{max_chunk_symbols} * sizeof(uint16_t);
+  auto kernel =
+      decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false> : BlockDecodeKernel<true>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem));
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, tables,
-                                                 chunk_bits, word_prefix, gap_prefix, symbols,
-                                                 zero_symbols, status);
+  kernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, tables, chunk_bits,
+                                                 word_prefix, gap_prefix, symbols, zero_symbols,
+                                                 status);
   return cudaGetLastError();
 }
 

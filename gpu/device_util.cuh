@@ -106,14 +106,19 @@ struct CrcTables {
   }
 };
 
-// Byte-at-a-time CRC-32C for short headers, without tables.
-__device__ inline uint32_t SlowCrc32c(const uint8_t* p, uint64_t n) {
-  uint32_t c = ~0u;
+// Byte-at-a-time CRC-32C for short headers, without tables: extends `crc`
+// (of the bytes before) over n bytes. Callers build the bytes in shared or
+// local memory first: over global memory each byte would cost a round trip.
+__device__ inline uint32_t SlowCrc32cExtend(uint32_t crc, const uint8_t* p, uint64_t n) {
+  uint32_t c = ~crc;
   for (uint64_t i = 0; i < n; ++i) {
     c ^= p[i];
     for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
   }
   return ~c;
+}
+__device__ inline uint32_t SlowCrc32c(const uint8_t* p, uint64_t n) {
+  return SlowCrc32cExtend(0, p, n);
 }
 
 template <typename T>

@@ -1,8 +1,8 @@
 // Chunked Huffman encoding (FORMAT.md §10.5): each chunk's bit length, then
 // one block per chunk packs its codewords in shared memory, records the gap
 // array entries of its subsequences, and writes the words out coalesced.
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <cub/warp/warp_reduce.cuh>
 
 #include "gpu/device_util.cuh"
 #include "gpu/kernels.h"
@@ -10,16 +10,19 @@
 namespace ebzip::gpu {
 namespace {
 
-constexpr int kWarpsPerBlock = kThreads / 32;
+// Threads per chunk. A small array has a handful of chunks, and each thread
+// walks its share of the chunk's symbols with dependent loads (symbol, then
+// its length): more threads per chunk, shorter walks.
+constexpr int kBitsThreads = 256;
+constexpr int kEncodeThreads = 1024;
 
-__global__ void ChunkBitsKernel(const Segment* segments, uint32_t num_segments,
-                                uint64_t num_chunks, const uint16_t* symbols,
-                                const uint8_t* lengths, uint32_t* chunk_bits,
-                                uint64_t* chunk_words, uint64_t* chunk_gaps) {
-  using WarpReduce = cub::WarpReduce<uint32_t>;
-  __shared__ typename WarpReduce::TempStorage temp[kWarpsPerBlock];
-  const uint64_t chunk = uint64_t{blockIdx.x} * kWarpsPerBlock + threadIdx.x / 32;
-  if (chunk >= num_chunks) return;
+__global__ void __launch_bounds__(kBitsThreads)
+    ChunkBitsKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
+                    const uint8_t* lengths, uint32_t* chunk_bits, uint64_t* chunk_words,
+                    uint64_t* chunk_gaps) {
+  using Reduce = cub::BlockReduce<uint32_t, kBitsThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const uint64_t chunk = blockIdx.x;
   const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
   const Segment& seg = segments[s];
   const uint64_t c = chunk - seg.chunk_base;
@@ -28,20 +31,22 @@ __global__ void ChunkBitsKernel(const Segment* segments, uint32_t num_segments,
   const uint16_t* sym = symbols + seg.symbol_base;
   const uint8_t* len = lengths + uint64_t{s} * 65536;
   uint32_t bits = 0;
-  for (uint64_t i = begin + threadIdx.x % 32; i < end; i += 32) bits += len[sym[i]];
-  bits = WarpReduce(temp[threadIdx.x / 32]).Sum(bits);
-  if (threadIdx.x % 32 == 0) {
+  for (uint64_t i = begin + threadIdx.x; i < end; i += kBitsThreads) bits += len[sym[i]];
+  bits = Reduce(temp).Sum(bits);
+  if (threadIdx.x == 0) {
     chunk_bits[chunk] = bits;
     chunk_words[chunk] = (bits + 31) / 32;
-    chunk_gaps[chunk] = seg.gap_array ? (bits + seg.subsequence_bits - 1) / seg.subsequence_bits : 0;
+    chunk_gaps[chunk] =
+        seg.gap_array ? (bits + seg.subsequence_bits - 1) / seg.subsequence_bits : 0;
   }
 }
 
-__global__ void __launch_bounds__(kThreads) EncodeKernel(
-    const Segment* segments, uint32_t num_segments, const Item* items, const FrameLayout* layouts,
-    const uint16_t* symbols, const uint8_t* lengths, const uint32_t* codes,
-    const uint32_t* chunk_bits, const uint64_t* word_prefix, const uint64_t* gap_prefix) {
-  using Scan = cub::BlockScan<uint32_t, kThreads>;
+__global__ void __launch_bounds__(kEncodeThreads)
+    EncodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
+                 const FrameLayout* layouts, const uint16_t* symbols, const uint8_t* lengths,
+                 const uint32_t* codes, const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                 const uint64_t* gap_prefix) {
+  using Scan = cub::BlockScan<uint32_t, kEncodeThreads>;
   __shared__ typename Scan::TempStorage temp;
   extern __shared__ uint32_t words[];
 
@@ -60,9 +65,9 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(
   const uint32_t total_bits = chunk_bits[chunk];
   const uint32_t total_words = (total_bits + 31) / 32;
 
-  for (uint32_t w = threadIdx.x; w < total_words; w += kThreads) words[w] = 0;
+  for (uint32_t w = threadIdx.x; w < total_words; w += kEncodeThreads) words[w] = 0;
   // Each thread packs a contiguous run of symbols.
-  const uint32_t per = (count + kThreads - 1) / kThreads;
+  const uint32_t per = (count + kEncodeThreads - 1) / kEncodeThreads;
   const uint32_t my_begin = min(count, threadIdx.x * per);
   const uint32_t my_end = min(count, my_begin + per);
   uint32_t my_bits = 0;
@@ -72,10 +77,9 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(
   __syncthreads();  // words[] zeroed
 
   const uint32_t sub = seg.subsequence_bits;
-  uint8_t* gaps = seg.gap_array
-                      ? archive + layout.section_offset[format::kGapArray] +
-                            (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
-                      : nullptr;
+  uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
+                                      (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
+                                : nullptr;
   for (uint32_t i = my_begin; i < my_end; ++i) {
     const uint32_t l = len[sym[i]];
     const uint32_t cw = code[sym[i]];
@@ -91,7 +95,8 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(
       // distance to the next codeword start (or to the chunk's end).
       if (pos % sub == 0) gaps[pos / sub] = 0;
       const uint32_t next = (pos / sub + 1) * sub;
-      if (next < pos + l && next < total_bits) gaps[next / sub] = static_cast<uint8_t>(pos + l - next);
+      if (next < pos + l && next < total_bits)
+        gaps[next / sub] = static_cast<uint8_t>(pos + l - next);
     }
     pos += l;
   }
@@ -99,7 +104,7 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(
 
   uint32_t* out = reinterpret_cast<uint32_t*>(archive + layout.section_offset[format::kBitstream]) +
                   (word_prefix[chunk] - word_prefix[seg.chunk_base]);
-  for (uint32_t w = threadIdx.x; w < total_words; w += kThreads) out[w] = words[w];
+  for (uint32_t w = threadIdx.x; w < total_words; w += kEncodeThreads) out[w] = words[w];
   if (threadIdx.x == 0) {
     uint8_t* index = archive + layout.section_offset[format::kChunkIndex];
     const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
@@ -116,9 +121,8 @@ __global__ void __launch_bounds__(kThreads) EncodeKernel(
 cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                             const uint16_t* symbols, const uint8_t* lengths, uint32_t* chunk_bits,
                             uint64_t* chunk_words, uint64_t* chunk_gaps, cudaStream_t stream) {
-  const uint64_t blocks = (num_chunks + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  ChunkBitsKernel<<<blocks, kThreads, 0, stream>>>(segments, num_segments, num_chunks, symbols,
-                                                   lengths, chunk_bits, chunk_words, chunk_gaps);
+  ChunkBitsKernel<<<num_chunks, kBitsThreads, 0, stream>>>(segments, num_segments, symbols, lengths,
+                                                           chunk_bits, chunk_words, chunk_gaps);
   return cudaGetLastError();
 }
 
@@ -133,9 +137,9 @@ cudaError_t LaunchEncode(const Segment* segments, uint32_t num_segments, uint64_
   cudaError_t e = cudaFuncSetAttribute(EncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem));
   if (e != cudaSuccess) return e;
-  EncodeKernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, layouts,
-                                                       symbols, lengths, codes, chunk_bits,
-                                                       word_prefix, gap_prefix);
+  EncodeKernel<<<num_chunks, kEncodeThreads, smem, stream>>>(segments, num_segments, items, layouts,
+                                                             symbols, lengths, codes, chunk_bits,
+                                                             word_prefix, gap_prefix);
   return cudaGetLastError();
 }
 

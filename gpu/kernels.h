@@ -11,6 +11,10 @@
 
 #include "gpu/segment.h"
 
+namespace ebzip {
+struct SymbolCount;  // codec/huffman_code.h
+}  // namespace ebzip
+
 namespace ebzip::gpu {
 
 // --- predict_kernels.cu: range, bound, and the fused prediction pass.
@@ -33,12 +37,27 @@ cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_s
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream);
 
-// The used part of each segment's histogram, so that only it travels to
-// the host and back: windows[s] = {first, last} non-zero bin, or
-// {kHistogramBins, 0} (first > last) when the segment has no symbol.
+// --- codebook_kernels.cu: the Huffman code's trip to the host and back.
 constexpr uint32_t kHistogramBins = 65536;
-cudaError_t LaunchHistogramWindows(const uint32_t* histogram, uint32_t num_segments,
-                                   uint2* windows, cudaStream_t stream);
+// Where a segment's used symbols sit in the list that goes to the host (and
+// their lengths and codes in the lists that come back).
+struct UsedSymbols {
+  uint32_t count;
+  uint32_t reserved;
+  uint64_t offset;
+};
+// Lists every segment's used symbols (non-zero bins, ascending) with their
+// counts behind the previous segment's: used[s] and info[s] say how many and
+// where. `list` has room for every bin of every segment.
+cudaError_t LaunchListUsedSymbols(const uint32_t* histogram, uint32_t num_segments,
+                                  uint32_t* used, UsedSymbols* info, SymbolCount* list,
+                                  cudaStream_t stream);
+// Spreads the lengths and codes built for each listed symbol into the
+// segment's 65536-entry tables (entries of unused symbols are never read).
+cudaError_t LaunchUnpackCodes(const UsedSymbols* info, const SymbolCount* list,
+                              uint32_t num_segments, const uint8_t* packed_lengths,
+                              const uint32_t* packed_codes, uint8_t* lengths, uint32_t* codes,
+                              cudaStream_t stream);
 
 // --- encode_kernels.cu: chunked Huffman encoding with gap array.
 // Bits per chunk, and the words and gap entries each chunk takes.
@@ -88,9 +107,10 @@ cudaError_t LaunchHeaders(const Segment* segments, uint32_t num_segments, const 
                           const uint8_t* frame_templates, const uint8_t* file_templates,
                           cudaStream_t stream);
 
-// --- crc_kernels.cu: CRC-32C of many byte ranges in 4 KiB pieces.
-inline constexpr uint64_t kCrcPieceBytes = 4096;
-// piece_prefix: exclusive scan of each job's piece count (ceil(length/4096)),
+// --- crc_kernels.cu: CRC-32C of many byte ranges in 1 KiB pieces (a thread
+// each: a small frame's sections make enough of them to fill a few warps).
+inline constexpr uint64_t kCrcPieceBytes = 1024;
+// piece_prefix: exclusive scan of each job's piece count (ceil(length/1024)),
 // num_jobs + 1 entries, the last being the total (on the device).
 cudaError_t LaunchCrcPieces(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
                             uint64_t max_pieces, uint32_t* piece_crcs, cudaStream_t stream);

@@ -186,38 +186,6 @@ cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t st
   return cudaGetLastError();
 }
 
-// One block per segment: the first and last non-zero bin of its histogram,
-// four bins per 16-byte load so that a block reads its 256 KiB in 16 steps.
-constexpr int kWindowThreads = 1024;
-__global__ void __launch_bounds__(kWindowThreads)
-    HistogramWindowsKernel(const uint32_t* histogram, uint2* windows) {
-  using Reduce = cub::BlockReduce<uint32_t, kWindowThreads>;
-  __shared__ typename Reduce::TempStorage temp;
-  const uint4* h = reinterpret_cast<const uint4*>(histogram + uint64_t{blockIdx.x} * kHistogramBins);
-  uint32_t first = kHistogramBins, last = 0;
-  for (uint32_t q = threadIdx.x; q < kHistogramBins / 4; q += kWindowThreads) {
-    const uint4 v = h[q];
-    const uint32_t bins[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (uint32_t j = 0; j < 4; ++j) {
-      if (bins[j] != 0) {
-        first = min(first, 4 * q + j);
-        last = 4 * q + j;  // grows
-      }
-    }
-  }
-  first = Reduce(temp).Reduce(first, [](uint32_t a, uint32_t b) { return min(a, b); });
-  __syncthreads();
-  last = Reduce(temp).Reduce(last, [](uint32_t a, uint32_t b) { return max(a, b); });
-  if (threadIdx.x == 0) windows[blockIdx.x] = make_uint2(first, last);
-}
-
-cudaError_t LaunchHistogramWindows(const uint32_t* histogram, uint32_t num_segments,
-                                   uint2* windows, cudaStream_t stream) {
-  HistogramWindowsKernel<<<num_segments, kWindowThreads, 0, stream>>>(histogram, windows);
-  return cudaGetLastError();
-}
-
 cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_segments,
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream) {

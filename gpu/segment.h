@@ -21,6 +21,10 @@ inline constexpr int kSections = format::kSectionCount;
 // Elements per prediction tile: a tile is a run of whole Lorenzo blocks of one
 // segment, so its shared-memory histogram is flushed once per ~this many.
 inline constexpr uint32_t kTileElements = 16384;
+// Tiles a segment is cut into at least (blocks allowing): a 256 KiB array
+// would otherwise be 4 tiles, 4 thread blocks walking 64 Lorenzo blocks each
+// one after the other on a GPU of 132 SMs.
+inline constexpr uint32_t kMinTilesPerSegment = 32;
 // Largest Lorenzo block (in elements) the GPU kernels hold in shared memory.
 inline constexpr uint32_t kMaxBlockVolume = 4096;
 // Largest chunk the encoder and decoders stage in shared memory.

@@ -47,7 +47,9 @@ void PlaceSegment(Segment* seg, BatchTotals* t) {
   const Geometry& g = seg->geo;
   uint64_t volume = 1;
   for (int d = 0; d < kDims; ++d) volume *= g.block[d];
-  seg->blocks_per_tile = std::max<uint64_t>(1, kTileElements / volume);
+  const uint64_t by_size = kTileElements / volume;
+  const uint64_t by_count = (g.num_blocks + kMinTilesPerSegment - 1) / kMinTilesPerSegment;
+  seg->blocks_per_tile = std::max<uint64_t>(1, std::min(by_size, by_count));
   seg->tiles = (g.num_blocks + seg->blocks_per_tile - 1) / seg->blocks_per_tile;
   seg->tile_base = t->tiles;
   t->tiles += seg->tiles;

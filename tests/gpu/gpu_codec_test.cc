@@ -23,8 +23,8 @@
 namespace ebzip::gpu {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                      \
-  do {                                                                          \
+#define SKIP_WITHOUT_GPU()                                                        \
+  do {                                                                            \
     if (absl::Status s = DeviceAvailable(); !s.ok()) GTEST_SKIP() << s.message(); \
   } while (0)
 
@@ -119,7 +119,7 @@ TEST(GpuCodec, SmallAdversarialCases) {
       {{33, 17}, DType::kFloat32, BoundMode::kAbs, 0.01},
       {{9, 10, 11}, DType::kFloat64, BoundMode::kRel, 1e-5},
       {{3, 9, 10, 11}, DType::kFloat32, BoundMode::kRel, 1e-3},
-      {{5000}, DType::kFloat32, BoundMode::kAbs, 1e-12},  // nearly all outliers
+      {{5000}, DType::kFloat32, BoundMode::kAbs, 1e-12},   // nearly all outliers
       {{64, 64}, DType::kFloat32, BoundMode::kAbs, 1e30},  // one symbol
   };
   uint32_t seed = 1;
@@ -171,18 +171,43 @@ TEST(GpuCodec, RandomShapesDtypesAndBounds) {
     if (rng() % 3 == 0) options.chunk_symbols = 256 + rng() % 20000;
     if (rng() % 4 == 0) options.radius = 1 + rng() % 3000;
     const ArraySpec spec{dtype, shape};
-    ExpectSameAsCpu(spec, MakeAnyField(dtype, spec.num_elements(), trial, trial % 2 == 0,
-                                       options.fill_value),
-                    options);
+    ExpectSameAsCpu(
+        spec, MakeAnyField(dtype, spec.num_elements(), trial, trial % 2 == 0, options.fill_value),
+        options);
     if (HasFatalFailure()) return;
   }
 }
 
+// Histogram windows wider than the first copy to the host carries (2048
+// bins per frame): noise at a tight bound uses ~10,000 symbols per frame.
+// Frames alternate noise and smooth data so that windows cross the copy's
+// end partly, lie wholly past it, and follow a wide one narrow.
+TEST(GpuCodec, WideHistogramsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kFrame = 100000;
+  std::vector<float> v(6 * kFrame);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> noise(-1, 1);
+  for (uint64_t i = 0; i < v.size(); ++i) {
+    const bool noisy = (i / kFrame) % 3 != 2;
+    v[i] = noisy ? noise(rng) : static_cast<float>(std::sin(i * 1e-3));
+  }
+  std::vector<uint8_t> data(v.size() * 4);
+  std::memcpy(data.data(), v.data(), data.size());
+  CompressOptions options;
+  options.mode = BoundMode::kAbs;
+  options.bound = 1e-4;
+  options.frame_elements = kFrame;
+  ExpectSameAsCpu({DType::kFloat32, {v.size()}}, data, options);
+}
+
 TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
   SKIP_WITHOUT_GPU();
-  const std::vector<ArraySpec> specs = {
-      {DType::kFloat32, {1000}}, {DType::kFloat32, {31, 47}}, {DType::kFloat32, {5, 6, 7}},
-      {DType::kFloat32, {123456}}, {DType::kFloat32, {1}}};
+  const std::vector<ArraySpec> specs = {{DType::kFloat32, {1000}},
+                                        {DType::kFloat32, {31, 47}},
+                                        {DType::kFloat32, {5, 6, 7}},
+                                        {DType::kFloat32, {123456}},
+                                        {DType::kFloat32, {1}}};
   CompressOptions options;
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
@@ -224,8 +249,7 @@ TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
   for (size_t i = 0; i < specs.size(); ++i) {
     ASSERT_EQ(got[i], expected[i].size()) << "array " << i;
     std::vector<uint8_t> archive(got[i]);
-    ASSERT_EQ(cudaMemcpy(archive.data(), archives[i], got[i], cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(archive.data(), archives[i], got[i], cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_TRUE(archive == expected[i]) << "array " << i;
     auto info = ReadArchiveInfo(archive);
     ASSERT_TRUE(info.ok());
@@ -419,15 +443,15 @@ TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
       std::vector<uint8_t> bad = *archive;
       bad[section_at[s] + h.sections[s].length / 2] ^= 0x10;
       if (fixed) fix_crcs(bad, s);
-      for (DecoderKind d : {DecoderKind::kGapArray, DecoderKind::kSelfSync,
-                            DecoderKind::kChunkParallel}) {
+      for (DecoderKind d :
+           {DecoderKind::kGapArray, DecoderKind::kSelfSync, DecoderKind::kChunkParallel}) {
         auto out = DecompressHost(bad, d);
         if (out.ok()) {
           // A flip the format cannot see (e.g. in a verbatim value) must still
           // decode exactly as the CPU decodes the same bytes.
           auto cpu = Decompress(bad);
-          ASSERT_TRUE(cpu.ok()) << format::SectionName(s) << " fixed=" << fixed << ": GPU accepted, CPU says "
-                                << cpu.status();
+          ASSERT_TRUE(cpu.ok()) << format::SectionName(s) << " fixed=" << fixed
+                                << ": GPU accepted, CPU says " << cpu.status();
           EXPECT_TRUE(cpu->data == out->data) << format::SectionName(s);
         } else {
           EXPECT_EQ(out.status().code(), absl::StatusCode::kDataLoss)
