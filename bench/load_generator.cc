@@ -132,11 +132,11 @@ std::vector<float> MakeField(const std::vector<uint64_t>& shape, bool smooth) {
 
 struct OpStats {
   uint64_t ok = 0;
-  uint64_t array_bytes = 0;    // of successful requests
-  uint64_t archive_bytes = 0;  // archives received (compress) or sent (decompress)
-  std::vector<double> latency_ms;  // of successful requests
+  uint64_t array_bytes = 0;                  // of successful requests
+  uint64_t archive_bytes = 0;                // archives received (compress) or sent (decompress)
+  std::vector<double> latency_ms;            // of successful requests
   std::vector<double> queue_ms, compute_ms;  // compress: the server's, from the summaries
-  std::map<std::string, uint64_t> errors;  // by status code name
+  std::map<std::string, uint64_t> errors;    // by status code name
 
   void Merge(const OpStats& o) {
     ok += o.ok;
@@ -156,24 +156,42 @@ struct OpStats {
 
 const char* CodeName(grpc::StatusCode code) {
   switch (code) {
-    case grpc::OK: return "OK";
-    case grpc::CANCELLED: return "CANCELLED";
-    case grpc::UNKNOWN: return "UNKNOWN";
-    case grpc::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::NOT_FOUND: return "NOT_FOUND";
-    case grpc::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::ABORTED: return "ABORTED";
-    case grpc::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::INTERNAL: return "INTERNAL";
-    case grpc::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::DATA_LOSS: return "DATA_LOSS";
-    case grpc::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "?";
+    case grpc::OK:
+      return "OK";
+    case grpc::CANCELLED:
+      return "CANCELLED";
+    case grpc::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::ABORTED:
+      return "ABORTED";
+    case grpc::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::INTERNAL:
+      return "INTERNAL";
+    case grpc::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "?";
   }
 }
 
@@ -259,14 +277,20 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
   *header->mutable_error_bound() = cfg.bound;
   const char* data = reinterpret_cast<const char*>(cfg.field->data());
   const uint64_t bytes = cfg.field->size() * sizeof(float);
+  // As the client library sends (client/remote): the header waits for the
+  // first data, the last data carries the half-close.
   auto send = [&] {
-    bool open = stream->Write(req);
+    bool open = stream->Write(req, grpc::WriteOptions().set_buffer_hint());
+    bool closed = false;
     for (uint64_t off = 0; open && off < bytes; off += cfg.message_bytes) {
       req.Clear();
-      req.set_data(data + off, std::min(cfg.message_bytes, bytes - off));
-      open = stream->Write(req);
+      const uint64_t n = std::min(cfg.message_bytes, bytes - off);
+      req.set_data(data + off, n);
+      closed = off + n == bytes;
+      open = stream->Write(req,
+                           closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
     }
-    stream->WritesDone();
+    if (!closed) stream->WritesDone();
   };
   SendWhileReading sender(bytes, send);
   archive->clear();
@@ -287,8 +311,7 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
                       summary->archive_bytes() != archive->size() || archive->empty())) {
     Wrong(absl::StrCat("compress: summary says ", summary->input_bytes(), " in / ",
                        summary->archive_bytes(), " out, received ", archive->size(),
-                       " archive bytes for ", bytes, " sent",
-                       have_summary ? "" : " (no summary)"));
+                       " archive bytes for ", bytes, " sent", have_summary ? "" : " (no summary)"));
   }
   return status;
 }
@@ -300,13 +323,15 @@ grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::st
   auto stream = stub.Decompress(&ctx);
   auto send = [&] {
     ebzip::v1::DecompressRequest req;
-    bool open = true;
+    bool open = true, closed = false;
     for (uint64_t off = 0; open && off < archive.size(); off += cfg.message_bytes) {
-      req.set_archive(archive.data() + off, std::min<uint64_t>(cfg.message_bytes,
-                                                               archive.size() - off));
-      open = stream->Write(req);
+      const uint64_t n = std::min<uint64_t>(cfg.message_bytes, archive.size() - off);
+      req.set_archive(archive.data() + off, n);
+      closed = off + n == archive.size();
+      open = stream->Write(req,
+                           closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
     }
-    stream->WritesDone();
+    if (!closed) stream->WritesDone();
   };
   SendWhileReading sender(archive.size(), send);
   const uint64_t bytes = cfg.field->size() * sizeof(float);
@@ -556,13 +581,14 @@ int main(int argc, char** argv) {
   }
 
   std::printf("ebzip_load: server %s: ebzipd %s\n", server.c_str(), server_desc.c_str());
-  std::printf(
-      "ebzip_load: method %s, %" PRIu64 " B arrays (float32 [%s], %s field, made in %.1f s), "
-      "bound %s %g, %d streams over %d channels, %" PRId64 " requests after %" PRId64
-      " warm-up, %" PRIu64 " B messages%s\n",
-      method_name.c_str(), bytes, absl::StrJoin(cfg.shape, " x ").c_str(), field_name.c_str(),
-      gen_s, cfg.bound.mode() == ebzip::v1::ABS ? "ABS" : "REL", cfg.bound.value(), streams,
-      channels, requests, warmup, cfg.message_bytes, cfg.verify ? ", verified" : "");
+  std::printf("ebzip_load: method %s, %" PRIu64
+              " B arrays (float32 [%s], %s field, made in %.1f s), "
+              "bound %s %g, %d streams over %d channels, %" PRId64 " requests after %" PRId64
+              " warm-up, %" PRIu64 " B messages%s\n",
+              method_name.c_str(), bytes, absl::StrJoin(cfg.shape, " x ").c_str(),
+              field_name.c_str(), gen_s, cfg.bound.mode() == ebzip::v1::ABS ? "ABS" : "REL",
+              cfg.bound.value(), streams, channels, requests, warmup, cfg.message_bytes,
+              cfg.verify ? ", verified" : "");
   std::fflush(stdout);
 
   if (warmup > 0) RunPhase(stubs, cfg, method, shared_archive, warmup);
@@ -582,16 +608,17 @@ int main(int argc, char** argv) {
     auto q = p.compress.queue_ms, c = p.compress.compute_ms;
     std::sort(q.begin(), q.end());
     std::sort(c.begin(), c.end());
-    std::printf("compress, server side (summaries): queue p50 %.2f p99 %.2f ms, compute p50 %.2f "
-                "p99 %.2f ms (a batch's time is each of its requests')\n",
-                Percentile(q, 0.5), Percentile(q, 0.99), Percentile(c, 0.5), Percentile(c, 0.99));
+    std::printf(
+        "compress, server side (summaries): queue p50 %.2f p99 %.2f ms, compute p50 %.2f "
+        "p99 %.2f ms (a batch's time is each of its requests')\n",
+        Percentile(q, 0.5), Percentile(q, 0.99), Percentile(c, 0.5), Percentile(c, 0.99));
   }
   const OpStats& ratio_from = method == Method::kDecompress ? p.decompress : p.compress;
   if (ratio_from.archive_bytes > 0) {
-    std::printf("ratio %.3f (array bytes / archive bytes%s)\n",
-                static_cast<double>(ratio_from.array_bytes) /
-                    static_cast<double>(ratio_from.archive_bytes),
-                method == Method::kDecompress ? ", of the one archive decompressed" : "");
+    std::printf(
+        "ratio %.3f (array bytes / archive bytes%s)\n",
+        static_cast<double>(ratio_from.array_bytes) / static_cast<double>(ratio_from.archive_bytes),
+        method == Method::kDecompress ? ", of the one archive decompressed" : "");
   }
   uint64_t failed = 0;
   std::string errors;

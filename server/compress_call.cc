@@ -59,8 +59,10 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     const uint64_t bytes = spec_.num_bytes();
     if (bytes > env_.limits.max_request_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "the array holds ", bytes, " bytes, more than this server takes in one request "
-          "(--max_request_bytes ", env_.limits.max_request_bytes,
+          "the array holds ", bytes,
+          " bytes, more than this server takes in one request "
+          "(--max_request_bytes ",
+          env_.limits.max_request_bytes,
           "; with an absolute bound, arrays of many frames stream without this limit)"));
     }
     // Admitted now, before a byte of data arrives: a full server says so at
@@ -148,8 +150,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     const uint64_t need = spec_.num_bytes();
     if (received_ != need) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "received ", received_, " bytes of data, but shape ", ShapeToString(spec_.shape),
-          " of ", DTypeName(spec_.dtype), " needs ", need));
+          "received ", received_, " bytes of data, but shape ", ShapeToString(spec_.shape), " of ",
+          DTypeName(spec_.dtype), " needs ", need));
     }
     if (!plan_) Submit(std::move(current_));
     return absl::OkStatus();
@@ -182,11 +184,10 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (frames_sent_ < plan_->frame_count()) {
       Work* work = FrontWork();
       if (work == nullptr) return Next::kWait;
-      auto frame =
-          FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
+      auto frame = FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
       if (!frame.ok()) {
-        return absl::InternalError(absl::StrCat("frame ", frames_sent_, " of a streamed array: ",
-                                                frame.status().message()));
+        return absl::InternalError(absl::StrCat(
+            "frame ", frames_sent_, " of a streamed array: ", frame.status().message()));
       }
       Account(*work);
       PopFront();
@@ -206,6 +207,10 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (summary_sent_) return Next::kDone;
     return SendSummary(message);
   }
+
+  // The summary is always last (a streamed array's waits for the client's
+  // half-close).
+  bool ReplyComplete() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return summary_sent_; }
 
   Next SendArchive(v1::CompressResponse* message) {
     return SendBytes([&](const uint8_t* data, size_t n) {

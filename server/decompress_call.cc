@@ -21,8 +21,7 @@ namespace {
 //   decoded. The frame index and trailer, last in the archive, are checked
 //   against the frames seen: a mismatch ends the call with DATA_LOSS, after
 //   the rows of frames that were sound (each passed its own checksums).
-class DecompressCall final
-    : public StreamingCall<v1::DecompressRequest, v1::DecompressResponse> {
+class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::DecompressResponse> {
  public:
   DecompressCall(CallEnv& env, grpc::CallbackServerContext* context)
       : StreamingCall(env, context, Method::kDecompress),
@@ -55,8 +54,7 @@ class DecompressCall final
 
     header_ = *std::move(header);
     set_window(env_.limits.stream_frames);
-    std::vector<uint8_t> rest(whole_->input.begin() + format::kFileHeaderSize,
-                              whole_->input.end());
+    std::vector<uint8_t> rest(whole_->input.begin() + format::kFileHeaderSize, whole_->input.end());
     whole_.reset();  // and its reservation
     offset_ = format::kFileHeaderSize;
     return Feed(rest.data(), rest.size());
@@ -132,7 +130,8 @@ class DecompressCall final
     const uint64_t out = info->spec().num_bytes();
     if (out > env_.limits.max_request_bytes) {
       return absl::ResourceExhaustedError(
-          absl::StrCat("the array holds ", out, " bytes, more than this server returns in one "
+          absl::StrCat("the array holds ", out,
+                       " bytes, more than this server returns in one "
                        "request (--max_request_bytes ",
                        env_.limits.max_request_bytes, ")"));
     }
@@ -146,10 +145,11 @@ class DecompressCall final
 
   absl::Status CheckIndexAndTrailer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t count = header_->frame_count;
-    if (next_frame_ < count || tail_.size() < format::FrameIndexSize(count) + format::kTrailerSize) {
-      return format::CorruptArchive(absl::StrCat("truncated archive: the stream ended in ",
-                                                 next_frame_ < count ? "frame " : "the index after frame ",
-                                                 next_frame_));
+    if (next_frame_ < count ||
+        tail_.size() < format::FrameIndexSize(count) + format::kTrailerSize) {
+      return format::CorruptArchive(
+          absl::StrCat("truncated archive: the stream ended in ",
+                       next_frame_ < count ? "frame " : "the index after frame ", next_frame_));
     }
     auto index_offset = format::ParseTrailer(tail_);
     if (!index_offset.ok()) return index_offset.status();
@@ -157,8 +157,8 @@ class DecompressCall final
       return format::CorruptArchive(absl::StrCat("the trailer puts the frame index at ",
                                                  *index_offset, ", the frames end at ", offset_));
     }
-    auto index = format::ParseFrameIndex(
-        absl::MakeConstSpan(tail_).first(format::FrameIndexSize(count)));
+    auto index =
+        format::ParseFrameIndex(absl::MakeConstSpan(tail_).first(format::FrameIndexSize(count)));
     if (!index.ok()) return index.status();
     for (uint64_t i = 0; i < count; ++i) {
       if ((*index)[i].offset != seen_[i].offset || (*index)[i].size != seen_[i].size) {
@@ -200,6 +200,13 @@ class DecompressCall final
       sent_all_ = true;
     }
     return SendRows(message);
+  }
+
+  // The last rows, once the client has closed its side (what it sends after
+  // a streamed archive's end is still checked).
+  bool ReplyComplete() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool all_rows = header_ ? rows_sent_ == header_->frame_count : sent_all_;
+    return all_rows && !sending_bytes() && input_done();
   }
 
   Next SendRows(v1::DecompressResponse* message) {

@@ -126,8 +126,8 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
                                                      const CompressOptions& options,
                                                      const ByteSink& sink) {
   if (data.size() != spec.num_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("the array has ", data.size(),
-                                                   " bytes; its shape needs ", spec.num_bytes()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the array has ", data.size(), " bytes; its shape needs ", spec.num_bytes()));
   }
   grpc::ClientContext context;
   impl_->Prepare(&context);
@@ -138,14 +138,19 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
   std::thread sender([&] {
     v1::CompressRequest request;
     *request.mutable_header() = MakeHeader(spec, options, impl_->options);
-    bool sending = stream->Write(request);
+    // The header waits for the first data and the last data carries the
+    // half-close: a small array goes out in one transport write, not three.
+    bool sending = stream->Write(request, grpc::WriteOptions().set_buffer_hint());
+    bool closed = false;
     for (size_t at = 0; sending && at < data.size(); at += impl_->options.message_bytes) {
       const size_t n = std::min(impl_->options.message_bytes, data.size() - at);
       request.set_data(data.data() + at, n);
-      sending = stream->Write(request);
+      closed = at + n == data.size();
+      sending = stream->Write(
+          request, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
     }
     // A failed write means the server has ended the call; its status says why.
-    stream->WritesDone();
+    if (!closed) stream->WritesDone();
   });
   v1::CompressResponse response;
   RemoteSummary summary;
@@ -191,8 +196,7 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
 
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     absl::Span<const uint8_t> archive,
-    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
-    const ByteSink& sink) {
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
   grpc::ClientContext context;
   impl_->Prepare(&context);
   auto stream = impl_->stub->Decompress(&context);
@@ -200,13 +204,15 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
     v1::DecompressRequest request;
-    bool sending = true;
+    bool sending = true, closed = false;
     for (size_t at = 0; sending && at < archive.size(); at += impl_->options.message_bytes) {
       const size_t n = std::min(impl_->options.message_bytes, archive.size() - at);
       request.set_archive(archive.data() + at, n);
-      sending = stream->Write(request);
+      closed = at + n == archive.size();  // the last message carries the half-close
+      sending = stream->Write(
+          request, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
     }
-    stream->WritesDone();
+    if (!closed) stream->WritesDone();
   });
   v1::DecompressResponse response;
   RemoteArrayHeader header;
@@ -286,9 +292,9 @@ absl::Status RemoteClient::Health(const std::string& service) {
   grpc::Status s = stub->Check(&context, request, &response);
   if (!s.ok()) return FromGrpc(s);
   if (response.status() != grpc::health::v1::HealthCheckResponse::SERVING) {
-    return absl::UnavailableError(absl::StrCat(
-        "the server reports ",
-        grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
+    return absl::UnavailableError(
+        absl::StrCat("the server reports ",
+                     grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status())));
   }
   return absl::OkStatus();
 }
