@@ -386,8 +386,10 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   }
   const UploadLayout up = LayoutUpload(b.host_info, S);
   auto build = [&](uint64_t s) { BuildCodebook(s, plan.segments[s], b, up); };
+  // One or two codes take less time than waking the thread pool. (Not "few
+  // symbols": a large frame's code can take several flattening rounds.)
   if (S <= 2) {
-    for (uint32_t s = 0; s < S; ++s) build(s);  // spares waking the thread pool
+    for (uint32_t s = 0; s < S; ++s) build(s);
   } else {
     ParallelFor(S, build);
   }
