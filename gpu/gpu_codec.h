@@ -8,11 +8,11 @@
 // over all their frames (a segment table), so many small requests cost about
 // what one large one does.
 //
-// Synchronization: compression synchronizes the stream twice, to bring the
-// frames' symbol histograms to the host (first where each one's non-zero
-// bins lie, then those bins), which builds the Huffman codes
-// (bench/GPU_NOTES.md measures why the host); everything after that is
-// enqueued and returns at once. Decompression does not synchronize:
+// Synchronization: compression synchronizes the stream once, to bring each
+// frame's used symbols and their counts to the host in one copy (twice when
+// the frames use more than 1024 symbols each on average), which builds the
+// Huffman codes (bench/GPU_NOTES.md measures why the host); everything after
+// that is enqueued and returns at once. Decompression does not synchronize:
 // FinishDecompress does, to report what the device found.
 #ifndef EBZIP_GPU_GPU_CODEC_H_
 #define EBZIP_GPU_GPU_CODEC_H_
