@@ -77,6 +77,16 @@ int HuffmanDepths(const std::vector<uint64_t>& sorted, std::vector<uint64_t>* we
   return deepest;
 }
 
+// A run of zero lengths: a 0, then the run's length in LEB128.
+void AppendZeroRun(uint64_t run, std::vector<uint8_t>* out) {
+  out->push_back(0);
+  do {
+    uint8_t byte = run & 0x7F;
+    run >>= 7;
+    out->push_back(byte | (run ? 0x80 : 0));
+  } while (run);
+}
+
 }  // namespace
 
 std::vector<uint8_t> BuildCodeLengths(absl::Span<const uint32_t> histogram, int max_length) {
@@ -143,33 +153,19 @@ void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* 
     }
     uint64_t run = 0;
     while (s < lengths.size() && lengths[s] == 0) ++run, ++s;
-    out->push_back(0);
-    do {  // LEB128
-      uint8_t byte = run & 0x7F;
-      run >>= 7;
-      out->push_back(byte | (run ? 0x80 : 0));
-    } while (run);
+    AppendZeroRun(run, out);
   }
 }
 
 void AppendCodeLengths(absl::Span<const uint32_t> symbols, absl::Span<const uint8_t> lengths,
                        uint32_t alphabet, std::vector<uint8_t>* out) {
-  auto zero_run = [out](uint64_t run) {
-    if (run == 0) return;
-    out->push_back(0);
-    do {  // LEB128
-      uint8_t byte = run & 0x7F;
-      run >>= 7;
-      out->push_back(byte | (run ? 0x80 : 0));
-    } while (run);
-  };
   uint64_t next = 0;  // the first symbol not yet written
   for (size_t i = 0; i < symbols.size(); ++i) {
-    zero_run(symbols[i] - next);
+    if (symbols[i] > next) AppendZeroRun(symbols[i] - next, out);
     out->push_back(lengths[i]);
     next = symbols[i] + 1;
   }
-  zero_run(alphabet - next);
+  if (alphabet > next) AppendZeroRun(alphabet - next, out);
 }
 
 absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,
