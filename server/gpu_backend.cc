@@ -73,29 +73,58 @@ absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t
   return absl::OkStatus();
 }
 
-// Copies pieces down and waits for them: through pinned `staging` when they
-// all fit (asynchronous copies, one wait, then host memcpys), else directly.
-absl::Status Download(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t* staging,
-                      uint64_t room) {
-  uint64_t total = 0;
-  for (const Piece& p : pieces) total += AlignUp(p.bytes);
-  const bool staged = total <= room;
-  uint64_t at = 0;
-  for (const Piece& p : pieces) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staged ? staging + at : p.host, p.device, p.bytes,
-                                         cudaMemcpyDeviceToHost, stream));
-    at += AlignUp(p.bytes);
+// Results on their way down, in two steps so that their copies can be
+// enqueued before the stream is waited for anyway (decompression waits for
+// the device's verdict): Start enqueues them, through pinned `staging` when
+// they all fit in its `room` bytes, else straight into the result vectors;
+// once the stream has been synchronized, Finish hands the bytes over, each
+// copied once out of staging (no zero-filled vector first).
+class Download {
+ public:
+  struct Source {
+    const uint8_t* device;
+    uint64_t bytes;
+  };
+
+  absl::Status Start(cudaStream_t stream, std::vector<Source> sources, uint8_t* staging,
+                     uint64_t room) {
+    sources_ = std::move(sources);
+    uint64_t total = 0;
+    for (const Source& p : sources_) total += AlignUp(p.bytes);
+    staging_ = total <= room ? staging : nullptr;
+    if (staging_ == nullptr) results_.resize(sources_.size());
+    uint64_t at = 0;
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      uint8_t* to = staging_ ? staging_ + at : nullptr;
+      if (to == nullptr) {
+        results_[i].resize(sources_[i].bytes);
+        to = results_[i].data();
+      }
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, sources_[i].device, sources_[i].bytes,
+                                           cudaMemcpyDeviceToHost, stream));
+      at += AlignUp(sources_[i].bytes);
+    }
+    return absl::OkStatus();
   }
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (staged) {
-    at = 0;
-    for (const Piece& p : pieces) {
-      std::memcpy(p.host, staging + at, p.bytes);
+
+  // After the stream has been synchronized.
+  std::vector<std::vector<uint8_t>> Finish() {
+    if (staging_ == nullptr) return std::move(results_);
+    std::vector<std::vector<uint8_t>> out;
+    out.reserve(sources_.size());
+    uint64_t at = 0;
+    for (const Source& p : sources_) {
+      out.emplace_back(staging_ + at, staging_ + at + p.bytes);
       at += AlignUp(p.bytes);
     }
+    return out;
   }
-  return absl::OkStatus();
-}
+
+ private:
+  std::vector<Source> sources_;
+  uint8_t* staging_ = nullptr;
+  std::vector<std::vector<uint8_t>> results_;  // when not staged
+};
 
 // One GPU, shared by its workers (lanes).
 struct Gpu {
@@ -468,13 +497,14 @@ class GpuBackend final : public Backend {
                                              cudaMemcpyDeviceToHost, d.stream));
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));  // the inputs are up: staging is free
-      std::vector<std::vector<uint8_t>> archives(tasks.size());
-      std::vector<Piece> outputs;
-      for (size_t i = 0; i < tasks.size(); ++i) {
-        archives[i].resize(sizes[i]);
-        outputs.push_back({archives[i].data(), tasks[i].archive, sizes[i]});
+      std::vector<Download::Source> outputs;
+      for (size_t i = 0; i < tasks.size(); ++i) outputs.push_back({tasks[i].archive, sizes[i]});
+      Download download;
+      if (absl::Status s = download.Start(d.stream, std::move(outputs), staging, room); !s.ok()) {
+        return s;
       }
-      if (absl::Status s = Download(d.stream, outputs, staging, room); !s.ok()) return s;
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
+      std::vector<std::vector<uint8_t>> archives = download.Finish();
       for (size_t i = 0; i < tasks.size(); ++i) {
         r.works[i]->device = d.gpu->name;
         r.works[i]->SetArchive(std::move(archives[i]));
@@ -531,6 +561,18 @@ class GpuBackend final : public Backend {
         }
         return s;
       }
+      // The arrays come down behind the kernels, before the wait for the
+      // device's verdict, which then covers both (the uploads before them
+      // on the stream have left staging by then).
+      std::vector<Download::Source> outputs;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        outputs.push_back({static_cast<const uint8_t*>(tasks[i].output),
+                           r.works[i]->info->spec().num_bytes()});
+      }
+      Download download;
+      if (absl::Status s = download.Start(d.stream, std::move(outputs), staging, room); !s.ok()) {
+        return s;
+      }
       absl::Status found = gpu::FinishDecompress(ws, d.stream);
       if (found.code() == absl::StatusCode::kDataLoss) {
         // The device reports the batch's first inconsistency, not whose it
@@ -540,14 +582,7 @@ class GpuBackend final : public Backend {
         continue;
       }
       if (!found.ok()) return found;
-      std::vector<std::vector<uint8_t>> arrays(tasks.size());
-      std::vector<Piece> outputs;
-      for (size_t i = 0; i < tasks.size(); ++i) {
-        arrays[i].resize(r.works[i]->info->spec().num_bytes());
-        outputs.push_back(
-            {arrays[i].data(), static_cast<uint8_t*>(tasks[i].output), arrays[i].size()});
-      }
-      if (absl::Status s = Download(d.stream, outputs, staging, room); !s.ok()) return s;
+      std::vector<std::vector<uint8_t>> arrays = download.Finish();
       for (size_t i = 0; i < tasks.size(); ++i) {
         r.works[i]->device = d.gpu->name;
         r.works[i]->SetArray(std::move(arrays[i]));
