@@ -19,6 +19,7 @@
 
 #include "client/io/array_file.h"
 #include "codec/archive.h"
+#include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
 #include "gpu/stage_timer.h"
 
@@ -224,11 +225,53 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
 // small for bandwidth to matter. Host columns are wall time on the calling
 // thread; stage columns are the device timeline between marks (a host
 // stage's mark includes the host work and the waits around it).
-void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
+// One batched call's host-side steps timed over `reps` runs after a warm-up:
+// the workspace query, the call, and the wait that finishes it (medians),
+// and the stage table of the median run. Allocates the workspace on first use.
+struct BatchTimes {
+  double query_ms, call_ms, finish_ms;
+  std::vector<std::pair<std::string, float>> stages;
+};
+template <typename Query, typename Call, typename Finish>
+BatchTimes TimeBatch(int reps, gpu::StageTimer& timer, gpu::Workspace& ws, Query query, Call call,
+                     Finish finish) {
   using Clock = std::chrono::steady_clock;
   auto ms_since = [](Clock::time_point t) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
+  std::vector<double> query_ms, call_ms, finish_ms;
+  std::vector<std::vector<std::pair<std::string, float>>> stages;
+  for (int r = 0; r < reps + 1; ++r) {
+    auto t0 = Clock::now();
+    auto need = query();
+    CHECK_OK(need.status());
+    const double q = ms_since(t0);
+    if (ws.device == nullptr) {
+      ws = {nullptr, need->device_bytes, nullptr, need->host_bytes};
+      CHECK_CUDA(cudaMalloc(&ws.device, ws.device_bytes));
+      CHECK_CUDA(cudaMallocHost(&ws.host, ws.host_bytes));
+    }
+    t0 = Clock::now();
+    CHECK_OK(call());
+    const double c = ms_since(t0);
+    t0 = Clock::now();
+    CHECK_OK(finish());
+    const double f = ms_since(t0);
+    if (r > 0) {
+      query_ms.push_back(q);
+      call_ms.push_back(c);
+      finish_ms.push_back(f);
+      stages.push_back(timer.Stages());
+    }
+  }
+  return {Median(query_ms), Median(call_ms), Median(finish_ms), stages[stages.size() / 2]};
+}
+
+void PrintStages(const std::vector<std::pair<std::string, float>>& stages) {
+  for (const auto& s : stages) std::printf("    %-28s %9.3f ms\n", s.first.c_str(), s.second);
+}
+
+void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   const uint64_t nx = f.spec.shape.back();
   const ArraySpec spec{DType::kFloat32, {rows, nx}};
   CompressOptions options;
@@ -247,41 +290,21 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
   gpu::StageTimer timer;
-  std::vector<double> plan_ms, call_ms, wait_ms;
-  std::vector<std::vector<std::pair<std::string, float>>> stages;
   gpu::Workspace ws{};
-  for (int r = 0; r < reps + 1; ++r) {
-    auto t0 = Clock::now();
-    auto need = gpu::CompressWorkspaceSize(tasks);
-    CHECK_OK(need.status());
-    const double plan = ms_since(t0);
-    if (ws.device == nullptr) {
-      ws = {nullptr, need->device_bytes, nullptr, need->host_bytes};
-      CHECK_CUDA(cudaMalloc(&ws.device, ws.device_bytes));
-      CHECK_CUDA(cudaMallocHost(&ws.host, ws.host_bytes));
-    }
-    t0 = Clock::now();
-    CHECK_OK(gpu::CompressBatch(tasks, ws, stream, &timer));
-    const double call = ms_since(t0);
-    t0 = Clock::now();
-    CHECK_CUDA(cudaStreamSynchronize(stream));
-    const double wait = ms_since(t0);
-    if (r > 0) {
-      plan_ms.push_back(plan);
-      call_ms.push_back(call);
-      wait_ms.push_back(wait);
-      stages.push_back(timer.Stages());
-    }
-  }
+  const BatchTimes c = TimeBatch(
+      reps, timer, ws, [&] { return gpu::CompressWorkspaceSize(tasks); },
+      [&] { return gpu::CompressBatch(tasks, ws, stream, &timer); },
+      [&]() -> absl::Status {
+        CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        return absl::OkStatus();
+      });
   std::printf("\nsmall batch: %d x float32 [%llu x %llu] (%.0f KiB each), REL 1e-4\n", count,
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nx),
               spec.num_bytes() / 1024.0);
   std::printf("  compress host: workspace query %.3f ms, CompressBatch call %.3f ms, "
               "then waiting %.3f ms\n",
-              Median(plan_ms), Median(call_ms), Median(wait_ms));
-  for (const auto& s : stages[stages.size() / 2]) {
-    std::printf("    %-28s %9.3f ms\n", s.first.c_str(), s.second);
-  }
+              c.query_ms, c.call_ms, c.finish_ms);
+  PrintStages(c.stages);
 
   // Decompress the same archives as one batch.
   std::vector<std::vector<uint8_t>> host(count);
@@ -299,40 +322,15 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   }
   std::vector<gpu::DecompressTask> dtasks;
   for (int i = 0; i < count; ++i) dtasks.push_back({&infos[i], tasks[i].archive, outputs[i]});
-  plan_ms.clear();
-  call_ms.clear();
-  wait_ms.clear();
-  stages.clear();
   gpu::Workspace dws{};
-  for (int r = 0; r < reps + 1; ++r) {
-    auto t0 = Clock::now();
-    auto need = gpu::DecompressWorkspaceSize(dtasks, DecoderKind::kAuto);
-    CHECK_OK(need.status());
-    const double plan = ms_since(t0);
-    if (dws.device == nullptr) {
-      dws = {nullptr, need->device_bytes, nullptr, need->host_bytes};
-      CHECK_CUDA(cudaMalloc(&dws.device, dws.device_bytes));
-      CHECK_CUDA(cudaMallocHost(&dws.host, dws.host_bytes));
-    }
-    t0 = Clock::now();
-    CHECK_OK(gpu::DecompressBatch(dtasks, DecoderKind::kAuto, dws, stream, &timer));
-    const double call = ms_since(t0);
-    t0 = Clock::now();
-    CHECK_OK(gpu::FinishDecompress(dws, stream));
-    const double wait = ms_since(t0);
-    if (r > 0) {
-      plan_ms.push_back(plan);
-      call_ms.push_back(call);
-      wait_ms.push_back(wait);
-      stages.push_back(timer.Stages());
-    }
-  }
+  const BatchTimes d = TimeBatch(
+      reps, timer, dws, [&] { return gpu::DecompressWorkspaceSize(dtasks, DecoderKind::kAuto); },
+      [&] { return gpu::DecompressBatch(dtasks, DecoderKind::kAuto, dws, stream, &timer); },
+      [&] { return gpu::FinishDecompress(dws, stream); });
   std::printf("  decompress host: workspace query %.3f ms, DecompressBatch call %.3f ms, "
               "FinishDecompress %.3f ms\n",
-              Median(plan_ms), Median(call_ms), Median(wait_ms));
-  for (const auto& s : stages[stages.size() / 2]) {
-    std::printf("    %-28s %9.3f ms\n", s.first.c_str(), s.second);
-  }
+              d.query_ms, d.call_ms, d.finish_ms);
+  PrintStages(d.stages);
   for (int i = 0; i < count; ++i) {
     cudaFree(tasks[i].archive);
     cudaFree(tasks[i].archive_size);
