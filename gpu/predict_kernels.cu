@@ -6,6 +6,7 @@
 
 #include "codec/quantize_point.h"
 #include "codec/resolve_bound.h"
+#include "gpu/block_group.cuh"
 #include "gpu/device_util.cuh"
 #include "gpu/kernels.h"
 
@@ -53,39 +54,57 @@ __global__ void ResolveBoundsKernel(Item* items, uint32_t num_items) {
   const bool any = item.relative && item.min_key <= item.max_key;
   const double lo = any ? FromOrderedKey(item.min_key) : 0;
   const double hi = any ? FromOrderedKey(item.max_key) : 0;
-  const ResolvedBound b = ResolveBoundFor(item.relative ? BoundMode::kRel : BoundMode::kAbs,
-                                          item.bound, any, lo, hi);
+  const ResolvedBound b =
+      ResolveBoundFor(item.relative ? BoundMode::kRel : BoundMode::kAbs, item.bound, any, lo, hi);
   item.abs_bound = b.abs_bound;
   item.quant_step = b.quant_step;
 }
 
-// One block of kThreads per tile; the tile's Lorenzo blocks one after another.
-template <typename T>
-__global__ void __launch_bounds__(kThreads) PredictKernel(const Segment* segments,
-                                                          uint32_t num_segments,
-                                                          const Item* items, PredictOutputs out) {
-  __shared__ int32_t q[kMaxBlockVolume];
-  __shared__ uint8_t kind[kMaxBlockVolume];
-  __shared__ uint32_t hist[kWindow];
-  __shared__ uint32_t first_quantized;
+// What every Lorenzo block of one prediction tile shares: the tile's segment,
+// its quantization rule, and the shared-memory histogram window.
+struct PredictTile {
+  const Segment& seg;
+  QuantRule rule;
+  int32_t radius;
+  uint32_t window_lo;
+  uint64_t hist_base;
+  uint32_t* hist;
+  PredictOutputs out;
 
-  const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
-  const Segment& seg = segments[s];
-  const Item& item = items[seg.item];
-  const QuantRule rule{item.abs_bound, item.quant_step, item.has_fill != 0, item.fill_bits};
-  const T* x = static_cast<const T*>(seg.input);
-  const uint32_t alphabet = 2 * seg.radius;
-  const uint32_t window_lo = seg.radius > kWindow / 2 ? seg.radius - kWindow / 2 : 0;
-  const uint64_t hist_base = uint64_t{s} << 16;
-  const int32_t radius = static_cast<int32_t>(seg.radius);
-  const unsigned lane = threadIdx.x % 32;
+  // Symbol, outlier and histogram of the element at index i of the frame.
+  __device__ void Emit(bool valid, uint64_t i, int32_t delta) const {
+    uint32_t sym = 0xFFFFFFFFu;
+    if (valid) {
+      if (delta > -radius && delta < radius) {
+        sym = static_cast<uint32_t>(delta + radius);
+      } else {
+        sym = 0;
+        out.deltas[seg.symbol_base + i] = delta;
+        atomicOr(&out.outlier_mask[seg.mask_base + i / 32], 1u << (i % 32));
+      }
+      out.symbols[seg.symbol_base + i] = static_cast<uint16_t>(sym);
+    }
+    // Warp-aggregated histogram: smooth data gives most lanes one symbol.
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
+    if (valid && threadIdx.x % 32 == static_cast<unsigned>(__ffs(peers) - 1)) {
+      const uint32_t count = __popc(peers);
+      if (sym >= window_lo && sym - window_lo < kWindow) {
+        atomicAdd(&hist[sym - window_lo], count);
+      } else {
+        atomicAdd(&out.histogram[hist_base + sym], count);
+      }
+    }
+  }
 
-  for (uint32_t i = threadIdx.x; i < kWindow; i += kThreads) hist[i] = 0;
+  __device__ void MarkSpecial(PointKind k, uint64_t i) const {
+    uint32_t* mask = k == PointKind::kFill ? out.fill_mask : out.verbatim_mask;
+    atomicOr(&mask[seg.mask_base + i / 32], 1u << (i % 32));
+  }
 
-  const uint64_t tile = blockIdx.x - seg.tile_base;
-  const uint64_t b_begin = tile * seg.blocks_per_tile;
-  const uint64_t b_end = min(seg.geo.num_blocks, b_begin + seg.blocks_per_tile);
-  for (uint64_t b = b_begin; b < b_end; ++b) {
+  // Lorenzo block b, of any shape, alone.
+  template <typename T>
+  __device__ void Block(uint64_t b, int32_t* q, uint8_t* kind, uint32_t& first_quantized) const {
+    const T* x = static_cast<const T*>(seg.input);
     BlockView view;
     view.Init(seg.geo, b);
     const uint32_t v = view.volume;
@@ -105,8 +124,7 @@ __global__ void __launch_bounds__(kThreads) PredictKernel(const Segment* segment
         atomicMin(&first_quantized, j);
       } else {
         special = true;
-        uint32_t* mask = k == PointKind::kFill ? out.fill_mask : out.verbatim_mask;
-        atomicOr(&mask[seg.mask_base + i / 32], 1u << (i % 32));
+        MarkSpecial(k, i);
       }
     }
     // Placeholders (FORMAT.md §10.2): the block's first quantized value.
@@ -126,53 +144,163 @@ __global__ void __launch_bounds__(kThreads) PredictKernel(const Segment* segment
     for (uint32_t base = 0; base < v; base += kThreads) {
       const uint32_t j = base + threadIdx.x;
       const bool valid = j < v;
-      uint32_t sym = 0xFFFFFFFFu;
+      int32_t delta = 0;
+      uint64_t i = 0;
       if (valid) {
         uint32_t c[kDims];
         view.Coords(j, c);
         uint32_t active = 0;
         for (int d = 0; d < kDims; ++d) active |= (c[d] > 0 ? 1u : 0u) << d;
-        int32_t delta = 0;
         for (uint32_t m = 0; m < 16; ++m) {
           if (m & ~active) continue;
           uint32_t off = 0;
           for (int d = 0; d < kDims; ++d) off += (m >> d & 1) ? inner[d] : 0;
           delta += (__popc(m) & 1) ? -q[j - off] : q[j - off];
         }
-        const uint64_t i = view.Index(c);
-        if (delta > -radius && delta < radius) {
-          sym = static_cast<uint32_t>(delta + radius);
-        } else {
-          sym = 0;
-          out.deltas[seg.symbol_base + i] = delta;
-          atomicOr(&out.outlier_mask[seg.mask_base + i / 32], 1u << (i % 32));
-        }
-        out.symbols[seg.symbol_base + i] = static_cast<uint16_t>(sym);
+        i = view.Index(c);
       }
-      // Warp-aggregated histogram: smooth data gives most lanes one symbol.
-      const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
-      if (valid && lane == static_cast<unsigned>(__ffs(peers) - 1)) {
-        const uint32_t count = __popc(peers);
-        if (sym >= window_lo && sym - window_lo < kWindow) {
-          atomicAdd(&hist[sym - window_lo], count);
-        } else {
-          atomicAdd(&out.histogram[hist_base + sym], count);
+      Emit(valid, i, delta);
+    }
+  }
+
+  // The n whole blocks of a group (StartGroup), all at once: the same
+  // arithmetic as Block with the extents fixed at compile time.
+  template <typename T, class Shape>
+  __device__ void Group(uint32_t n, GroupState& st, const uint64_t* offsets, int32_t* q) const {
+    constexpr uint32_t P = Shape::kPositions;
+    const T* x = static_cast<const T*>(seg.input);
+    T value[Shape::kPerThread];
+#pragma unroll
+    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
+      if (r / P < n) value[r] = x[st.origin[r / P] + offsets[r % P]];
+    }
+    uint32_t special = 0;  // bit r: element r is not quantized
+#pragma unroll
+    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
+      if (r / P >= n) continue;
+      const uint32_t jj = threadIdx.x + r % P * kThreads;
+      int32_t qi;
+      const PointKind k = QuantizePoint<T>(value[r], rule, &qi);
+      q[Shape::Word(r / P, jj)] = qi;
+      if (k != PointKind::kQuantized) {
+        special |= 1u << r;
+        MarkSpecial(k, st.origin[r / P] + offsets[r % P]);
+      }
+    }
+    // Placeholders, as in Block: first each block's first quantized element
+    // (one ballot per warp: a warp's 32 elements lie in one block).
+    if (__syncthreads_or(special != 0)) {
+#pragma unroll
+      for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
+        if (r / P >= n) continue;
+        const unsigned quantized = __ballot_sync(0xFFFFFFFFu, !(special >> r & 1));
+        if (threadIdx.x % 32 == 0 && quantized != 0) {
+          atomicMin(&st.first[r / P], threadIdx.x + r % P * kThreads + __ffs(quantized) - 1);
         }
+      }
+      __syncthreads();
+#pragma unroll
+      for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
+        if (!(special >> r & 1)) continue;
+        const uint32_t blk = r / P;
+        const uint32_t first = st.first[blk];
+        // A first quantized element is never a placeholder: no race.
+        q[Shape::Word(blk, threadIdx.x + r % P * kThreads)] =
+            first < Shape::kVolume ? q[Shape::Word(blk, first)] : 0;
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
+      if (r / P >= n) continue;  // uniform across the block
+      const uint32_t blk = r / P;
+      const uint32_t jj = threadIdx.x + r % P * kThreads;
+      const bool has[3] = {Shape::C3(jj) > 0, Shape::C2(jj) > 0, Shape::C1(jj) > 0};
+      constexpr uint32_t back[3] = {1, Shape::kE3, Shape::kE2 * Shape::kE3};
+      int32_t delta = 0;
+#pragma unroll
+      for (uint32_t m = 0; m < 8; ++m) {
+        if ((m & 1 && !has[0]) || (m & 2 && !has[1]) || (m & 4 && !has[2])) continue;
+        const uint32_t off = (m & 1 ? back[0] : 0) + (m & 2 ? back[1] : 0) + (m & 4 ? back[2] : 0);
+        const int32_t t = q[Shape::Word(blk, jj - off)];
+        delta += (__popc(m) & 1) ? -t : t;
+      }
+      Emit(true, st.origin[blk] + offsets[r % P], delta);
+    }
+  }
+
+  // Every block of the tile: whole blocks of a default shape in groups, the
+  // rest one at a time.
+  template <typename T, class Shape>
+  __device__ void Run(uint64_t b_begin, uint64_t b_end, int32_t* q, uint8_t* kind,
+                      GroupState& st) const {
+    uint64_t offsets[Shape::kPositions];
+    PositionOffsets<Shape>(seg.geo, offsets);
+    for (uint64_t b = b_begin; b < b_end;) {
+      const uint32_t n = StartGroup<Shape>(seg.geo, b, b_end, st);
+      if (n > 0) {
+        Group<T, Shape>(n, st, offsets, q);
+        b += n;
+      } else {
+        Block<T>(b, q, kind, st.first[0]);
+        ++b;
       }
     }
   }
+};
+
+// One block of kThreads per tile.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    PredictKernel(const Segment* segments, uint32_t num_segments, const Item* items,
+                  PredictOutputs out) {
+  __shared__ int32_t q[kGroupWords > kMaxBlockVolume ? kGroupWords : kMaxBlockVolume];
+  __shared__ uint8_t kind[kMaxBlockVolume];
+  __shared__ uint32_t hist[kWindow];
+  __shared__ GroupState st;
+
+  const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
+  const Segment& seg = segments[s];
+  const Item& item = items[seg.item];
+  const PredictTile tile{seg,
+                         {item.abs_bound, item.quant_step, item.has_fill != 0, item.fill_bits},
+                         static_cast<int32_t>(seg.radius),
+                         seg.radius > kWindow / 2 ? seg.radius - kWindow / 2 : 0,
+                         uint64_t{s} << 16,
+                         hist,
+                         out};
+  for (uint32_t i = threadIdx.x; i < kWindow; i += kThreads) hist[i] = 0;
+
+  const uint64_t t = blockIdx.x - seg.tile_base;
+  const uint64_t b_begin = t * seg.blocks_per_tile;
+  const uint64_t b_end = min(seg.geo.num_blocks, b_begin + seg.blocks_per_tile);
+  switch (ShapeOf(seg.geo)) {
+    case BlockShape::k3D:
+      tile.Run<T, Block3D>(b_begin, b_end, q, kind, st);
+      break;
+    case BlockShape::k2D:
+      tile.Run<T, Block2D>(b_begin, b_end, q, kind, st);
+      break;
+    case BlockShape::k1D:
+      tile.Run<T, Block1D>(b_begin, b_end, q, kind, st);
+      break;
+    case BlockShape::kOther:
+      for (uint64_t b = b_begin; b < b_end; ++b) tile.Block<T>(b, q, kind, st.first[0]);
+      break;
+  }
   __syncthreads();
+  const uint32_t alphabet = 2 * seg.radius;
   for (uint32_t i = threadIdx.x; i < kWindow; i += kThreads) {
-    if (hist[i] != 0 && window_lo + i < alphabet) {
-      atomicAdd(&out.histogram[hist_base + window_lo + i], hist[i]);
+    if (hist[i] != 0 && tile.window_lo + i < alphabet) {
+      atomicAdd(&out.histogram[tile.hist_base + tile.window_lo + i], hist[i]);
     }
   }
 }
 
 }  // namespace
 
-cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_segments,
-                        Item* items, uint64_t range_tiles, cudaStream_t stream) {
+cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_segments, Item* items,
+                        uint64_t range_tiles, cudaStream_t stream) {
   if (elem_size == 4) {
     RangeKernel<float><<<range_tiles, kThreads, 0, stream>>>(segments, num_segments, items);
   } else {

@@ -135,6 +135,64 @@ TEST(GpuCodec, SmallAdversarialCases) {
   }
 }
 
+// Whole Lorenzo blocks of every default shape, which the kernels take in
+// groups with compile-time extents, beside edge blocks, which they take one
+// at a time: a block of nothing but NaN (its placeholder is 0), a block of
+// fill, dense scattered specials in whole blocks, and outliers.
+template <typename T>
+std::vector<uint8_t> WithSpecialBlocks(const std::vector<uint64_t>& shape, uint32_t seed) {
+  const uint64_t n = ArraySpec{DType::kFloat32, shape}.num_elements();
+  auto bytes = MakeField<T>(n, seed, true, std::nullopt);
+  T* v = reinterpret_cast<T*>(bytes.data());
+  // The default block's extent along each of the last three dimensions.
+  const int rank = static_cast<int>(shape.size());
+  const std::vector<uint64_t> block = rank == 1   ? std::vector<uint64_t>{256}
+                                      : rank == 2 ? std::vector<uint64_t>{16, 16}
+                                                  : std::vector<uint64_t>{8, 8, 8};
+  for (uint64_t i = 0; i < n; ++i) {
+    // Coordinates along the last block.size() dimensions.
+    uint64_t rest = i;
+    bool first_block = true, second_block = true;
+    for (int k = static_cast<int>(block.size()) - 1; k >= 0; --k) {
+      const uint64_t c = rest % shape[rank - block.size() + k];
+      rest /= shape[rank - block.size() + k];
+      const bool last = k == static_cast<int>(block.size()) - 1;
+      first_block &= c < block[k];
+      second_block &= last ? (c >= block[k] && c < 2 * block[k]) : c < block[k];
+    }
+    if (rest != 0) continue;  // 4-D: only the first slice
+    if (first_block) v[i] = std::numeric_limits<T>::quiet_NaN();
+    if (second_block) v[i] = static_cast<T>(-1e34);
+  }
+  for (uint64_t i = n / 2; i < n; i += 7) v[i] = std::numeric_limits<T>::quiet_NaN();
+  for (uint64_t i = n / 2 + 3; i < n; i += 29) v[i] = static_cast<T>(i % 2 ? 5000 : -5000);
+  return bytes;
+}
+
+TEST(GpuCodec, SmallWholeBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {4096}, {4100}, {64, 48}, {70, 33}, {16, 24, 40}, {17, 24, 41}, {2, 16, 16, 24}};
+  uint32_t seed = 100;
+  for (const auto& shape : shapes) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      const ArraySpec spec{dtype, shape};
+      const auto data = dtype == DType::kFloat32 ? WithSpecialBlocks<float>(shape, seed++)
+                                                 : WithSpecialBlocks<double>(shape, seed++);
+      CompressOptions options;
+      options.mode = BoundMode::kRel;
+      options.bound = 1e-4;
+      options.fill_value = -1e34;
+      ExpectSameAsCpu(spec, data, options);
+      options.fill_value.reset();  // now -1e34 is a value too large to quantize
+      options.mode = BoundMode::kAbs;
+      options.bound = 0.01;
+      ExpectSameAsCpu(spec, data, options);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST(GpuCodec, SmallConstantAndNonFiniteArrays) {
   SKIP_WITHOUT_GPU();
   CompressOptions options;

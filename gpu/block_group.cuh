@@ -1,0 +1,120 @@
+// Groups of whole Lorenzo blocks of a default shape (codec/lorenzo.h's
+// DefaultBlock: 256, 16x16, 8x8x8 and 1x8x8x8), which the prediction and
+// reconstruction kernels take several at a time with extents known at compile
+// time. Edge blocks and other shapes go through the kernels' per-block path.
+// Why a second path: with the extents fixed, coordinates are shifts instead of
+// 64-bit divisions, a group of blocks shares each barrier, and every thread
+// keeps kGroupElements / kThreads loads in flight.
+#ifndef EBZIP_GPU_BLOCK_GROUP_CUH_
+#define EBZIP_GPU_BLOCK_GROUP_CUH_
+
+#include <cstdint>
+
+#include "gpu/device_util.cuh"
+#include "gpu/segment.h"
+
+namespace ebzip::gpu {
+
+// Elements of one group, whatever the shape.
+inline constexpr uint32_t kGroupElements = 4096;
+
+// A block of E1 x E2 x E3 (Geometry's dimensions 1-3; dimension 0 is 1).
+// In shared memory the block's elements sit in rows of `Row`, each row padded
+// by one word: the lines the reconstruction scans along any dimension, and
+// the rows of 8 that a 1-D block's lanes own, then fall in distinct banks.
+template <uint32_t E1, uint32_t E2, uint32_t E3, uint32_t Row>
+struct FixedBlock {
+  static constexpr uint32_t kE1 = E1, kE2 = E2, kE3 = E3;
+  static constexpr uint32_t kVolume = E1 * E2 * E3;
+  static constexpr uint32_t kBlocks = kGroupElements / kVolume;  // per group
+  static constexpr uint32_t kPerThread = kGroupElements / kThreads;
+  // Distinct in-block positions a thread takes (the same in every block).
+  static constexpr uint32_t kPositions = kVolume / kThreads;
+  static constexpr uint32_t kRowWords = Row + 1;
+  static constexpr uint32_t kBlockWords = kVolume / Row * kRowWords;
+  static constexpr uint32_t kWords = kBlocks * kBlockWords;
+  static_assert(kVolume % kThreads == 0 && kBlocks < 32 && E3 % Row == 0);
+
+  // Shared-memory word of in-block element jj (row-major) of group block blk.
+  __device__ static uint32_t Word(uint32_t blk, uint32_t jj) {
+    return blk * kBlockWords + jj / Row * kRowWords + jj % Row;
+  }
+  // In-block coordinates of jj.
+  __device__ static uint32_t C1(uint32_t jj) { return E1 > 1 ? jj / (E2 * E3) : 0; }
+  __device__ static uint32_t C2(uint32_t jj) { return E2 > 1 ? jj / E3 % E2 : 0; }
+  __device__ static uint32_t C3(uint32_t jj) { return jj % E3; }
+
+  EBZIP_HD static bool Matches(const Geometry& g) {
+    return g.block[0] == 1 && g.block[1] == E1 && g.block[2] == E2 && g.block[3] == E3;
+  }
+};
+
+using Block3D = FixedBlock<8, 8, 8, 8>;  // also 4-D's 1x8x8x8
+using Block2D = FixedBlock<1, 16, 16, 16>;
+using Block1D = FixedBlock<1, 1, 256, 8>;
+
+// Words of the largest group; the kernels' shared q arrays have this many.
+inline constexpr uint32_t kGroupWords = Block3D::kWords > Block2D::kWords
+                                            ? (Block3D::kWords > Block1D::kWords ? Block3D::kWords
+                                                                                 : Block1D::kWords)
+                                            : (Block2D::kWords > Block1D::kWords ? Block2D::kWords
+                                                                                 : Block1D::kWords);
+
+enum class BlockShape : uint32_t { kOther, k1D, k2D, k3D };
+
+__device__ inline BlockShape ShapeOf(const Geometry& g) {
+  if (Block3D::Matches(g)) return BlockShape::k3D;
+  if (Block2D::Matches(g)) return BlockShape::k2D;
+  if (Block1D::Matches(g)) return BlockShape::k1D;
+  return BlockShape::kOther;
+}
+
+// Where a group's blocks start, and (prediction) each block's first
+// quantized element.
+struct GroupState {
+  uint64_t origin[32];  // element index of the block's first element
+  uint32_t first[32];
+  uint32_t count;
+};
+
+// How many of blocks b, b+1, ... (before b_end, at most Shape::kBlocks) are
+// whole, so the group path can take them; 0 when block b is an edge block.
+// Fills st.origin and resets st.first for them. Starts with a barrier: the
+// previous group's readers of `st` (and of the kernel's q) are done.
+template <class Shape>
+__device__ uint32_t StartGroup(const Geometry& g, uint64_t b, uint64_t b_end, GroupState& st) {
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    bool whole = false;
+    if (threadIdx.x < Shape::kBlocks && b + threadIdx.x < b_end) {
+      BlockView view;
+      view.Init(g, b + threadIdx.x);
+      // Extents never exceed the block, so equal volume means every extent is whole.
+      whole = view.volume == Shape::kVolume;
+      const uint32_t zero[kDims] = {};
+      st.origin[threadIdx.x] = view.Index(zero);
+      st.first[threadIdx.x] = Shape::kVolume;
+    }
+    const unsigned mask = __ballot_sync(0xFFFFFFFFu, whole);
+    if (threadIdx.x == 0) st.count = __ffs(~mask) - 1;
+  }
+  __syncthreads();
+  return st.count;
+}
+
+// Offset from its block's first element of each in-block position this
+// thread takes (position p: jj = threadIdx.x + p * kThreads).
+template <class Shape>
+__device__ void PositionOffsets(const Geometry& g, uint64_t offsets[Shape::kPositions]) {
+  const uint64_t row = g.dims[3];
+  const uint64_t plane = g.dims[2] * g.dims[3];
+#pragma unroll
+  for (uint32_t p = 0; p < Shape::kPositions; ++p) {
+    const uint32_t jj = threadIdx.x + p * kThreads;
+    offsets[p] = Shape::C1(jj) * plane + Shape::C2(jj) * row + Shape::C3(jj);
+  }
+}
+
+}  // namespace ebzip::gpu
+
+#endif  // EBZIP_GPU_BLOCK_GROUP_CUH_
