@@ -1,11 +1,13 @@
 // Decompression's Huffman side: decode tables from the code-length section,
 // the chunk index, and the three decoders (DESIGN §1): chunk-parallel (a
-// thread per chunk), gap-array (a block per chunk, a thread per run of
-// subsequences starting where the gap array says, count, scan, decode into
-// shared memory, coalesced write; Rivera et al.) and self-synchronizing (the
-// same without gaps: speculative starts corrected until they agree, stopping
-// early where a corrected path meets the speculative one; Weißenberger and
-// Schmidt). Every inconsistency is reported, never decoded around.
+// thread per chunk), gap-array (a thread per run of subsequences starting
+// where the gap array says: count, scan, decode; Rivera et al. — a block per
+// chunk decoding into shared memory and writing coalesced when chunks are
+// few, a warp per chunk decoding into place when they are many) and
+// self-synchronizing (the block form without gaps: speculative starts
+// corrected until they agree, stopping early where a corrected path meets
+// the speculative one; Weißenberger and Schmidt). Every inconsistency is
+// reported, never decoded around.
 #include <cub/block/block_scan.cuh>
 
 #include "gpu/device_util.cuh"
@@ -15,6 +17,8 @@ namespace ebzip::gpu {
 namespace {
 
 constexpr int kLookupBits = 12;
+// Lookup entries of prefixes of longer codes: the flag and the shortest such length.
+constexpr uint32_t kLongCode = 0x80;
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
@@ -142,14 +146,26 @@ __global__ void __launch_bounds__(kTableThreads)
   }
   __syncthreads();
   // The lookup table, one entry per thread: the canonical decode of its
-  // kLookupBits-bit prefix, 0 where the code is longer.
+  // kLookupBits-bit prefix; where the code is longer, kLongCode and the
+  // shortest length of a code with this prefix, so that a decoder's search
+  // (which a warp waits on whenever one lane needs it) starts there.
   for (uint32_t e = threadIdx.x; e < (1u << kLookupBits); e += kTableThreads) {
     uint32_t entry = 0;
-    for (int l = 1; l <= kLookupBits && l <= static_cast<int>(seg.max_code_length); ++l) {
-      const uint32_t k = (e >> (kLookupBits - l)) - first[l];
-      if (k < count[l]) {
-        entry = (static_cast<uint32_t>(sorted[offset[l] + k]) << 8) | l;
-        break;
+    for (int l = 1; l <= static_cast<int>(seg.max_code_length); ++l) {
+      if (l <= kLookupBits) {
+        const uint32_t k = (e >> (kLookupBits - l)) - first[l];
+        if (k < count[l]) {
+          entry = (static_cast<uint32_t>(sorted[offset[l] + k]) << 8) | l;
+          break;
+        }
+      } else if (count[l] != 0) {
+        // l-bit codes with this prefix: [e << (l - kLookupBits), (e + 1) << ...).
+        const uint64_t lo = uint64_t{e} << (l - kLookupBits);
+        const uint64_t hi = uint64_t{e + 1} << (l - kLookupBits);
+        if (first[l] < hi && uint64_t{first[l]} + count[l] > lo) {
+          entry = kLongCode | l;
+          break;
+        }
       }
     }
     lookup[e] = entry;
@@ -198,11 +214,11 @@ struct Table {
   // Length of the codeword at the top of `window` (0 if none) and its symbol.
   __device__ int Decode(uint32_t window, uint32_t* symbol) const {
     const uint32_t e = lookup[window >> (32 - kLookupBits)];
-    if (e != 0) {
+    if ((e & kLongCode) == 0) {  // 0: no code has this prefix
       *symbol = e >> 8;
       return static_cast<int>(e & 0xFF);
     }
-    for (int l = kLookupBits + 1; l <= max_length; ++l) {
+    for (int l = static_cast<int>(e & ~kLongCode); l <= max_length; ++l) {
       const uint32_t code = window >> (32 - l);
       const uint32_t k = code - first[l];
       if (k < count[l]) {
@@ -274,6 +290,79 @@ __device__ bool DecodeRun(const Table& table, const BitReader& r, uint32_t& pos,
   return true;
 }
 
+// A chunk's bits MSB-first through a 64-bit buffer refilled a word at a time
+// (words past the chunk read as zero): a decode step waits on its table
+// lookup alone, not on two word loads as BitReader::Window does.
+struct BitStream {
+  BitReader words;
+  uint32_t next;   // word to load next
+  uint32_t avail;  // valid bits at the top of buf; more than 32 between steps
+  uint64_t buf;
+
+  __device__ BitStream(const BitReader& r, uint32_t pos) : words(r) {
+    const uint32_t w = pos / 32;
+    buf = ((uint64_t{r.Word(w)} << 32) | r.Word(w + 1)) << (pos % 32);
+    avail = 64 - pos % 32;
+    next = w + 2;
+  }
+  __device__ uint32_t Window() const { return static_cast<uint32_t>(buf >> 32); }
+  __device__ void Skip(int l) {  // l <= kMaxLength < 32
+    buf <<= l;
+    avail -= l;
+    if (avail <= 32) {
+      buf |= uint64_t{words.Word(next++)} << (32 - avail);
+      avail += 32;
+    }
+  }
+};
+
+// Stores a lane's symbols at consecutive positions, four at a time where
+// the position is 8-byte aligned: a warp's lanes write 32 separate runs, and
+// 2-byte stores would each cost a sector.
+struct SymbolWriter {
+  uint16_t* out;
+  uint64_t packed = 0;
+  uint32_t held = 0;
+
+  __device__ explicit SymbolWriter(uint16_t* at) : out(at) {}
+  __device__ void Put(uint16_t sym) {
+    if (held == 0 && (reinterpret_cast<uintptr_t>(out) & 7) != 0) {
+      *out++ = sym;
+      return;
+    }
+    packed |= uint64_t{sym} << (16 * held);
+    if (++held == 4) {
+      *reinterpret_cast<uint64_t*>(out) = packed;
+      out += 4;
+      packed = 0;
+      held = 0;
+    }
+  }
+  __device__ void Flush() {
+    for (uint32_t i = 0; i < held; ++i) out[i] = static_cast<uint16_t>(packed >> (16 * i));
+  }
+};
+
+// DecodeRun over a BitStream: counts (and with kEmit writes) the symbols of
+// the codewords starting before `stop`.
+template <bool kEmit>
+__device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint32_t stop,
+                          uint32_t bits, uint32_t& n, SymbolWriter* out, uint32_t& zeros) {
+  while (pos < stop) {
+    uint32_t sym;
+    const int l = table.Decode(in.Window(), &sym);
+    if (l == 0 || pos + l > bits) return false;
+    if constexpr (kEmit) {
+      out->Put(static_cast<uint16_t>(sym));
+      zeros += sym == 0;
+    }
+    ++n;
+    pos += l;
+    in.Skip(l);
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // (a) Chunk-parallel: the baseline, one thread decodes a whole chunk.
 
@@ -304,8 +393,99 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
 }
 
 // ---------------------------------------------------------------------------
-// (b) and (c): a block per chunk; thread t owns a contiguous run of
-// subsequences and decodes from the first codeword start in it.
+// (b) Gap array, for many chunks: a warp per chunk; lane l owns a contiguous
+// run of subsequences and decodes from the first codeword start the gap
+// array gives for it: count, scan across the warp, decode again straight
+// into place. At common bounds a chunk has ~20-100 subsequences, so the block
+// form below leaves most of its 256 threads idle, and its staged bits and
+// symbols (48 KiB) hold an SM to 3 chunks at a time; with thousands of
+// chunks, 8 warps per block of 16 KiB keep ~10 times more runs going.
+
+constexpr uint32_t kChunksPerBlock = kThreads / 32;
+
+__global__ void __launch_bounds__(kThreads)
+    GapArrayWarpKernel(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                       const Item* items, DecodeTables tables, const uint32_t* chunk_bits,
+                       const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                       uint64_t* zero_symbols, DeviceStatus* status) {
+  __shared__ uint32_t shared_lookup[1u << kLookupBits];
+  __shared__ uint32_t shared_lengths[96];
+  constexpr unsigned kAll = 0xFFFFFFFFu;
+  // A block's chunks nearly always share a segment: its table is staged once
+  // and warps of another segment's chunks read theirs in place.
+  const uint64_t first_chunk = uint64_t{blockIdx.x} * kChunksPerBlock;
+  const uint32_t s0 = SegmentOfChunk(segments, num_segments, first_chunk);
+  Table staged(tables, s0, segments[s0].max_code_length);
+  staged.Stage(shared_lookup, shared_lengths);
+  __syncthreads();
+
+  const uint64_t chunk = first_chunk + threadIdx.x / 32;
+  const uint32_t lane = threadIdx.x % 32;
+  // See ChunkParallelKernel; one read per warp, so the whole warp agrees.
+  const bool failed = __shfl_sync(kAll, lane == 0 && status->error != kNoError, 0);
+  if (chunk >= num_chunks || failed) return;
+  const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
+  const Segment& seg = *v.seg;
+  const Table table = v.s == s0 ? staged : Table(tables, v.s, seg.max_code_length);
+
+  const uint32_t sub = seg.subsequence_bits;
+  const uint32_t subsequences = (v.bits + sub - 1) / sub;
+  const uint32_t per = (subsequences + 31) / 32;
+  const uint32_t boundary = min(v.bits, lane * per * sub);  // first bit of my run
+  const uint32_t stop = min(v.bits, (lane + 1) * per * sub);
+  const bool active = boundary < v.bits;
+
+  uint32_t pos = boundary, n = 0, zeros = 0;
+  bool ok = true;
+  if (active) {
+    const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
+                          (gap_prefix[chunk] - gap_prefix[seg.chunk_base]);
+    pos = boundary + gaps[lane * per];
+    ok = pos <= v.bits && (lane > 0 || pos == 0);
+  }
+  const uint32_t start = active ? pos : v.bits;
+  if (active && ok) {
+    BitStream in(v.reader, pos);
+    ok = StreamRun<false>(table, in, pos, stop, v.bits, n, nullptr, zeros);
+  }
+  const uint32_t end = active ? pos : v.bits;
+  if (!ok) ReportError(status, kErrGapArray, v.s);
+  // The runs must chain: each ends exactly where the next begins.
+  const uint32_t next_start = __shfl_down_sync(kAll, start, 1);
+  if (active && ok && end != (lane < 31 ? next_start : v.bits)) {
+    ReportError(status, kErrGapArray, v.s);
+  }
+
+  uint32_t rank = active && ok ? n : 0;  // inclusive scan, then exclusive
+  for (uint32_t d = 1; d < 32; d *= 2) {
+    const uint32_t up = __shfl_up_sync(kAll, rank, d);
+    if (lane >= d) rank += up;
+  }
+  const uint32_t total = __shfl_sync(kAll, rank, 31);
+  rank -= active && ok ? n : 0;
+  const bool chained = __shfl_sync(kAll, end, 31) == v.bits || v.bits == 0;
+  if (total != v.count || !chained) {
+    if (lane == 0) ReportError(status, kErrBitstream, v.s);
+    return;
+  }
+  if (active && ok) {
+    uint32_t p = start, m = 0;
+    BitStream in(v.reader, p);
+    SymbolWriter out(v.out + rank);
+    StreamRun<true>(table, in, p, stop, v.bits, m, &out, zeros);
+    out.Flush();
+  }
+  for (uint32_t d = 16; d > 0; d /= 2) zeros += __shfl_down_sync(kAll, zeros, d);
+  if (lane == 0 && zeros) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(&zero_symbols[v.s]), zeros);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// (b) for few chunks, and (c): a block per chunk; thread t owns a contiguous
+// run of subsequences and decodes from the first codeword start in it. With
+// few chunks the GPU has room for a block each, and a thread per
+// subsequence halves the warp form's longest run.
 
 template <bool kSelfSync>
 __global__ void __launch_bounds__(kThreads)
@@ -555,6 +735,12 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
     ChunkParallelKernel<<<(num_chunks + 127) / 128, 128, 0, stream>>>(
         segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, symbols,
         zero_symbols, status);
+    return cudaGetLastError();
+  }
+  if (decoder == GpuDecoder::kGapArray && num_chunks >= kWarpGapDecodeMinChunks) {
+    GapArrayWarpKernel<<<(num_chunks + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0,
+                         stream>>>(segments, num_segments, num_chunks, items, tables, chunk_bits,
+                                   word_prefix, gap_prefix, symbols, zero_symbols, status);
     return cudaGetLastError();
   }
   const size_t smem = (size_t{1} << kLookupBits) * 4 + size_t{kStagedWords} * 4 +

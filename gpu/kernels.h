@@ -19,8 +19,8 @@ namespace ebzip::gpu {
 
 // --- predict_kernels.cu: range, bound, and the fused prediction pass.
 // Reduces each REL item's finite non-fill range into Item::min_key/max_key.
-cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_segments,
-                        Item* items, uint64_t range_tiles, cudaStream_t stream);
+cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_segments, Item* items,
+                        uint64_t range_tiles, cudaStream_t stream);
 // Resolves every item's absolute bound and step (ResolveBoundFor).
 cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t stream);
 // Quantize, placeholder, Lorenzo, symbols, histogram and special-element
@@ -49,9 +49,8 @@ struct UsedSymbols {
 // Lists every segment's used symbols (non-zero bins, ascending) with their
 // counts behind the previous segment's: used[s] and info[s] say how many and
 // where. `list` has room for every bin of every segment.
-cudaError_t LaunchListUsedSymbols(const uint32_t* histogram, uint32_t num_segments,
-                                  uint32_t* used, UsedSymbols* info, SymbolCount* list,
-                                  cudaStream_t stream);
+cudaError_t LaunchListUsedSymbols(const uint32_t* histogram, uint32_t num_segments, uint32_t* used,
+                                  UsedSymbols* info, SymbolCount* list, cudaStream_t stream);
 // Spreads the lengths and codes built for each listed symbol into the
 // segment's 65536-entry tables (entries of unused symbols are never read).
 cudaError_t LaunchUnpackCodes(const UsedSymbols* info, const SymbolCount* list,
@@ -67,8 +66,8 @@ cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint
 // Writes bitstream, gap array and chunk index into each frame's sections.
 // word_prefix/gap_prefix: exclusive scans of chunk_words/chunk_gaps.
 cudaError_t LaunchEncode(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
-                         uint32_t max_chunk_symbols, uint32_t max_code_length,
-                         const Item* items, const FrameLayout* layouts, const uint16_t* symbols,
+                         uint32_t max_chunk_symbols, uint32_t max_code_length, const Item* items,
+                         const FrameLayout* layouts, const uint16_t* symbols,
                          const uint8_t* lengths, const uint32_t* codes, const uint32_t* chunk_bits,
                          const uint64_t* word_prefix, const uint64_t* gap_prefix,
                          cudaStream_t stream);
@@ -96,10 +95,9 @@ cudaError_t LaunchLayout(int elem_size, const Segment* segments, Item* items, ui
                          const uint64_t* chunk_gaps, FrameLayout* layouts, CrcJob* crc_jobs,
                          uint64_t* crc_job_pieces, cudaStream_t stream);
 // Copies each frame's code-length section into place.
-cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments,
-                                  const Item* items, const FrameLayout* layouts,
-                                  const Codebook* codebooks, const uint8_t* code_sections,
-                                  cudaStream_t stream);
+cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments, const Item* items,
+                                  const FrameLayout* layouts, const Codebook* codebooks,
+                                  const uint8_t* code_sections, cudaStream_t stream);
 // Writes frame headers from their templates (kFrameHeaderSize bytes per
 // segment), the file header (kFileHeaderSize per item), index and trailer.
 cudaError_t LaunchHeaders(const Segment* segments, uint32_t num_segments, const Item* items,
@@ -117,12 +115,11 @@ cudaError_t LaunchCrcPieces(const CrcJob* jobs, uint32_t num_jobs, const uint64_
 // Combines each job's pieces: stores the CRC at job.result, or, with status
 // set, compares it with job.expected and records the first mismatch.
 cudaError_t LaunchCrcCombine(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
-                             const uint32_t* piece_crcs, DeviceStatus* status,
-                             cudaStream_t stream);
+                             const uint32_t* piece_crcs, DeviceStatus* status, cudaStream_t stream);
 
 // --- decode_kernels.cu: code tables, chunk index, the three decoders.
 struct DecodeTables {
-  uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length, 0 = longer
+  uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length; see decode_kernels.cu
   uint16_t* sorted;      // 65536 per segment: symbols by (length, symbol)
   uint32_t* first_code;  // 32 per segment: canonical first code of each length
   uint32_t* count;       // 32 per segment
@@ -134,8 +131,8 @@ cudaError_t LaunchBuildDecodeTables(const Segment* segments, uint32_t num_segmen
 // Reads each chunk's bit length; words and gap entries per chunk.
 cudaError_t LaunchReadChunkIndex(const Segment* segments, uint32_t num_segments,
                                  uint64_t num_chunks, const Item* items, uint32_t* chunk_bits,
-                                 uint64_t* chunk_words, uint64_t* chunk_gaps,
-                                 DeviceStatus* status, cudaStream_t stream);
+                                 uint64_t* chunk_words, uint64_t* chunk_gaps, DeviceStatus* status,
+                                 cudaStream_t stream);
 // Checks group offsets and totals against the scans.
 cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments,
                                   uint64_t num_chunks, const Item* items,
@@ -143,19 +140,21 @@ cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments
                                   const uint64_t* word_prefix, const uint64_t* gap_prefix,
                                   DeviceStatus* status, cudaStream_t stream);
 enum class GpuDecoder { kChunkParallel, kGapArray, kSelfSync };
+// From this many chunks in a launch on, the gap-array decoder runs a warp per
+// chunk instead of a block per chunk (about as many chunks as the block form
+// keeps in flight on an H100: 132 SMs x 3, rounded up).
+inline constexpr uint64_t kWarpGapDecodeMinChunks = 512;
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
                          uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
-                         DecodeTables tables,
-                         const uint32_t* chunk_bits, const uint64_t* word_prefix,
-                         const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
-                         DeviceStatus* status, cudaStream_t stream);
+                         DecodeTables tables, const uint32_t* chunk_bits,
+                         const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                         uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream);
 
 // --- reconstruct_kernels.cu: outliers, inverse Lorenzo, fill and verbatim.
 cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,
                                   uint64_t total_outliers, const Item* items,
-                                  const uint16_t* symbols,
-                                  const uint64_t* zero_symbols, int32_t* deltas,
-                                  DeviceStatus* status, cudaStream_t stream);
+                                  const uint16_t* symbols, const uint64_t* zero_symbols,
+                                  int32_t* deltas, DeviceStatus* status, cudaStream_t stream);
 cudaError_t LaunchReconstruct(int elem_size, const Segment* segments, uint32_t num_segments,
                               uint64_t num_tiles, const uint16_t* symbols, const int32_t* deltas,
                               cudaStream_t stream);

@@ -16,6 +16,7 @@
 #include "codec/archive.h"
 #include "codec/byte_io.h"
 #include "codec/crc32c.h"
+#include "gpu/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/bound_checker.h"
 #include "tests/real_fields.h"
@@ -187,6 +188,29 @@ TEST(GpuCodec, SmallWholeBlocksWithSpecials) {
       options.fill_value.reset();  // now -1e34 is a value too large to quantize
       options.mode = BoundMode::kAbs;
       options.bound = 0.01;
+      ExpectSameAsCpu(spec, data, options);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+// Hundreds to thousands of chunks: the gap-array decoder's warp form and,
+// for comparison, its block form, at bounds from a few to many subsequences
+// per chunk and lane.
+TEST(GpuCodec, ManyChunksDecodeAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const ArraySpec spec{DType::kFloat32, {96, 64, 160}};
+  const auto data = MakeField<float>(spec.num_elements(), 5, true, -1e34);
+  for (uint32_t chunk : {256u, 1000u, 4096u}) {
+    for (double rel : {1e-2, 1e-4, 1e-6}) {
+      CompressOptions options;
+      options.mode = BoundMode::kRel;
+      options.bound = rel;
+      options.fill_value = -1e34;
+      options.chunk_symbols = chunk;
+      options.subsequence_bits = chunk == 1000 ? 64 : 1024;
+      // 3,840 and 983 chunks take the warp form, 240 the block form.
+      ASSERT_EQ(spec.num_elements() / chunk >= kWarpGapDecodeMinChunks, chunk != 4096);
       ExpectSameAsCpu(spec, data, options);
       if (HasFatalFailure()) return;
     }
@@ -469,14 +493,17 @@ TEST(GpuCodec, SmallOverflowWritesNothing) {
 
 // Corruptions the CRCs catch, and ones made to pass the CRCs that only the
 // device's cross-checks can catch: each must be DATA_LOSS, never a wrong array.
-TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
-  SKIP_WITHOUT_GPU();
+// Flips a bit in the middle of each section, with and without the CRCs
+// rewritten to match, and decodes with every decoder.
+void ExpectCorruptionCaught(uint32_t chunk_symbols) {
+  SCOPED_TRACE("chunk_symbols " + std::to_string(chunk_symbols));
   const ArraySpec spec{DType::kFloat32, {300, 200}};
   const std::vector<uint8_t> data = MakeField<float>(60000, 9, true, -1e34);
   CompressOptions options;
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
   options.fill_value = -1e34;
+  options.chunk_symbols = chunk_symbols;
   auto archive = Compress(spec, data, options);
   ASSERT_TRUE(archive.ok());
   auto info = ReadArchiveInfo(*archive);
@@ -521,6 +548,15 @@ TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
       }
     }
   }
+}
+
+// Four chunks take the gap-array decoder's block form; over
+// kWarpGapDecodeMinChunks chunks take its warp form.
+TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
+  SKIP_WITHOUT_GPU();
+  ExpectCorruptionCaught(CompressOptions{}.chunk_symbols);
+  static_assert(60000 / 64 > kWarpGapDecodeMinChunks);
+  ExpectCorruptionCaught(64);
 }
 
 // The real fields at the bounds users ask for, and a frame size that cuts
