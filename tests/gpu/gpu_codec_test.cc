@@ -194,6 +194,33 @@ TEST(GpuCodec, SmallWholeBlocksWithSpecials) {
   }
 }
 
+// The same at sizes where a tile holds many blocks: groups of several blocks
+// (up to 16 for 1-D and 2-D, 8 for 3-D), and edge blocks between groups of
+// one tile.
+TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {1 << 18}, {(1 << 18) + 77}, {300, 500}, {40, 72, 90}, {3, 24, 40, 33}};
+  uint32_t seed = 200;
+  for (const auto& shape : shapes) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      const ArraySpec spec{dtype, shape};
+      const auto data = dtype == DType::kFloat32 ? WithSpecialBlocks<float>(shape, seed++)
+                                                 : WithSpecialBlocks<double>(shape, seed++);
+      CompressOptions options;
+      options.mode = BoundMode::kRel;
+      options.bound = 1e-4;
+      options.fill_value = -1e34;
+      ExpectSameAsCpu(spec, data, options);
+      options.fill_value.reset();
+      options.mode = BoundMode::kAbs;
+      options.bound = 0.01;
+      ExpectSameAsCpu(spec, data, options);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 // Hundreds to thousands of chunks: the gap-array decoder's warp form and,
 // for comparison, its block form, at bounds from a few to many subsequences
 // per chunk and lane.
