@@ -170,38 +170,10 @@ std::vector<uint8_t> WithSpecialBlocks(const std::vector<uint64_t>& shape, uint3
   return bytes;
 }
 
-TEST(GpuCodec, SmallWholeBlocksWithSpecials) {
-  SKIP_WITHOUT_GPU();
-  const std::vector<std::vector<uint64_t>> shapes = {
-      {4096}, {4100}, {64, 48}, {70, 33}, {16, 24, 40}, {17, 24, 41}, {2, 16, 16, 24}};
-  uint32_t seed = 100;
-  for (const auto& shape : shapes) {
-    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
-      const ArraySpec spec{dtype, shape};
-      const auto data = dtype == DType::kFloat32 ? WithSpecialBlocks<float>(shape, seed++)
-                                                 : WithSpecialBlocks<double>(shape, seed++);
-      CompressOptions options;
-      options.mode = BoundMode::kRel;
-      options.bound = 1e-4;
-      options.fill_value = -1e34;
-      ExpectSameAsCpu(spec, data, options);
-      options.fill_value.reset();  // now -1e34 is a value too large to quantize
-      options.mode = BoundMode::kAbs;
-      options.bound = 0.01;
-      ExpectSameAsCpu(spec, data, options);
-      if (HasFatalFailure()) return;
-    }
-  }
-}
-
-// The same at sizes where a tile holds many blocks: groups of several blocks
-// (up to 16 for 1-D and 2-D, 8 for 3-D), and edge blocks between groups of
-// one tile.
-TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
-  SKIP_WITHOUT_GPU();
-  const std::vector<std::vector<uint64_t>> shapes = {
-      {1 << 18}, {(1 << 18) + 77}, {300, 500}, {40, 72, 90}, {3, 24, 40, 33}};
-  uint32_t seed = 200;
+// Each shape in both dtypes: REL with fill, then ABS with -1e34 an ordinary
+// (too large to quantize) value.
+void ExpectSpecialBlocksAsOnTheCpu(const std::vector<std::vector<uint64_t>>& shapes,
+                                   uint32_t seed) {
   for (const auto& shape : shapes) {
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
       const ArraySpec spec{dtype, shape};
@@ -216,9 +188,24 @@ TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
       options.mode = BoundMode::kAbs;
       options.bound = 0.01;
       ExpectSameAsCpu(spec, data, options);
-      if (HasFatalFailure()) return;
+      if (::testing::Test::HasFatalFailure()) return;
     }
   }
+}
+
+TEST(GpuCodec, SmallWholeBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  ExpectSpecialBlocksAsOnTheCpu(
+      {{4096}, {4100}, {64, 48}, {70, 33}, {16, 24, 40}, {17, 24, 41}, {2, 16, 16, 24}}, 100);
+}
+
+// The same at sizes where a tile holds many blocks: groups of several blocks
+// (up to 16 for 1-D and 2-D, 8 for 3-D), and edge blocks between groups of
+// one tile.
+TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  ExpectSpecialBlocksAsOnTheCpu(
+      {{1 << 18}, {(1 << 18) + 77}, {300, 500}, {40, 72, 90}, {3, 24, 40, 33}}, 200);
 }
 
 // Hundreds to thousands of chunks: the gap-array decoder's warp form and,
