@@ -6,6 +6,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "client/remote/retry.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -15,19 +17,16 @@ namespace {
 
 constexpr int kMaxReceiveMessageBytes = 64 << 20;
 // Round robin over every address the target resolves to, skipping servers
-// whose grpc.health.v1 status is not SERVING; a call a draining server
-// refuses (UNAVAILABLE, before it did any work) is retried on another.
-// Both methods are pure functions of their input, so a retry is safe; gRPC
-// retries only while the request still fits its retry buffer.
+// whose grpc.health.v1 status is not SERVING. A call a draining server
+// refuses (UNAVAILABLE, before it did any work) runs again on another, by
+// CallWithRetries rather than a retryPolicy here (retry.h says why). Both
+// methods are pure functions of their input, so running one again is safe.
 constexpr char kServiceConfig[] = R"({
   "loadBalancingConfig": [{"round_robin": {}}],
-  "healthCheckConfig": {"serviceName": ""},
-  "methodConfig": [{
-    "name": [{"service": "ebzip.v1.Compressor"}],
-    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.05s", "maxBackoff": "1s",
-                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}
-  }]
+  "healthCheckConfig": {"serviceName": ""}
 })";
+constexpr RetryPolicy kRetryPolicy;
+
 absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
@@ -77,16 +76,28 @@ struct RemoteClient::Impl {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Compressor::Stub> stub;
 
-  void Prepare(grpc::ClientContext* context) const {
+  // When a call, all of its attempts together, must have ended.
+  absl::Time Deadline() const {
+    return options.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
+                                                       : absl::Now() + options.timeout;
+  }
+
+  void Prepare(grpc::ClientContext* context, absl::Time deadline) const {
     if (!options.token.empty()) context->AddMetadata("authorization", "Bearer " + options.token);
     if (!options.request_id.empty()) context->AddMetadata("ebzip-request-id", options.request_id);
     if (options.priority != 0) {
       context->AddMetadata("ebzip-priority", absl::StrCat(options.priority));
     }
-    if (options.timeout != absl::InfiniteDuration()) {
-      context->set_deadline(absl::ToChronoTime(absl::Now() + options.timeout));
-    }
+    if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
   }
+
+  absl::StatusOr<RemoteSummary> CompressOnce(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                                             const CompressOptions& options, absl::Time deadline,
+                                             const ByteSink& sink);
+  absl::StatusOr<RemoteArrayHeader> DecompressOnce(
+      absl::Span<const uint8_t> archive,
+      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
+      absl::Time deadline);
 };
 
 RemoteClient::RemoteClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -114,6 +125,7 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   // spreads calls over all of them, and a server that is draining (health
   // NOT_SERVING) leaves the rotation at once, before its endpoint is removed.
   args.SetServiceConfigJSON(kServiceConfig);
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // CallWithRetries instead (retry.h)
   auto impl = std::make_unique<Impl>();
   impl->options = o;
   impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
@@ -129,21 +141,41 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
     return absl::InvalidArgumentError(
         absl::StrCat("the array has ", data.size(), " bytes; its shape needs ", spec.num_bytes()));
   }
+  const absl::Time deadline = impl_->Deadline();
+  RemoteSummary summary;
+  absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
+    auto once =
+        impl_->CompressOnce(spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
+          *delivered = true;
+          return sink(bytes);
+        });
+    if (once.ok()) summary = *std::move(once);
+    return once.status();
+  });
+  if (!s.ok()) return s;
+  return summary;
+}
+
+absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(const ArraySpec& spec,
+                                                               absl::Span<const uint8_t> data,
+                                                               const CompressOptions& codec_options,
+                                                               absl::Time deadline,
+                                                               const ByteSink& sink) {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
-  auto stream = impl_->stub->Compress(&context);
+  Prepare(&context, deadline);
+  auto stream = stub->Compress(&context);
   // The server streams an archive back while the array is still arriving
   // (absolute bounds, several frames) and stops reading when its window is
   // full: send on a thread of its own while this one reads.
   std::thread sender([&] {
     v1::CompressRequest request;
-    *request.mutable_header() = MakeHeader(spec, options, impl_->options);
+    *request.mutable_header() = MakeHeader(spec, codec_options, options);
     // The header waits for the first data and the last data carries the
     // half-close: a small array goes out in one transport write, not three.
     bool sending = stream->Write(request, grpc::WriteOptions().set_buffer_hint());
     bool closed = false;
-    for (size_t at = 0; sending && at < data.size(); at += impl_->options.message_bytes) {
-      const size_t n = std::min(impl_->options.message_bytes, data.size() - at);
+    for (size_t at = 0; sending && at < data.size(); at += options.message_bytes) {
+      const size_t n = std::min(options.message_bytes, data.size() - at);
       request.set_data(data.data() + at, n);
       closed = at + n == data.size();
       sending = stream->Write(
@@ -197,16 +229,37 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     absl::Span<const uint8_t> archive,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
+  const absl::Time deadline = impl_->Deadline();
+  RemoteArrayHeader header;
+  absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
+    auto once = impl_->DecompressOnce(
+        archive,
+        [&](const RemoteArrayHeader& h) {
+          *delivered = true;
+          return on_header(h);
+        },
+        sink, deadline);
+    if (once.ok()) header = *std::move(once);
+    return once.status();
+  });
+  if (!s.ok()) return s;
+  return header;
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
+    absl::Span<const uint8_t> archive,
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
+    absl::Time deadline) {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
-  auto stream = impl_->stub->Decompress(&context);
+  Prepare(&context, deadline);
+  auto stream = stub->Decompress(&context);
   // Rows come back while the archive is still arriving (archives of several
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
     v1::DecompressRequest request;
     bool sending = true, closed = false;
-    for (size_t at = 0; sending && at < archive.size(); at += impl_->options.message_bytes) {
-      const size_t n = std::min(impl_->options.message_bytes, archive.size() - at);
+    for (size_t at = 0; sending && at < archive.size(); at += options.message_bytes) {
+      const size_t n = std::min(options.message_bytes, archive.size() - at);
       request.set_archive(archive.data() + at, n);
       closed = at + n == archive.size();  // the last message carries the half-close
       sending = stream->Write(
@@ -275,7 +328,7 @@ absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint
 
 absl::StatusOr<v1::ServerInfo> RemoteClient::Info() {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
+  impl_->Prepare(&context, impl_->Deadline());
   v1::ServerInfo info;
   grpc::Status s = impl_->stub->GetServerInfo(&context, v1::GetServerInfoRequest(), &info);
   if (!s.ok()) return FromGrpc(s);
@@ -284,7 +337,7 @@ absl::StatusOr<v1::ServerInfo> RemoteClient::Info() {
 
 absl::Status RemoteClient::Health(const std::string& service) {
   grpc::ClientContext context;
-  impl_->Prepare(&context);
+  impl_->Prepare(&context, impl_->Deadline());
   auto stub = grpc::health::v1::Health::NewStub(impl_->channel);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);

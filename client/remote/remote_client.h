@@ -24,13 +24,13 @@ class ServerInfo;
 namespace ebzip::client {
 
 struct RemoteOptions {
-  std::string server;       // HOST:PORT, or any gRPC target (dns:///svc:50051)
-  std::string tls_ca_file;  // PEM roots; non-empty: TLS
+  std::string server;           // HOST:PORT, or any gRPC target (dns:///svc:50051)
+  std::string tls_ca_file;      // PEM roots; non-empty: TLS
   std::string tls_server_name;  // override the name checked in the certificate
-  std::string token;        // bearer token, sent on every call when set
-  absl::Duration timeout = absl::InfiniteDuration();  // per call
+  std::string token;            // bearer token, sent on every call when set
+  absl::Duration timeout = absl::InfiniteDuration();  // per call, its retries included
   size_t message_bytes = size_t{1} << 20;             // payload per sent message
-  std::string request_id;   // appears in the server's logs
+  std::string request_id;                             // appears in the server's logs
   int priority = 0;
 };
 
@@ -59,7 +59,8 @@ class RemoteClient {
   ~RemoteClient();
 
   // Sends the array, hands the archive to `sink` as it arrives. A failing
-  // sink cancels the call and its status is returned.
+  // sink cancels the call and its status is returned. A call a server
+  // refuses before `sink` saw a byte runs again (retry.h).
   absl::StatusOr<RemoteSummary> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
                                          const CompressOptions& options, const ByteSink& sink);
   absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
@@ -68,11 +69,10 @@ class RemoteClient {
                                                 RemoteSummary* summary = nullptr);
 
   // Sends the archive; `on_header` sees the array's spec before `sink` sees
-  // its bytes.
+  // its bytes. A call a server refuses before `on_header` runs again.
   absl::StatusOr<RemoteArrayHeader> Decompress(
       absl::Span<const uint8_t> archive,
-      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
-      const ByteSink& sink);
+      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink);
   absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive);
 
   absl::StatusOr<v1::ServerInfo> Info();

@@ -294,7 +294,8 @@ class ClientSideTest(unittest.TestCase):
     def setUpClass(cls):
         # Nothing listens here: if a check were left to the server, the
         # call would fail with ebzip.Unavailable, not ValueError/TypeError.
-        cls.client = ebzip.Client('127.0.0.1:%d' % free_port(), timeout=5)
+        cls.client_target = '127.0.0.1:%d' % free_port()
+        cls.client = ebzip.Client(cls.client_target, timeout=5)
 
     @classmethod
     def tearDownClass(cls):
@@ -340,6 +341,49 @@ class ClientSideTest(unittest.TestCase):
             self.client.decompress(b'not an archive')
         with self.assertRaises(ebzip.Unavailable):
             self.client.health(timeout=2)
+
+    def test_only_refused_calls_run_again_and_within_limits(self):
+        def script(*failures):
+            calls = []
+
+            def attempt(timeout):
+                calls.append(timeout)
+                if len(calls) <= len(failures):
+                    raise failures[len(calls) - 1]
+                return 'done'
+            return attempt, calls
+
+        refused = ebzip.Unavailable(None, 'the server is draining')
+        attempt, calls = script(refused, refused)
+        self.assertEqual(self.client._with_retries(attempt), 'done')
+        self.assertEqual(len(calls), 3)
+        # Each attempt gets what is left of the client's timeout.
+        self.assertTrue(5 >= calls[0] >= calls[1] >= calls[2] > 4, calls)
+
+        attempt, calls = script(refused, refused, refused)
+        with self.assertRaises(ebzip.Unavailable):
+            self.client._with_retries(attempt)
+        self.assertEqual(len(calls), ebzip_client.RETRY_ATTEMPTS)
+
+        attempt, calls = script(refused)
+        with self.assertRaises(ebzip.Unavailable):
+            self.client._with_retries(attempt, replayable=False)
+        self.assertEqual(len(calls), 1)
+
+        for other in (ebzip.DataLoss(None, 'corrupt'),
+                      ebzip.ResourceExhausted(None, 'full'),
+                      ebzip.DeadlineExceeded(None, 'late')):
+            attempt, calls = script(other)
+            with self.assertRaises(type(other)):
+                self.client._with_retries(attempt)
+            self.assertEqual(len(calls), 1)
+
+        # No attempt starts past the deadline.
+        with ebzip.Client(self.client_target, timeout=0.01) as hurried:
+            attempt, calls = script(refused, refused)
+            with self.assertRaises(ebzip.Unavailable):
+                hurried._with_retries(attempt)
+            self.assertEqual(len(calls), 1)
 
     def test_request_stream_is_header_then_bounded_data(self):
         x = smooth_field((300, 1001), np.float64)  # 2.29 MiB, not a multiple
@@ -733,7 +777,7 @@ class ErrorTest(ServerTestBase):
 
     def _raw_compress(self, header, chunks):
         # Bypasses the client's own checks, to see the server's.
-        return self.client._compress(header, chunks)  # pylint: disable=protected-access
+        return self.client._compress(header, chunks, None)  # pylint: disable=protected-access
 
     def test_wrong_byte_count_is_invalid_argument(self):
         x = smooth_field((64, 64), np.float32)

@@ -12,6 +12,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "codec/archive.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
@@ -96,20 +97,25 @@ TEST(ServerFaults, BadCompressRequestsGetInvalidArgument) {
       {"too many bytes", {HeaderMessage(good), DataMessage(400), DataMessage(1)}, "more data"},
       {"bound 0", {with([](auto& h) { h.mutable_error_bound()->set_value(0); })}, "positive"},
       {"bound NaN", {with([](auto& h) { h.mutable_error_bound()->set_value(NAN); })}, "positive"},
-      {"bound negative", {with([](auto& h) { h.mutable_error_bound()->set_value(-1); })},
+      {"bound negative",
+       {with([](auto& h) { h.mutable_error_bound()->set_value(-1); })},
        "positive"},
-      {"bound infinite", {with([](auto& h) { h.mutable_error_bound()->set_value(INFINITY); })},
+      {"bound infinite",
+       {with([](auto& h) { h.mutable_error_bound()->set_value(INFINITY); })},
        "positive"},
       {"no bound mode",
        {with([](auto& h) { h.mutable_error_bound()->set_mode(v1::ERROR_BOUND_MODE_UNSPECIFIED); })},
        "ABS or REL"},
-      {"no dtype", {with([](auto& h) { h.mutable_array()->set_dtype(v1::DTYPE_UNSPECIFIED); })},
+      {"no dtype",
+       {with([](auto& h) { h.mutable_array()->set_dtype(v1::DTYPE_UNSPECIFIED); })},
        "FLOAT32 or FLOAT64"},
       {"unknown dtype",
        {with([](auto& h) { h.mutable_array()->set_dtype(static_cast<v1::DType>(7)); })},
        "got 7"},
       {"empty shape", {with([](auto& h) { h.mutable_array()->clear_shape(); })}, "shape is empty"},
-      {"zero dimension", {with([](auto& h) { h.mutable_array()->set_shape(1, 0); })}, "header.array"},
+      {"zero dimension",
+       {with([](auto& h) { h.mutable_array()->set_shape(1, 0); })},
+       "header.array"},
       {"five dimensions",
        {with([](auto& h) {
          for (int i = 0; i < 3; ++i) h.mutable_array()->add_shape(1);
@@ -121,7 +127,8 @@ TEST(ServerFaults, BadCompressRequestsGetInvalidArgument) {
   };
   for (const Case& c : cases) {
     const grpc::Status s = RawCompress(*stub, c.messages);
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.name << ": " << s.error_message();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+        << c.name << ": " << s.error_message();
     EXPECT_TRUE(absl::StrContains(s.error_message(), c.says))
         << c.name << ": \"" << s.error_message() << "\" lacks \"" << c.says << "\"";
   }
@@ -192,7 +199,8 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   EXPECT_TRUE(summary);
   // And B fits now.
   EXPECT_TRUE(WaitQuiet(*server));
-  s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3)), DataMessage(64)});
+  s = RawCompress(*stub,
+                  {HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3)), DataMessage(64)});
   EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
@@ -324,8 +332,8 @@ TEST(ServerFaults, TokenIsRequiredWhenConfigured) {
 std::string MakeCertificate(const std::string& dir) {
   const std::string cmd = absl::StrCat(
       "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost "
-      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ", dir, "/key.pem -out ", dir,
-      "/cert.pem >/dev/null 2>&1");
+      "-addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout ",
+      dir, "/key.pem -out ", dir, "/cert.pem >/dev/null 2>&1");
   return std::system(cmd.c_str()) == 0 ? dir + "/cert.pem" : "";
 }
 
@@ -356,8 +364,7 @@ TEST(ServerFaults, TlsWhenConfigured) {
   client::RemoteOptions plain;
   plain.timeout = absl::Seconds(5);
   auto insecure = ClientFor(*server, plain);
-  EXPECT_EQ(insecure->Compress(a.spec, a.bytes, o).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(insecure->Compress(a.spec, a.bytes, o).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
@@ -374,6 +381,14 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   grpc::ClientContext held_context;
   auto held = stub->Compress(&held_context);
   ASSERT_TRUE(held->Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4))));
+  // The write returns once the header is on its way: wait until the server
+  // has admitted the call (it reserves the array's bytes then), or the drain
+  // could refuse it as a new one.
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server->held_bytes() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_GT(server->held_bytes(), 0u);
   // And calls under load.
   std::vector<std::thread> load;
   std::atomic<int> lost{0};
@@ -387,10 +402,6 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
         ++lost;
       }
     });
-  }
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (server->calls_in_progress() < 1 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
   }
   std::atomic<bool> drained_cleanly{false};
   std::thread drain([&] { drained_cleanly = server->Drain(absl::Seconds(60)); });
@@ -415,21 +426,77 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   // The held call completes, with the right archive.
   v1::CompressRequest data;
   data.set_data(a.bytes.data(), a.bytes.size());
-  ASSERT_TRUE(held->Write(data));
+  // EXPECT, not ASSERT: the threads above must still be joined.
+  EXPECT_TRUE(held->Write(data));
   held->WritesDone();
   std::string archive;
   v1::CompressResponse response;
   while (held->Read(&response)) {
     if (response.has_archive()) archive += response.archive();
   }
-  EXPECT_TRUE(held->Finish().ok());
-  EXPECT_EQ(archive, std::string(expected->begin(), expected->end()));
+  const grpc::Status held_status = held->Finish();
+  EXPECT_TRUE(held_status.ok()) << held_status.error_code() << ": " << held_status.error_message();
+  EXPECT_TRUE(archive == std::string(expected->begin(), expected->end()))
+      << "received " << archive.size() << " archive bytes, expected " << expected->size();
   for (auto& t : load) t.join();
   drain.join();
   EXPECT_TRUE(drained_cleanly.load());
   EXPECT_EQ(lost.load(), 0);
   EXPECT_EQ(server->calls_in_progress(), 0);
   EXPECT_EQ(server->held_bytes(), 0u);
+}
+
+// One client over two replicas, as a dns:/// target over a headless Service
+// gives, while one of them drains: the client leaves it as its health turns
+// NOT_SERVING, and runs again on the other any call it refused. No call may
+// fail, and the client process must survive (gRPC's own retries aborted it).
+TEST(ServerFaults, ADrainingReplicaLosesNoCallOfABalancingClient) {
+  START_TEST_SERVER(a, TestServerOptions());
+  START_TEST_SERVER(b, TestServerOptions());
+  client::RemoteOptions both;
+  both.server = "ipv4:" + Address(*a) + "," + Address(*b);
+  auto client = client::RemoteClient::Connect(both);
+  ASSERT_TRUE(client.ok()) << client.status();
+  TestArray x = SmoothArray({DType::kFloat32, {64, 96}}, 3);
+  CompressOptions o;
+  o.bound = 1e-3;
+  auto expected = Compress(x.spec, x.bytes, o);
+  ASSERT_TRUE(expected.ok());
+  auto served_ok = [](server::EbzipServer& s) {
+    return MetricValue(s.metrics().Render(),
+                       "ebzip_requests_total{code=\"OK\",method=\"compress\"}");
+  };
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE((*client)->Compress(x.spec, x.bytes, o).ok());
+  ASSERT_GT(served_ok(*a), 0) << "round robin sent nothing to the replica that drains";
+  ASSERT_GT(served_ok(*b), 0);
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls{0}, failed{0};
+  std::string first_failure;
+  absl::Mutex mu;
+  std::vector<std::thread> load;
+  for (int t = 0; t < 4; ++t) {
+    load.emplace_back([&] {
+      while (!stop.load()) {
+        auto archive = (*client)->Compress(x.spec, x.bytes, o);
+        ++calls;
+        if (!archive.ok() || *archive != *expected) {
+          absl::MutexLock lock(&mu);
+          if (failed++ == 0)
+            first_failure = archive.ok() ? "other bytes" : archive.status().ToString();
+        }
+      }
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(100));
+  const bool drained = a->Drain(absl::Seconds(30));
+  const int during = calls.load();
+  absl::SleepFor(absl::Milliseconds(200));  // and after: all of it on b
+  stop = true;
+  for (auto& t : load) t.join();
+  EXPECT_TRUE(drained);
+  EXPECT_EQ(failed.load(), 0) << "of " << calls.load() << " calls; the first: " << first_failure;
+  EXPECT_GT(calls.load(), during) << "no call ran after the drain";
 }
 
 }  // namespace

@@ -57,8 +57,8 @@ void ExpectRoundTrip(client::RemoteClient& client, const ArraySpec& spec,
   auto local_decoded = Decompress(*local);
   ASSERT_TRUE(local_decoded.ok());
   EXPECT_TRUE(decoded->data == local_decoded->data) << "server and local decoders differ";
-  const CheckResult r = Check(spec, data, decoded->data, info->header.abs_bound,
-                              options.fill_value);
+  const CheckResult r =
+      Check(spec, data, decoded->data, info->header.abs_bound, options.fill_value);
   EXPECT_TRUE(r.ok()) << r.Describe();
 }
 
@@ -92,13 +92,25 @@ TEST(ServerRoundTrip, AdversarialArrays) {
   };
   const std::vector<Case> cases = {
       {"one element", {DType::kFloat32, {1}}, false, BoundMode::kAbs, 1e-3, std::nullopt},
-      {"odd 3-D with specials and fill", {DType::kFloat32, {7, 13, 5}}, true, BoundMode::kRel,
-       1e-3, -1e34},
-      {"float64 4-D with specials", {DType::kFloat64, {3, 5, 9, 17}}, true, BoundMode::kAbs,
-       1e-6, -1e34},
+      {"odd 3-D with specials and fill",
+       {DType::kFloat32, {7, 13, 5}},
+       true,
+       BoundMode::kRel,
+       1e-3,
+       -1e34},
+      {"float64 4-D with specials",
+       {DType::kFloat64, {3, 5, 9, 17}},
+       true,
+       BoundMode::kAbs,
+       1e-6,
+       -1e34},
       {"tiny bound", {DType::kFloat64, {1000}}, false, BoundMode::kAbs, 1e-300, std::nullopt},
       {"huge bound", {DType::kFloat32, {33, 65}}, false, BoundMode::kAbs, 1e30, std::nullopt},
-      {"several frames", {DType::kFloat32, {300, 50, 40}}, false, BoundMode::kRel, 1e-4,
+      {"several frames",
+       {DType::kFloat32, {300, 50, 40}},
+       false,
+       BoundMode::kRel,
+       1e-4,
        std::nullopt},
   };
   for (const Case& c : cases) {
@@ -191,12 +203,6 @@ TEST(ServerRoundTrip, SmallDevicePoolStillGivesTheSameArchives) {
 }
 
 // Counts from the exposition text: the sum and count of a histogram.
-double MetricValue(const std::string& text, const std::string& series) {
-  size_t at = text.find("\n" + series + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + series.size() + 2));
-}
-
 TEST(ServerBatching, SmallConcurrentRequestsShareBatches) {
   for (bool batching : {true, false}) {
     SCOPED_TRACE(batching ? "batching on" : "batching off");

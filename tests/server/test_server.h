@@ -33,14 +33,13 @@ inline server::ServerOptions TestServerOptions() {
 }
 
 // Starts a server or skips the test (a GPU build without a GPU).
-#define START_TEST_SERVER(var, options)                                           \
-  ::ebzip::server::SetLogQuiet(true);                                             \
-  auto var##_or = ::ebzip::server::EbzipServer::Start(options);                  \
-  if (!var##_or.ok() &&                                                           \
-      var##_or.status().code() == absl::StatusCode::kFailedPrecondition) {        \
-    GTEST_SKIP() << var##_or.status();                                            \
-  }                                                                               \
-  ASSERT_TRUE(var##_or.ok()) << var##_or.status();                                \
+#define START_TEST_SERVER(var, options)                                                      \
+  ::ebzip::server::SetLogQuiet(true);                                                        \
+  auto var##_or = ::ebzip::server::EbzipServer::Start(options);                              \
+  if (!var##_or.ok() && var##_or.status().code() == absl::StatusCode::kFailedPrecondition) { \
+    GTEST_SKIP() << var##_or.status();                                                       \
+  }                                                                                          \
+  ASSERT_TRUE(var##_or.ok()) << var##_or.status();                                           \
   std::unique_ptr<::ebzip::server::EbzipServer> var = *std::move(var##_or)
 
 inline std::string Address(const server::EbzipServer& s) {
@@ -70,6 +69,14 @@ inline bool WaitQuiet(const server::EbzipServer& s, absl::Duration timeout = abs
     absl::SleepFor(absl::Milliseconds(5));
   }
   return false;
+}
+
+// The value of one series ("name{label=\"v\"}") in an exposition text; -1
+// when it is absent.
+inline double MetricValue(const std::string& text, const std::string& series) {
+  size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 2));
 }
 
 }  // namespace ebzip::testing

@@ -25,9 +25,11 @@ import json
 import math
 import numbers
 import os
+import random
 import sys
-from typing import (Any, Iterable, Iterator, Optional, Sequence, Tuple, Type,
-                    Union)
+import time
+from typing import (Any, Callable, Iterable, Iterator, Optional, Sequence,
+                    Tuple, Type, TypeVar, Union)
 
 import grpc
 import numpy as np
@@ -62,19 +64,19 @@ MESSAGE_BYTES = 1 << 20
 # choosing; gRPC's default receive limit (4 MiB) is below what a server may
 # reasonably use, so the client accepts up to 64 MiB.
 # Round robin over every address the target resolves to, skipping servers
-# whose health is not SERVING; a call a draining server refuses (UNAVAILABLE,
-# before any work) is retried on another. Both methods are pure functions of
-# their input, so a retry is safe.
+# whose health is not SERVING. A call a draining server refuses (UNAVAILABLE,
+# before any work) runs again on another, by Client._with_retries rather than
+# a retryPolicy here: gRPC 1.51's retry code (Debian 12) can abort the client
+# process when a retried streaming call races a pick that health checking
+# holds back (client/remote/retry.h). Both methods are pure functions of
+# their input, so running one again is safe.
 SERVICE_CONFIG = json.dumps({
     'loadBalancingConfig': [{'round_robin': {}}],
     'healthCheckConfig': {'serviceName': ''},
-    'methodConfig': [{
-        'name': [{'service': 'ebzip.v1.Compressor'}],
-        'retryPolicy': {'maxAttempts': 3, 'initialBackoff': '0.05s',
-                        'maxBackoff': '1s', 'backoffMultiplier': 2,
-                        'retryableStatusCodes': ['UNAVAILABLE']},
-    }],
 })
+RETRY_ATTEMPTS = 3
+RETRY_INITIAL_BACKOFF = 0.05  # seconds, doubling up to RETRY_MAX_BACKOFF
+RETRY_MAX_BACKOFF = 1.0
 MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
 
 _HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
@@ -86,6 +88,7 @@ _DTYPE_TO_PROTO = {
 _DTYPE_FROM_PROTO = {v: k for k, v in _DTYPE_TO_PROTO.items()}
 
 BytesLike = Union[bytes, bytearray, memoryview]
+_T = TypeVar('_T')
 
 
 # ---------------------------------------------------------------------------
@@ -449,12 +452,15 @@ class Client:
                 call credentials because gRPC refuses call credentials on
                 plaintext channels, and a server behind a TLS-terminating
                 proxy, or on localhost, still needs it.
-            timeout: Deadline in seconds for each call; None waits forever.
+            timeout: Deadline in seconds for each call, its retries
+                included; None waits forever.
         """
         options = [('grpc.max_receive_message_length',
                     MAX_RECEIVE_MESSAGE_BYTES),
                    # dns:///headless-service:50051 spreads over every replica.
-                   ('grpc.service_config', SERVICE_CONFIG)]
+                   ('grpc.service_config', SERVICE_CONFIG),
+                   # _with_retries instead (SERVICE_CONFIG says why).
+                   ('grpc.enable_retries', 0)]
         if tls_ca is not None:
             creds = grpc.ssl_channel_credentials(
                 root_certificates=_read_ca(tls_ca))
@@ -479,6 +485,35 @@ class Client:
 
     def _metadata(self, *extra: Tuple[str, str]) -> Tuple[Tuple[str, str], ...]:
         return self._auth + tuple(extra)
+
+    def _with_retries(self, attempt: Callable[[Optional[float]], _T],
+                      replayable: bool = True) -> _T:
+        """Runs attempt(timeout) again while it raises Unavailable.
+
+        Nothing of a reply reaches the caller before the call has ended, so
+        any UNAVAILABLE attempt (a draining server's refusal, a refused or
+        broken connection) may run again, as long as its request can be sent
+        again, attempts remain and the next would start before the deadline.
+        The backoff varies by ±20 % so that clients refused together do not
+        come back together.
+        """
+        deadline = (None if self._timeout is None
+                    else time.monotonic() + self._timeout)
+        backoff = RETRY_INITIAL_BACKOFF
+        for n in range(1, RETRY_ATTEMPTS + 1):
+            timeout = (None if deadline is None
+                       else max(0.0, deadline - time.monotonic()))
+            try:
+                return attempt(timeout)
+            except Unavailable:
+                wait = backoff * random.uniform(0.8, 1.2)
+                if (not replayable or n == RETRY_ATTEMPTS or
+                        (deadline is not None
+                         and time.monotonic() + wait >= deadline)):
+                    raise
+            time.sleep(wait)
+            backoff = min(2 * backoff, RETRY_MAX_BACKOFF)
+        raise AssertionError('unreachable')  # pragma: no cover
 
     # -- Compress ----------------------------------------------------------
 
@@ -549,7 +584,9 @@ class Client:
         header = compress_header(a.dtype, a.shape, **kwargs)
         # A flat byte view of the caller's memory: slices of it are the only
         # copies made, one message at a time.
-        return self._compress(header, [a.reshape(-1).view(np.uint8)])
+        view = a.reshape(-1).view(np.uint8)
+        return self._with_retries(
+            lambda timeout: self._compress(header, [view], timeout))
 
     def compress_chunks(self,
                         dtype: Any,
@@ -563,15 +600,19 @@ class Client:
         re-cut into messages of at most 1 MiB) and are consumed lazily; their
         total must be prod(shape) * itemsize, which the server checks
         (InvalidArgument otherwise). Keyword arguments are compress()'s.
+        A call a server refuses runs again only when chunks is a list or a
+        tuple: an iterator's pieces can be read once.
 
         Returns:
             (archive, summary), as compress_with_summary().
         """
         header = compress_header(dtype, shape, **kwargs)
-        return self._compress(header, chunks)
+        return self._with_retries(
+            lambda timeout: self._compress(header, chunks, timeout),
+            replayable=isinstance(chunks, (list, tuple)))
 
     def _compress(self, header: 'ebzip_pb2.CompressHeader',
-                  chunks: Iterable[Any]
+                  chunks: Iterable[Any], timeout: Optional[float]
                   ) -> Tuple[bytes, 'ebzip_pb2.CompressSummary']:
         # gRPC runs the request iterator on its own thread and turns an
         # exception there (say, an OSError from a file the chunks are read
@@ -585,7 +626,7 @@ class Client:
                 failures.append(e)
                 raise
 
-        call = self._stub.Compress(requests(), timeout=self._timeout,
+        call = self._stub.Compress(requests(), timeout=timeout,
                                    metadata=self._metadata())
         parts = []
         summary = None
@@ -652,8 +693,14 @@ class Client:
         if priority:
             extra.append(('ebzip-priority', str(int(priority))))
         view = _byte_view(data)  # before the call: a bad buffer raises here
+        return self._with_retries(
+            lambda timeout: self._decompress(view, extra, timeout))
+
+    def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
+                    timeout: Optional[float]
+                    ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         call = self._stub.Decompress(decompress_requests(view),
-                                     timeout=self._timeout,
+                                     timeout=timeout,
                                      metadata=self._metadata(*extra))
         header = None
         out = None
