@@ -26,21 +26,21 @@
 namespace ebzip {
 namespace {
 
-#define CHECK_CUDA(expr)                                                                 \
-  do {                                                                                   \
-    cudaError_t e_ = (expr);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
+#define CHECK_CUDA(expr)                                                                         \
+  do {                                                                                           \
+    cudaError_t e_ = (expr);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
       std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
-#define CHECK_OK(expr)                                                                   \
-  do {                                                                                   \
-    absl::Status s_ = (expr);                                                            \
-    if (!s_.ok()) {                                                                      \
+#define CHECK_OK(expr)                                                                           \
+  do {                                                                                           \
+    absl::Status s_ = (expr);                                                                    \
+    if (!s_.ok()) {                                                                              \
       std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, std::string(s_.message()).c_str()); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 // A smooth 3-D field, like a simulation's temperature or density, with a
@@ -115,6 +115,7 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
 
   std::vector<double> comp_ms;
   std::vector<std::vector<std::pair<std::string, float>>> comp_stages;
+  std::vector<std::vector<std::pair<std::string, double>>> comp_notes;
   for (int r = 0; r < reps + 1; ++r) {
     CHECK_OK(gpu::CompressBatch({&task, 1}, ws, stream, &timer));
     auto stages = timer.Stages();
@@ -123,6 +124,7 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
     if (r > 0) {
       comp_ms.push_back(total);
       comp_stages.push_back(stages);
+      comp_notes.push_back(timer.Notes());
     }
   }
   uint64_t archive_bytes = 0;
@@ -190,7 +192,14 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
   std::printf("  %-28s %9s %9s\n", "compression stage", "ms", "GB/s");
   const auto& cs = comp_stages[comp_stages.size() / 2];
   for (const auto& s : cs) {
-    std::printf("  %-28s %9.3f %9.1f\n", s.first.c_str(), s.second, in_bytes / (s.second * 1e-3) / gb);
+    std::printf("  %-28s %9.3f %9.1f\n", s.first.c_str(), s.second,
+                in_bytes / (s.second * 1e-3) / gb);
+  }
+  // The host's steps in the stage it holds up, each the median over the runs.
+  for (size_t i = 0; i < comp_notes[0].size(); ++i) {
+    std::vector<double> ms;
+    for (const auto& run : comp_notes) ms.push_back(run[i].second);
+    std::printf("    host: %-36s %7.3f ms\n", comp_notes[0][i].first.c_str(), Median(ms));
   }
   const double c = Median(comp_ms);
   std::printf("  %-28s %9.3f %9.1f   floor %.3f ms = %.0f GB/s\n", "compress, all stages", c,
@@ -198,14 +207,15 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
   std::printf("  %-28s %9s %9s\n", "decompression stage", "ms", "GB/s");
   const auto& ds = dec_stages[dec_stages.size() / 2];
   for (const auto& s : ds) {
-    std::printf("  %-28s %9.3f %9.1f\n", s.first.c_str(), s.second, in_bytes / (s.second * 1e-3) / gb);
+    std::printf("  %-28s %9.3f %9.1f\n", s.first.c_str(), s.second,
+                in_bytes / (s.second * 1e-3) / gb);
   }
   const double d = Median(dec_ms);
   std::printf("  %-28s %9.3f %9.1f   floor %.3f ms = %.0f GB/s\n", "decompress, all stages", d,
               in_bytes / (d * 1e-3) / gb, floor_s * 1e3, in_bytes / floor_s / gb);
   const double symbols_gb = 2.0 * f.spec.num_elements() / gb;
-  for (DecoderKind kind : {DecoderKind::kGapArray, DecoderKind::kSelfSync,
-                           DecoderKind::kChunkParallel}) {
+  for (DecoderKind kind :
+       {DecoderKind::kGapArray, DecoderKind::kSelfSync, DecoderKind::kChunkParallel}) {
     const double ms = decode_stage_ms(kind);
     std::printf("  huffman decode %-13s %9.3f %9.1f GB/s of 16-bit symbols\n",
                 DecoderKindName(kind), ms, symbols_gb / (ms * 1e-3));
@@ -301,9 +311,10 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   std::printf("\nsmall batch: %d x float32 [%llu x %llu] (%.0f KiB each), REL 1e-4\n", count,
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nx),
               spec.num_bytes() / 1024.0);
-  std::printf("  compress host: workspace query %.3f ms, CompressBatch call %.3f ms, "
-              "then waiting %.3f ms\n",
-              c.query_ms, c.call_ms, c.finish_ms);
+  std::printf(
+      "  compress host: workspace query %.3f ms, CompressBatch call %.3f ms, "
+      "then waiting %.3f ms\n",
+      c.query_ms, c.call_ms, c.finish_ms);
   PrintStages(c.stages);
 
   // Decompress the same archives as one batch.
@@ -327,9 +338,10 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
       reps, timer, dws, [&] { return gpu::DecompressWorkspaceSize(dtasks, DecoderKind::kAuto); },
       [&] { return gpu::DecompressBatch(dtasks, DecoderKind::kAuto, dws, stream, &timer); },
       [&] { return gpu::FinishDecompress(dws, stream); });
-  std::printf("  decompress host: workspace query %.3f ms, DecompressBatch call %.3f ms, "
-              "FinishDecompress %.3f ms\n",
-              d.query_ms, d.call_ms, d.finish_ms);
+  std::printf(
+      "  decompress host: workspace query %.3f ms, DecompressBatch call %.3f ms, "
+      "FinishDecompress %.3f ms\n",
+      d.query_ms, d.call_ms, d.finish_ms);
   PrintStages(d.stages);
   for (int i = 0; i < count; ++i) {
     cudaFree(tasks[i].archive);
@@ -391,8 +403,9 @@ int main(int argc, char** argv) {
   cudaFree(scratch);
   std::printf("device-to-device copy: %.0f GB/s (read + write); floor = (input + archive) / that\n",
               bw / 1e9);
-  std::printf("reference, cuSZ on the same H100 and 1 GiB field at REL 1e-4: compress 280 GB/s "
-              "(kernels only), decompress 136 GB/s, Huffman decode 78 GB/s\n");
+  std::printf(
+      "reference, cuSZ on the same H100 and 1 GiB field at REL 1e-4: compress 280 GB/s "
+      "(kernels only), decompress 136 GB/s, Huffman decode 78 GB/s\n");
   if (small_batch) {
     // 256 KiB arrays (64 rows of the field's 1024), as the service batches
     // them (bench/RESULTS.md: ~7 per batch at 32 streams), and larger batches.

@@ -36,18 +36,42 @@ void SortKeys(std::vector<uint64_t>* keys, std::vector<uint64_t>* scratch) {
   }
 }
 
-// Depth of each leaf of the Huffman tree over `sorted` (keys in ascending
-// order, weights > 0), built with the two-queue method; the deepest one.
-int HuffmanDepths(const std::vector<uint64_t>& sorted, std::vector<uint64_t>* weight,
-                  std::vector<uint32_t>* parent, std::vector<uint8_t>* depth) {
+// Halves every weight of `sorted` (rounding up) and keeps the keys sorted.
+// Halving keeps distinct weights in order except that weights 2j-1 and 2j
+// become one: two neighbouring runs, each already in symbol order, so a
+// merge per pair of runs does what a sort would, in one pass.
+void HalveWeights(std::vector<uint64_t>* sorted, std::vector<uint64_t>* scratch) {
+  uint64_t* k = sorted->data();
+  const size_t m = sorted->size();
+  scratch->resize(m);
+  for (size_t i = 0; i < m;) {
+    const uint64_t half = (WeightOf(k[i]) + 1) / 2;
+    size_t second = i;  // where the run of the larger old weight starts
+    while (second < m && WeightOf(k[second]) == WeightOf(k[i])) ++second;
+    size_t end = second;
+    while (end < m && (WeightOf(k[end]) + 1) / 2 == half) ++end;
+    for (size_t x = i; x < end; ++x) k[x] = Key(half, PlaceOf(k[x]));
+    std::merge(k + i, k + second, k + second, k + end, scratch->data() + i);
+    i = end;
+  }
+  sorted->swap(*scratch);
+}
+
+// The Huffman tree over `sorted` (keys in ascending order, weights > 0),
+// built with the two-queue method: nodes 0..m-1 are the leaves in sorted
+// order, m.. the internal nodes, `parent` links them. Returns the tree's
+// height, i.e. its deepest leaf's depth, counted on the way up so that a
+// tree too deep for the length limit costs no second pass.
+int HuffmanTree(const std::vector<uint64_t>& sorted, std::vector<uint64_t>* weight,
+                std::vector<uint32_t>* parent, std::vector<uint32_t>* height) {
   const size_t m = sorted.size();
-  // Nodes 0..m-1 are leaves in sorted order, m.. are internal nodes.
   weight->resize(2 * m - 1);
   parent->resize(2 * m - 1);
-  depth->resize(2 * m - 1);
+  height->resize(2 * m - 1);
   uint64_t* w = weight->data();
   uint32_t* up = parent->data();
-  for (size_t i = 0; i < m; ++i) w[i] = WeightOf(sorted[i]);
+  uint32_t* h = height->data();
+  for (size_t i = 0; i < m; ++i) w[i] = WeightOf(sorted[i]), h[i] = 0;
   size_t leaf = 0, internal = m, next = m;
   auto take = [&]() {
     // Prefer the leaf on ties so the tree is the same on every platform.
@@ -63,18 +87,18 @@ int HuffmanDepths(const std::vector<uint64_t>& sorted, std::vector<uint64_t>* we
     const size_t a = take();
     const size_t b = take();
     w[next] = w[a] + w[b];
+    h[next] = std::max(h[a], h[b]) + 1;
     up[a] = up[b] = static_cast<uint32_t>(next);
     ++next;
   }
-  uint8_t* d = depth->data();
+  return static_cast<int>(h[2 * m - 2]);
+}
+
+// Each leaf's depth in the tree HuffmanTree linked, into depth[0..m).
+void LeafDepths(size_t m, const std::vector<uint32_t>& parent, std::vector<uint32_t>* depth) {
+  uint32_t* d = depth->data();  // HuffmanTree's heights, reused
   d[2 * m - 2] = 0;
-  int deepest = 0;
-  for (size_t i = 2 * m - 2; i-- > 0;) {
-    // Depths beyond 255 only say "too deep": the caller flattens and retries.
-    d[i] = static_cast<uint8_t>(std::min(255, d[up[i]] + 1));
-    if (i < m) deepest = std::max<int>(deepest, d[i]);
-  }
-  return deepest;
+  for (size_t i = 2 * m - 2; i-- > 0;) d[i] = d[parent[i]] + 1;
 }
 
 // A run of zero lengths: a 0, then the run's length in LEB128.
@@ -111,18 +135,16 @@ std::vector<uint8_t> BuildCodeLengths(absl::Span<const SymbolCount> used, int ma
   std::vector<uint64_t> keys(m);
   for (size_t i = 0; i < m; ++i) keys[i] = Key(used[i].count, static_cast<uint32_t>(i));
   std::vector<uint64_t> scratch, weight;
-  std::vector<uint32_t> parent;
-  std::vector<uint8_t> depth;
+  std::vector<uint32_t> parent, depth;
   // Flattening the weights until the tree fits is simple, deterministic and
   // costs little: only rare symbols get longer codes than max_length allows.
-  for (;;) {
-    SortKeys(&keys, &scratch);
-    if (HuffmanDepths(keys, &weight, &parent, &depth) <= max_length) {
-      for (size_t i = 0; i < m; ++i) lengths[PlaceOf(keys[i])] = depth[i];
-      return lengths;
-    }
-    for (uint64_t& k : keys) k = Key((WeightOf(k) + 1) / 2, PlaceOf(k));
+  SortKeys(&keys, &scratch);
+  while (HuffmanTree(keys, &weight, &parent, &depth) > max_length) {
+    HalveWeights(&keys, &scratch);
   }
+  LeafDepths(m, parent, &depth);
+  for (size_t i = 0; i < m; ++i) lengths[PlaceOf(keys[i])] = static_cast<uint8_t>(depth[i]);
+  return lengths;
 }
 
 std::vector<uint32_t> CanonicalCodes(absl::Span<const uint8_t> lengths) {

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <vector>
@@ -371,12 +372,20 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   // The host's part, the codec's only synchronization (two when frames use
   // many symbols): each histogram's used symbols to the host, listed in one
   // copy; their codes back up in one.
+  using Clock = std::chrono::steady_clock;
+  auto note = [&](const char* step, Clock::time_point since) {
+    if (timer) {
+      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
+    }
+  };
   const uint64_t capacity = S * kListedPerSegment;
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
                                        S * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
                                        cudaMemcpyDeviceToHost, st));
+  Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  note("wait for the symbol lists", since);
   const uint64_t listed = b.host_info[S - 1].offset + b.host_info[S - 1].count;
   if (listed > capacity) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
@@ -384,14 +393,26 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
                                          cudaMemcpyDeviceToHost, st));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   }
+  since = Clock::now();
   const UploadLayout up = LayoutUpload(b.host_info, S);
-  auto build = [&](uint64_t s) { BuildCodebook(s, plan.segments[s], b, up); };
+  std::vector<double> build_ms(timer ? S : 0);
+  auto build = [&](uint64_t s) {
+    const Clock::time_point start = Clock::now();
+    BuildCodebook(s, plan.segments[s], b, up);
+    if (timer) {
+      build_ms[s] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    }
+  };
   // One or two codes take less time than waking the thread pool. (Not "few
   // symbols": a large frame's code can take several flattening rounds.)
   if (S <= 2) {
     for (uint32_t s = 0; s < S; ++s) build(s);
   } else {
     ParallelFor(S, build);
+  }
+  note(S <= 2 ? "build the codes" : "build the codes (thread pool)", since);
+  if (timer) {
+    timer->Note("of which the longest code", *std::max_element(build_ms.begin(), build_ms.end()));
   }
   CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(b.upload, b.host_upload, up.bytes, cudaMemcpyHostToDevice, st));

@@ -23,6 +23,8 @@ constexpr uint32_t kLongCode = 0x80;
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
 constexpr int kTableThreads = 1024;
+// Bytes of a code-length section in shared memory at a time.
+constexpr uint32_t kSectionPiece = 8192;
 constexpr int kMaxLength = format::kMaxCodeLength;
 
 // ---------------------------------------------------------------------------
@@ -37,6 +39,7 @@ __global__ void __launch_bounds__(kTableThreads)
   __shared__ uint32_t first[kMaxLength + 2];
   __shared__ uint32_t offset[kMaxLength + 2];
   __shared__ uint32_t parsed, bad;
+  __shared__ uint8_t staged[kSectionPiece];
   extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
@@ -46,33 +49,48 @@ __global__ void __launch_bounds__(kTableThreads)
   if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
   __syncthreads();
 
-  // The section is a few hundred bytes: one thread walks it (FORMAT.md §5.1).
-  if (threadIdx.x == 0) {
-    const uint8_t* p = items[seg.item].archive + seg.section_offset[format::kCodeLengths];
-    const uint64_t size = seg.section_length[format::kCodeLengths];
-    uint32_t n = 0;
-    bool ok = true;
-    for (uint64_t i = 0; ok && i < size;) {
-      const uint8_t b = p[i++];
-      if (b != 0) {
-        ok = b <= seg.max_code_length && n < alphabet;
-        if (ok) lengths[n++] = b;
+  // One thread walks the section (FORMAT.md §5.1): length bytes, and zero
+  // runs in LEB128. It reads it from shared memory, staged a piece at a time
+  // by the whole block: at tight bounds a section holds thousands of bytes,
+  // and one thread's dependent global loads took milliseconds.
+  const uint8_t* section = items[seg.item].archive + seg.section_offset[format::kCodeLengths];
+  const uint64_t size = seg.section_length[format::kCodeLengths];
+  uint32_t n = 0;  // the walker's state (thread 0's registers), across pieces
+  bool ok = true, in_run = false;
+  int shift = 0;
+  uint64_t run = 0;
+  for (uint64_t base = 0; base < size; base += kSectionPiece) {
+    const uint32_t piece =
+        static_cast<uint32_t>(size - base < kSectionPiece ? size - base : kSectionPiece);
+    __syncthreads();  // the walker is done with the previous piece
+    for (uint32_t i = threadIdx.x; i < piece; i += kTableThreads) staged[i] = section[base + i];
+    __syncthreads();
+    if (threadIdx.x != 0) continue;
+    for (uint32_t i = 0; ok && i < piece; ++i) {
+      const uint8_t b = staged[i];
+      if (!in_run) {
+        if (b != 0) {
+          ok = b <= seg.max_code_length && n < alphabet;
+          if (ok) lengths[n++] = b;
+        } else {
+          in_run = true;
+          shift = 0;
+          run = 0;
+        }
         continue;
       }
-      uint64_t run = 0;
-      for (int shift = 0;; shift += 7) {
-        if (i >= size || shift > 35) {
-          ok = false;
-          break;
-        }
-        const uint8_t v = p[i++];
-        run |= static_cast<uint64_t>(v & 0x7F) << shift;
-        if (!(v & 0x80)) break;
+      ok = shift <= 35;
+      run |= static_cast<uint64_t>(b & 0x7F) << shift;
+      shift += 7;
+      if (ok && !(b & 0x80)) {
+        in_run = false;
+        ok = run != 0 && run <= alphabet - n;
+        n += ok ? static_cast<uint32_t>(run) : 0;
       }
-      ok = ok && run != 0 && run <= alphabet - n;
-      n += ok ? static_cast<uint32_t>(run) : 0;
     }
-    parsed = ok && n == alphabet;
+  }
+  if (threadIdx.x == 0) {
+    parsed = ok && !in_run && n == alphabet;
     bad = 0;
   }
   __syncthreads();

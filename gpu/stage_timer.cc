@@ -20,6 +20,7 @@ CUevent_st* StageTimer::EventAt(size_t i) {
 void StageTimer::Start(CUstream_st* stream) {
   used_ = 0;
   names_.clear();
+  notes_.clear();
   cudaEventRecord(EventAt(used_++), stream);
 }
 

@@ -27,10 +27,16 @@ class StageTimer {
   // (name, milliseconds) per stage, in order; synchronizes on the last mark.
   std::vector<std::pair<std::string, float>> Stages() const;
 
+  // Host-side steps within a stage (a wait, the host's own work), timed on
+  // the calling thread: what a stage that the host holds up is made of.
+  void Note(const char* name, double ms) { notes_.emplace_back(name, ms); }
+  const std::vector<std::pair<std::string, double>>& Notes() const { return notes_; }
+
  private:
   CUevent_st* EventAt(size_t i);
   std::vector<CUevent_st*> events_;
   std::vector<std::string> names_;
+  std::vector<std::pair<std::string, double>> notes_;
   size_t used_ = 0;
 };
 
