@@ -385,6 +385,34 @@ class ClientSideTest(unittest.TestCase):
                 hurried._with_retries(attempt)
             self.assertEqual(len(calls), 1)
 
+    def test_public_calls_retry_only_what_they_can_send_again(self):
+        refused = ebzip.Unavailable(None, 'the server is draining')
+        attempts = []
+
+        def refuse(*args):
+            attempts.append(args)
+            raise refused
+
+        x = np.ones((4, 4), np.float32)
+        with ebzip.Client(self.client_target, timeout=5) as c:
+            c._compress = refuse  # pylint: disable=protected-access
+            c._decompress = refuse  # pylint: disable=protected-access
+            cases = [
+                (lambda: c.compress(x, abs=1e-3), ebzip_client.RETRY_ATTEMPTS),
+                (lambda: c.decompress(b'archive'), ebzip_client.RETRY_ATTEMPTS),
+                (lambda: c.compress_chunks('float32', (4, 4), [x.tobytes()],
+                                           abs=1e-3),
+                 ebzip_client.RETRY_ATTEMPTS),
+                # An iterator's pieces can be read once: no second attempt.
+                (lambda: c.compress_chunks('float32', (4, 4),
+                                           iter([x.tobytes()]), abs=1e-3), 1),
+            ]
+            for call, expected in cases:
+                attempts.clear()
+                with self.assertRaises(ebzip.Unavailable):
+                    call()
+                self.assertEqual(len(attempts), expected)
+
     def test_request_stream_is_header_then_bounded_data(self):
         x = smooth_field((300, 1001), np.float64)  # 2.29 MiB, not a multiple
         header = ebzip_client.compress_header(
