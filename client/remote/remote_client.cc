@@ -92,8 +92,8 @@ struct RemoteClient::Impl {
   }
 
   absl::StatusOr<RemoteSummary> CompressOnce(const ArraySpec& spec, absl::Span<const uint8_t> data,
-                                             const CompressOptions& options, absl::Time deadline,
-                                             const ByteSink& sink);
+                                             const CompressOptions& codec_options,
+                                             absl::Time deadline, const ByteSink& sink);
   absl::StatusOr<RemoteArrayHeader> DecompressOnce(
       absl::Span<const uint8_t> archive,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
