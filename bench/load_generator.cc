@@ -18,12 +18,15 @@
 // Exit status: 0 when every request succeeded, 3 when some failed with a
 // gRPC error (counted in the table), 1 when a reply was wrong or the server
 // could not be reached, 2 on bad flags.
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -40,6 +43,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
@@ -472,6 +476,15 @@ int main(int argc, char** argv) {
       "           [--requests N] [--streams N] [--channels N] [--rel E | --abs E] ...\n"
       "Load generator for ebzipd: throughput and latency (bench/README.md).");
   absl::ParseCommandLine(argc, argv);
+  // As ebzipd does (server/main.cc): the deadlock detector Debian's Abseil
+  // leaves on would serialize the client's threads.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // And the same malloc thresholds, so that the client's buffers are not
+  // faulted in anew for every request either.
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+  }
 
   const std::string method_name = absl::GetFlag(FLAGS_method);
   Method method;

@@ -125,7 +125,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     }
     received_ += data.size();
     if (!plan_) {
-      current_->input.insert(current_->input.end(), data.begin(), data.end());
+      AppendBytes(data, 0, data.size(), &current_->input);
       return absl::OkStatus();
     }
     // Streamed: cut the bytes into frames, queueing each as it fills.
@@ -133,7 +133,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     while (used < data.size()) {
       const size_t room = current_->spec.num_bytes() - current_->input.size();
       const size_t n = std::min(room, data.size() - used);
-      current_->input.insert(current_->input.end(), data.begin() + used, data.begin() + used + n);
+      AppendBytes(data, used, n, &current_->input);
       used += n;
       if (current_->input.size() == current_->spec.num_bytes()) {
         Submit(std::move(current_));

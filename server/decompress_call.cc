@@ -45,7 +45,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     }
     // Admitted as it arrives: the archive's size is not known in advance.
     if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) return s;
-    whole_->input.insert(whole_->input.end(), data.begin(), data.end());
+    AppendBytes(data, 0, data.size(), &whole_->input);
     if (decided_ || whole_->input.size() < format::kFileHeaderSize) return absl::OkStatus();
     decided_ = true;
     auto header = format::ParseFileHeader(whole_->input);

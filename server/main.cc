@@ -1,6 +1,7 @@
 // ebzipd: the compression service. Every flag can also come from the
 // environment as EBZIPD_<FLAG> (EBZIPD_LISTEN, EBZIPD_TOKEN, ...), which is
 // how containers configure it; a flag on the command line wins.
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -106,6 +108,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> storage;
   std::vector<char*> args = ArgsWithEnvironment(argc, argv, &storage);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock
+  // detector on: every lock and unlock, gRPC's included, then updates one
+  // process-wide lock graph under a spin lock, ~16x the lock's own cost and
+  // a point where every thread queues (bench/RESULTS.md, sixth round). The
+  // tests keep it on, where a lock-order bug should show.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // glibc's malloc, left to adapt, gives a freed heap top above 2x the last
+  // freed mapping (512 KiB after a 256 KiB request) back to the kernel, so
+  // each small request faults its buffers in anew. Fixed thresholds keep
+  // buffers up to 4 MiB on the heap and at most 16 MiB free at an arena's
+  // top; larger buffers (streamed frames) are still mapped and unmapped.
+  // GLIBC_TUNABLES, when set, is the operator's choice instead.
+  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
+  }
 
   // Block the stop signals in every thread (threads inherit the mask), then
   // wait for them here.
