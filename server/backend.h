@@ -43,6 +43,10 @@ class Backend {
   // are left): the scheduler ends its thread. Some worker never retires.
   virtual bool Retired(int /*worker*/) const { return false; }
   virtual std::vector<DeviceState> DeviceStates() const = 0;
+  // Memory to receive a compression's `bytes` of input into, when the
+  // backend has a better place for them than the heap (Work::input_block);
+  // an empty block means the heap.
+  virtual HostBlock InputBlock(uint64_t /*bytes*/) const { return {}; }
 };
 
 // Runs one work on the CPU codec; shared by the CPU backend and by the GPU

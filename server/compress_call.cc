@@ -70,7 +70,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (absl::Status s = reservation_.Grow(bytes); !s.ok()) return s;
     current_ = NewWork(spec_, options_);
     current_->reservation = std::move(reservation_);
-    current_->input.reserve(bytes);
+    current_->input_block = env_.backend.InputBlock(bytes);
+    if (!current_->input_block) current_->input.reserve(bytes);
     return absl::OkStatus();
   }
 
@@ -125,7 +126,11 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     }
     received_ += data.size();
     if (!plan_) {
-      AppendBytes(data, 0, data.size(), &current_->input);
+      if (current_->input_block) {
+        current_->input_block.Append(data.data(), data.size());
+      } else {
+        AppendBytes(data, 0, data.size(), &current_->input);
+      }
       return absl::OkStatus();
     }
     // Streamed: cut the bytes into frames, queueing each as it fills.

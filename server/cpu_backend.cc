@@ -10,7 +10,7 @@ namespace ebzip::server {
 
 void RunOnCpu(Work& work) {
   if (work.method == Method::kCompress) {
-    auto archive = Compress(work.spec, work.input, work.options);
+    auto archive = Compress(work.spec, work.input_bytes(), work.options);
     if (!archive.ok()) {
       work.status = archive.status();
       return;

@@ -192,7 +192,11 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
       h->set_backend(work->device);
       return Next::kSend;
     }
-    QueueBytes(std::move(work->output));
+    if (work->output_block) {
+      QueueBytes(std::move(work->output_block));
+    } else {
+      QueueBytes(std::move(work->output));
+    }
     PopFront();
     if (header_) {
       ++rows_sent_;

@@ -41,18 +41,29 @@ class Carver {
 
 // Bytes that move between a host buffer and a place on the device.
 struct Piece {
-  uint8_t* host;
+  const uint8_t* host;
   uint8_t* device;
   uint64_t bytes;
+  bool pinned = false;  // `host` is page-locked (a HostBlock of the backend's pool)
 };
 
-// Copies pieces up through pinned `staging` (room bytes) when their device
-// places, in ascending order, span no more than that: one host memcpy each
-// and one DMA for them all, instead of a pageable copy each (which the driver
-// stages through its own pinned buffer and finishes before returning).
-// Larger spans go directly, pageable.
-absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t* staging,
+// Copies pieces up. A pinned piece goes by DMA from where it is. The others
+// go through pinned `staging` (room bytes) when their device places, in
+// ascending order, span no more than that: one host memcpy each and one DMA
+// for them all, instead of a pageable copy each (which the driver stages
+// through its own pinned buffer and finishes before returning). Larger
+// spans go directly, pageable.
+absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> all, uint8_t* staging,
                     uint64_t room) {
+  std::vector<Piece> pieces;
+  for (const Piece& p : all) {
+    if (!p.pinned) {
+      pieces.push_back(p);
+      continue;
+    }
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(p.device, p.host, p.bytes, cudaMemcpyHostToDevice, stream));
+  }
   if (pieces.empty()) return absl::OkStatus();
   uint8_t* base = pieces.front().device;
   uint64_t span = 0;
@@ -75,55 +86,71 @@ absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> pieces, uint8_t
 
 // Results on their way down, in two steps so that their copies can be
 // enqueued before the stream is waited for anyway (decompression waits for
-// the device's verdict): Start enqueues them, through pinned `staging` when
-// they all fit in its `room` bytes, else straight into the result vectors;
-// once the stream has been synchronized, Finish hands the bytes over, each
-// copied once out of staging (no zero-filled vector first).
+// the device's verdict). Start enqueues them: each straight into a block of
+// `pool` (page-locked) when one is given and has a block to spare, which
+// then is the result, with no copy on the worker; the others through pinned
+// `staging` when they all fit in its `room` bytes, else straight into their
+// result vectors. Once the stream has been synchronized, Finish hands the
+// results over, those in staging copied out once (no zero-filled vector
+// first).
 class Download {
  public:
   struct Source {
     const uint8_t* device;
     uint64_t bytes;
   };
+  struct Result {
+    HostBlock block;  // when it came down into the pool
+    std::vector<uint8_t> bytes;
+  };
 
   absl::Status Start(cudaStream_t stream, std::vector<Source> sources, uint8_t* staging,
-                     uint64_t room) {
+                     uint64_t room, HostBlockPool* pool = nullptr) {
     sources_ = std::move(sources);
+    results_.resize(sources_.size());
     uint64_t total = 0;
-    for (const Source& p : sources_) total += AlignUp(p.bytes);
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      if (pool != nullptr) results_[i].block = pool->Take(sources_[i].bytes);
+      if (!results_[i].block) total += AlignUp(sources_[i].bytes);
+    }
     staging_ = total <= room ? staging : nullptr;
-    if (staging_ == nullptr) results_.resize(sources_.size());
     uint64_t at = 0;
     for (size_t i = 0; i < sources_.size(); ++i) {
-      uint8_t* to = staging_ ? staging_ + at : nullptr;
-      if (to == nullptr) {
-        results_[i].resize(sources_[i].bytes);
-        to = results_[i].data();
+      Result& r = results_[i];
+      uint8_t* to;
+      if (r.block) {
+        r.block.SetFilled(sources_[i].bytes);
+        to = r.block.data();
+      } else if (staging_ != nullptr) {
+        to = staging_ + at;
+        at += AlignUp(sources_[i].bytes);
+      } else {
+        r.bytes.resize(sources_[i].bytes);
+        to = r.bytes.data();
       }
       CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, sources_[i].device, sources_[i].bytes,
                                            cudaMemcpyDeviceToHost, stream));
-      at += AlignUp(sources_[i].bytes);
     }
     return absl::OkStatus();
   }
 
   // After the stream has been synchronized.
-  std::vector<std::vector<uint8_t>> Finish() {
-    if (staging_ == nullptr) return std::move(results_);
-    std::vector<std::vector<uint8_t>> out;
-    out.reserve(sources_.size());
-    uint64_t at = 0;
-    for (const Source& p : sources_) {
-      out.emplace_back(staging_ + at, staging_ + at + p.bytes);
-      at += AlignUp(p.bytes);
+  std::vector<Result> Finish() {
+    if (staging_ != nullptr) {
+      uint64_t at = 0;
+      for (size_t i = 0; i < sources_.size(); ++i) {
+        if (results_[i].block) continue;
+        results_[i].bytes.assign(staging_ + at, staging_ + at + sources_[i].bytes);
+        at += AlignUp(sources_[i].bytes);
+      }
     }
-    return out;
+    return std::move(results_);
   }
 
  private:
   std::vector<Source> sources_;
   uint8_t* staging_ = nullptr;
-  std::vector<std::vector<uint8_t>> results_;  // when not staged
+  std::vector<Result> results_;
 };
 
 // One GPU, shared by its workers (lanes).
@@ -209,10 +236,16 @@ class GpuBackend final : public Backend {
       gpus_.push_back(std::move(g));
     }
     if (gpus_.empty()) return absl::UnavailableError("no CUDA device");
+    if (options.host_pool_bytes > 0) {
+      void* region = nullptr;
+      CUDA_RETURN_IF_ERROR(cudaHostAlloc(&region, options.host_pool_bytes, cudaHostAllocPortable));
+      host_pool_ = HostBlockPool::Create(static_cast<uint8_t*>(region), options.host_pool_bytes,
+                                         [](uint8_t* p) { cudaFreeHost(p); });
+    }
     for (auto& lane : lanes_) {
       if (absl::Status s = WarmUp(*lane); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat(lane->gpu->name, " failed its warm-up: ",
-                                                   s.message()));
+        return absl::Status(s.code(),
+                            absl::StrCat(lane->gpu->name, " failed its warm-up: ", s.message()));
       }
     }
     return absl::OkStatus();
@@ -229,6 +262,9 @@ class GpuBackend final : public Backend {
     return a.method == b.method && a.dtype() == b.dtype();
   }
   bool Retired(int worker) const override { return lanes_[worker]->gpu->retired.load(); }
+  HostBlock InputBlock(uint64_t bytes) const override {
+    return host_pool_ ? host_pool_->Take(bytes) : HostBlock();
+  }
 
   std::vector<std::shared_ptr<Work>> Run(int worker,
                                          absl::Span<const std::shared_ptr<Work>> batch) override {
@@ -252,7 +288,7 @@ class GpuBackend final : public Backend {
         const bool retired = GiveUp(g, s);
         cpu.clear();
         for (const auto& w : batch) {
-          if (!w->output.empty() || !w->status.ok()) continue;  // finished before the failure
+          if (w->has_output() || !w->status.ok()) continue;  // finished before the failure
           if (options_.on_failure == GpuFailurePolicy::kFail) {
             w->status = absl::UnavailableError(
                 absl::StrCat(g.name, " failed while running this request (", s.message(),
@@ -330,7 +366,8 @@ class GpuBackend final : public Backend {
       decompress->info = *std::move(info);
       if (absl::Status s = Decompress(lane, {&decompress, 1}, &cpu); !s.ok()) return s;
       if (!cpu.empty() || !decompress->status.ok() ||
-          decompress->output.size() != compress->spec.num_bytes()) {
+          decompress->output_block.size() + decompress->output.size() !=
+              compress->spec.num_bytes()) {
         return absl::InternalError("a small archive did not decompress on the GPU");
       }
     }
@@ -471,7 +508,8 @@ class GpuBackend final : public Backend {
       for (size_t i = 0; i < tasks.size(); ++i) {
         uint8_t* input = pool.Take(tasks[i].spec.num_bytes());
         tasks[i].input = input;
-        inputs.push_back({r.works[i]->input.data(), input, r.works[i]->input.size()});
+        const absl::Span<const uint8_t> bytes = r.works[i]->input_bytes();
+        inputs.push_back({bytes.data(), input, bytes.size(), bool(r.works[i]->input_block)});
       }
       for (size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].archive = pool.Take(tasks[i].capacity);
@@ -504,10 +542,10 @@ class GpuBackend final : public Backend {
         return s;
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
-      std::vector<std::vector<uint8_t>> archives = download.Finish();
+      std::vector<Download::Result> archives = download.Finish();
       for (size_t i = 0; i < tasks.size(); ++i) {
         r.works[i]->device = d.gpu->name;
-        r.works[i]->SetArchive(std::move(archives[i]));
+        r.works[i]->SetArchive(std::move(archives[i].bytes));
       }
     }
     return absl::OkStatus();
@@ -566,11 +604,13 @@ class GpuBackend final : public Backend {
       // on the stream have left staging by then).
       std::vector<Download::Source> outputs;
       for (size_t i = 0; i < tasks.size(); ++i) {
-        outputs.push_back({static_cast<const uint8_t*>(tasks[i].output),
-                           r.works[i]->info->spec().num_bytes()});
+        outputs.push_back(
+            {static_cast<const uint8_t*>(tasks[i].output), r.works[i]->info->spec().num_bytes()});
       }
       Download download;
-      if (absl::Status s = download.Start(d.stream, std::move(outputs), staging, room); !s.ok()) {
+      if (absl::Status s =
+              download.Start(d.stream, std::move(outputs), staging, room, host_pool_.get());
+          !s.ok()) {
         return s;
       }
       absl::Status found = gpu::FinishDecompress(ws, d.stream);
@@ -582,17 +622,22 @@ class GpuBackend final : public Backend {
         continue;
       }
       if (!found.ok()) return found;
-      std::vector<std::vector<uint8_t>> arrays = download.Finish();
+      std::vector<Download::Result> arrays = download.Finish();
       for (size_t i = 0; i < tasks.size(); ++i) {
         r.works[i]->device = d.gpu->name;
-        r.works[i]->SetArray(std::move(arrays[i]));
+        if (arrays[i].block) {
+          r.works[i]->SetArray(std::move(arrays[i].block));
+        } else {
+          r.works[i]->SetArray(std::move(arrays[i].bytes));
+        }
       }
     }
     return absl::OkStatus();
   }
 
   GpuBackendOptions options_;
-  absl::Mutex mu_;  // serializes GiveUp
+  std::shared_ptr<HostBlockPool> host_pool_;  // page-locked, for InputBlock
+  absl::Mutex mu_;                            // serializes GiveUp
   std::vector<std::unique_ptr<Gpu>> gpus_;
   std::vector<std::unique_ptr<Lane>> lanes_;
 };

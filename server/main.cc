@@ -37,6 +37,9 @@ ABSL_FLAG(uint64_t, gpu_memory_bytes, 0,
           "GPU backend: device memory pool per GPU in bytes (0: 3/4 of free memory)");
 ABSL_FLAG(uint64_t, gpu_pinned_bytes, uint64_t{256} << 20,
           "GPU backend: pinned host memory per GPU worker in bytes");
+ABSL_FLAG(uint64_t, gpu_host_pool_bytes, uint64_t{256} << 20,
+          "GPU backend: pinned host memory, shared by all GPUs, that arrays of up to 8 MiB are "
+          "received into (to compress) and sent from (decompressed); 0: none");
 ABSL_FLAG(int32_t, gpu_workers, 2,
           "GPU backend: workers per GPU, each with its own CUDA stream, share of the pool and "
           "pinned memory, so one's copies and host work overlap another's kernels");
@@ -67,6 +70,7 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "listen",          "metrics_listen",     "backend",           "max_request_bytes",
       "max_queued_bytes", "batching",          "max_batch_bytes",   "max_batch_requests",
       "max_queue_delay_us", "cpu_workers",     "gpu_memory_bytes",  "gpu_pinned_bytes",
+      "gpu_host_pool_bytes",
       "tls_cert",        "tls_key",            "token",             "token_file",
       "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds",
       "gpu_workers",     "gpu_failure_policy"};
@@ -146,6 +150,7 @@ int main(int argc, char** argv) {
   o.cpu_workers = absl::GetFlag(FLAGS_cpu_workers);
   o.gpu_memory_bytes = absl::GetFlag(FLAGS_gpu_memory_bytes);
   o.gpu_pinned_bytes = absl::GetFlag(FLAGS_gpu_pinned_bytes);
+  o.gpu_host_pool_bytes = absl::GetFlag(FLAGS_gpu_host_pool_bytes);
   o.gpu_workers = absl::GetFlag(FLAGS_gpu_workers);
   o.gpu_failure_policy = absl::GetFlag(FLAGS_gpu_failure_policy);
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);

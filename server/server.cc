@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     GpuBackendOptions g;
     g.memory_bytes = o.gpu_memory_bytes;
     g.pinned_bytes = o.gpu_pinned_bytes;
+    g.host_pool_bytes = o.gpu_host_pool_bytes;
     g.workers_per_gpu = o.gpu_workers;
     g.on_failure =
         o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;

@@ -37,6 +37,7 @@ struct ServerOptions {
   // per worker; what a failed GPU's work does: "retry" or "fail".
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
+  uint64_t gpu_host_pool_bytes = uint64_t{256} << 20;
   int gpu_workers = 2;
   std::string gpu_failure_policy = "retry";
   int64_t gpu_fail_at_batch = -1;  // tests only: GpuBackendOptions::fail_at_batch

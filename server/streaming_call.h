@@ -164,18 +164,26 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   // frame, an array), freed once sent.
   void QueueBytes(std::vector<uint8_t> bytes) {
     out_ = std::move(bytes);
+    out_block_.Release();
     out_at_ = 0;
   }
-  bool sending_bytes() const { return out_at_ < out_.size(); }
+  void QueueBytes(HostBlock bytes) {
+    out_.clear();
+    out_.shrink_to_fit();
+    out_block_ = std::move(bytes);
+    out_at_ = 0;
+  }
+  bool sending_bytes() const { return out_at_ < OutBytes().size(); }
   // Hands the next piece of the queued bytes to put(data, size), which
   // fills the response message, and counts it as sent.
   template <class Put>
   Next SendBytes(Put put) {
-    const size_t n = std::min<size_t>(env_.limits.message_bytes, out_.size() - out_at_);
-    put(out_.data() + out_at_, n);
+    const absl::Span<const uint8_t> out = OutBytes();
+    const size_t n = std::min<size_t>(env_.limits.message_bytes, out.size() - out_at_);
+    put(out.data() + out_at_, n);
     out_at_ += n;
     count_out(n);
-    if (out_at_ == out_.size()) QueueBytes({});
+    if (out_at_ == out.size()) QueueBytes(std::vector<uint8_t>());
     return Next::kSend;
   }
 
@@ -325,7 +333,11 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   Response response_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
-  std::vector<uint8_t> out_;  // QueueBytes
+  absl::Span<const uint8_t> OutBytes() const {
+    return out_block_ ? out_block_.bytes() : absl::Span<const uint8_t>(out_);
+  }
+  std::vector<uint8_t> out_;  // QueueBytes, the one or the other
+  HostBlock out_block_;
   size_t out_at_ = 0;
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order

@@ -6,14 +6,15 @@ namespace ebzip::server {
 
 void Work::SetArchive(std::vector<uint8_t> archive) {
   std::vector<uint8_t>().swap(input);
+  input_block.Release();
   output = std::move(archive);
   reservation.Resize(output.size());
   // The summary comes from the archive itself, so every backend reports the
   // same numbers for the same bytes.
   auto parsed = ReadArchiveInfo(output);
   if (!parsed.ok()) {
-    status = absl::InternalError(absl::StrCat("the archive just written does not parse: ",
-                                              parsed.status().message()));
+    status = absl::InternalError(
+        absl::StrCat("the archive just written does not parse: ", parsed.status().message()));
     return;
   }
   abs_bound = parsed->header.abs_bound;
@@ -29,8 +30,19 @@ void Work::SetArchive(std::vector<uint8_t> archive) {
 
 void Work::SetArray(std::vector<uint8_t> array) {
   std::vector<uint8_t>().swap(input);
+  input_block.Release();
   output = std::move(array);
   reservation.Resize(output.size());
+  abs_bound = info->header.abs_bound;
+  frames = info->frames.size();
+  status = absl::OkStatus();
+}
+
+void Work::SetArray(HostBlock array) {
+  std::vector<uint8_t>().swap(input);
+  input_block.Release();
+  output_block = std::move(array);
+  reservation.Resize(output_block.size());
   abs_bound = info->header.abs_bound;
   frames = info->frames.size();
   status = absl::OkStatus();

@@ -14,9 +14,11 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "codec/archive.h"
 #include "codec/types.h"
 #include "server/admission.h"
+#include "server/host_block_pool.h"
 
 namespace ebzip::server {
 
@@ -34,10 +36,16 @@ struct Work {
 
   // Compress: the array and its options; `input` holds spec.num_bytes().
   // Decompress: `input` is the archive and `info` its parsed headers.
+  // A small array may be received into `input_block` (the GPU backend's
+  // page-locked memory) instead of `input`; input_bytes() is whichever.
   ArraySpec spec;
   CompressOptions options;
   std::vector<uint8_t> input;
+  HostBlock input_block;
   std::optional<ArchiveInfo> info;
+  absl::Span<const uint8_t> input_bytes() const {
+    return input_block ? input_block.bytes() : absl::Span<const uint8_t>(input);
+  }
 
   // Host bytes this work holds (input, then output) against the budget.
   Reservation reservation;
@@ -45,6 +53,7 @@ struct Work {
   // Written by the backend before `on_done`.
   absl::Status status;
   std::vector<uint8_t> output;  // the archive, or the array
+  HostBlock output_block;       // or the array, in the GPU backend's pool (SetArray)
   double abs_bound = 0;
   uint64_t outliers = 0;
   uint64_t verbatim = 0;
@@ -64,6 +73,8 @@ struct Work {
   // output. SetArchive also fills the summary from the frame headers.
   void SetArchive(std::vector<uint8_t> archive);
   void SetArray(std::vector<uint8_t> array);
+  void SetArray(HostBlock array);
+  bool has_output() const { return !output.empty() || output_block; }
 
   // The bytes a batch is measured in: the array's size either way.
   uint64_t array_bytes() const {

@@ -63,6 +63,7 @@ DEFAULTS = {
     "EBZIPD_MAX_BATCH_BYTES": str(64 * MIB),
     "EBZIPD_CPU_WORKERS": "2",
     "EBZIPD_GPU_PINNED_BYTES": str(256 * MIB),
+    "EBZIPD_GPU_HOST_POOL_BYTES": str(256 * MIB),
     "EBZIPD_GPU_WORKERS": "2",
     "EBZIPD_DRAIN_SECONDS": "30",
 }
@@ -384,8 +385,11 @@ class DeployTest(unittest.TestCase):
             # --gpu_workers per GPU, each with its pinned buffer and its
             # one request at a time on the CPU codec when it falls back.
             workers = gpus * int(v.flag("EBZIPD_GPU_WORKERS"))
+            # Plus the pinned pool small arrays live in: resident from the
+            # start, whether or not admission counts bytes in it.
             budget = queued + workers * (int(v.flag("EBZIPD_GPU_PINNED_BYTES"))
                                          + SCRATCH_PER_REQUEST * largest)
+            budget += int(v.flag("EBZIPD_GPU_HOST_POOL_BYTES"))
         else:
             budget = queued + int(v.flag("EBZIPD_CPU_WORKERS")) * SCRATCH_PER_REQUEST * largest
         budget += RUNTIME_BYTES

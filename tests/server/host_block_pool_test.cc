@@ -1,0 +1,139 @@
+#include "server/host_block_pool.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ebzip::server {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+constexpr uint64_t kMiB = 1024 * kKiB;
+
+// A pool over `bytes` of malloc'd memory that counts its release.
+std::shared_ptr<HostBlockPool> MallocPool(uint64_t bytes, int* released) {
+  auto* region = static_cast<uint8_t*>(std::malloc(bytes));
+  return HostBlockPool::Create(region, bytes, [released](uint8_t* p) {
+    ++*released;
+    std::free(p);
+  });
+}
+
+TEST(HostBlockPool, BlocksArePowerOfTwoClassesInsideTheRegionAndDoNotOverlap) {
+  int released = 0;
+  auto pool = MallocPool(32 * kMiB, &released);
+  std::vector<HostBlock> blocks;
+  for (uint64_t want : {1 * kKiB, 64 * kKiB, 65 * kKiB, 256 * kKiB, 300 * kKiB, 8 * kMiB}) {
+    HostBlock b = pool->Take(want);
+    ASSERT_TRUE(b) << want;
+    EXPECT_GE(b.capacity(), want);
+    EXPECT_LT(b.capacity(), std::max<uint64_t>(2 * want, 64 * kKiB + 1)) << want;
+    EXPECT_EQ(b.capacity() & (b.capacity() - 1), 0u) << "not a power of two: " << b.capacity();
+    EXPECT_EQ(b.size(), 0u);
+    blocks.push_back(std::move(b));
+  }
+  // Fill each block with its own byte and check that none overwrote another.
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    std::vector<uint8_t> fill(blocks[i].capacity(), static_cast<uint8_t>(i + 1));
+    blocks[i].Append(fill.data(), fill.size());
+  }
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    for (uint8_t byte : blocks[i].bytes()) ASSERT_EQ(byte, i + 1) << "block " << i;
+  }
+  EXPECT_EQ(pool->carved(), (64 + 64 + 128 + 256 + 512) * kKiB + 8 * kMiB);
+}
+
+TEST(HostBlockPool, AppendFillsFromTheFront) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  HostBlock b = pool->Take(100);
+  const char first[] = "abc", second[] = "defg";
+  b.Append(first, 3);
+  b.Append(second, 4);
+  ASSERT_EQ(b.size(), 7u);
+  EXPECT_EQ(std::memcmp(b.data(), "abcdefg", 7), 0);
+}
+
+TEST(HostBlockPool, AFreedBlockIsReusedByItsClassBeforeTheRegionIsCarvedFurther) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  uint8_t* first;
+  {
+    HostBlock b = pool->Take(200 * kKiB);
+    first = b.data();
+  }
+  EXPECT_EQ(pool->carved(), 256 * kKiB);
+  HostBlock again = pool->Take(256 * kKiB);
+  EXPECT_EQ(again.data(), first);
+  EXPECT_EQ(pool->carved(), 256 * kKiB);
+  HostBlock other_class = pool->Take(64 * kKiB);  // a different class: carved anew
+  EXPECT_NE(other_class.data(), first);
+  EXPECT_EQ(pool->carved(), 320 * kKiB);
+}
+
+TEST(HostBlockPool, TooLargeOrUsedUpGivesAnEmptyBlock) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  EXPECT_FALSE(pool->Take(HostBlockPool::kLargestBlock + 1));
+  HostBlock a = pool->Take(512 * kKiB);
+  HostBlock b = pool->Take(512 * kKiB);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+  HostBlock c = pool->Take(1);  // the region is used up, and no 64 KiB block was freed
+  EXPECT_FALSE(c);
+  EXPECT_EQ(c.data(), nullptr);
+  EXPECT_EQ(c.capacity(), 0u);
+  a.Release();
+  EXPECT_FALSE(a);
+  EXPECT_TRUE(pool->Take(300 * kKiB)) << "a's block is free again";
+}
+
+TEST(HostBlockPool, TheRegionIsReleasedOnceTheLastBlockIsGone) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  HostBlock outlives = pool->Take(kKiB);
+  HostBlock moved_from = pool->Take(kKiB);
+  HostBlock moved_to = std::move(moved_from);
+  EXPECT_FALSE(moved_from);
+  EXPECT_TRUE(moved_to);
+  pool.reset();
+  EXPECT_EQ(released, 0) << "blocks still out";
+  moved_to = HostBlock();
+  EXPECT_EQ(released, 0);
+  outlives.Release();
+  EXPECT_EQ(released, 1);
+}
+
+TEST(HostBlockPool, ConcurrentTakersNeverShareABlock) {
+  int released = 0;
+  auto pool = MallocPool(64 * kMiB, &released);
+  constexpr int kThreads = 8, kRounds = 2000;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        HostBlock b = pool->Take((64 + 64 * ((t + r) % 4)) * kKiB);
+        if (!b) {
+          ++failures;
+          continue;
+        }
+        std::vector<uint8_t> mine(b.capacity(), static_cast<uint8_t>(t));
+        b.Append(mine.data(), mine.size());
+        for (uint8_t byte : b.bytes()) {
+          if (byte != t) ++failures;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace ebzip::server
