@@ -202,6 +202,48 @@ TEST(ServerRoundTrip, SmallDevicePoolStillGivesTheSameArchives) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// On the GPU backend, small arrays are received into and decompressed into
+// blocks of a page-locked pool; when it has none left (here: room for four
+// 64 KiB blocks or one 256 KiB one, under 24 concurrent calls) or there is
+// none, they use ordinary memory. Either way, and mixed in one batch, the
+// bytes must not change.
+TEST(ServerRoundTrip, HostPoolUsedUpOrOffStillGivesTheSameArchives) {
+  for (const uint64_t pool_bytes : {uint64_t{256} << 10, uint64_t{0}}) {
+    SCOPED_TRACE(absl::StrCat("--gpu_host_pool_bytes ", pool_bytes));
+    auto options = TestServerOptions();
+    options.gpu_host_pool_bytes = pool_bytes;
+    START_TEST_SERVER(server, options);
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < 24; ++t) {
+      threads.emplace_back([&, t] {
+        auto client = ClientFor(*server);
+        // 4 KiB to 512 KiB of float32, a few float64.
+        const ArraySpec spec{t % 6 == 0 ? DType::kFloat64 : DType::kFloat32,
+                             {uint64_t{4} << (t % 8), 256}};
+        TestArray a = SmoothArray(spec, static_cast<uint64_t>(t), t % 4 == 0);
+        CompressOptions o;
+        o.mode = BoundMode::kRel;
+        o.bound = 1e-4;
+        for (int round = 0; round < 3; ++round) {
+          auto archive = client->Compress(a.spec, a.bytes, o);
+          auto local = Compress(a.spec, a.bytes, o);
+          if (!archive.ok() || !local.ok() || *archive != *local) {
+            ++failures;
+            return;
+          }
+          auto decoded = client->Decompress(*archive);
+          auto reference = Decompress(*local);
+          if (!decoded.ok() || !reference.ok() || decoded->data != reference->data) ++failures;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_TRUE(WaitQuiet(*server));
+  }
+}
+
 // Counts from the exposition text: the sum and count of a histogram.
 TEST(ServerBatching, SmallConcurrentRequestsShareBatches) {
   for (bool batching : {true, false}) {
