@@ -29,20 +29,19 @@ void Work::SetArchive(std::vector<uint8_t> archive) {
 }
 
 void Work::SetArray(std::vector<uint8_t> array) {
-  std::vector<uint8_t>().swap(input);
-  input_block.Release();
   output = std::move(array);
-  reservation.Resize(output.size());
-  abs_bound = info->header.abs_bound;
-  frames = info->frames.size();
-  status = absl::OkStatus();
+  ArraySet(output.size());
 }
 
 void Work::SetArray(HostBlock array) {
+  output_block = std::move(array);
+  ArraySet(output_block.size());
+}
+
+void Work::ArraySet(uint64_t bytes) {
   std::vector<uint8_t>().swap(input);
   input_block.Release();
-  output_block = std::move(array);
-  reservation.Resize(output_block.size());
+  reservation.Resize(bytes);
   abs_bound = info->header.abs_bound;
   frames = info->frames.size();
   status = absl::OkStatus();

@@ -167,6 +167,17 @@ TEST(ServerRoundTrip, SixtyFourConcurrentClientsWithMixedSizes) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// Whether the server's archive equals the local codec's and the server
+// decodes it to what the local codec decodes.
+bool SameBytesBothWays(client::RemoteClient& client, const TestArray& a, const CompressOptions& o) {
+  auto archive = client.Compress(a.spec, a.bytes, o);
+  auto local = Compress(a.spec, a.bytes, o);
+  if (!archive.ok() || !local.ok() || *archive != *local) return false;
+  auto decoded = client.Decompress(*archive);
+  auto reference = Decompress(*local);
+  return decoded.ok() && reference.ok() && decoded->data == reference->data;
+}
+
 // On the GPU backend, a pool too small for a whole batch cuts it into rounds,
 // and an array too large for the pool alone runs on the CPU codec: the bytes
 // must not change either way.
@@ -186,15 +197,7 @@ TEST(ServerRoundTrip, SmallDevicePoolStillGivesTheSameArchives) {
       CompressOptions o;
       o.mode = BoundMode::kRel;
       o.bound = 1e-4;
-      auto archive = client->Compress(a.spec, a.bytes, o);
-      auto local = Compress(a.spec, a.bytes, o);
-      if (!archive.ok() || !local.ok() || *archive != *local) {
-        ++failures;
-        return;
-      }
-      auto decoded = client->Decompress(*archive);
-      auto reference = Decompress(*local);
-      if (!decoded.ok() || !reference.ok() || decoded->data != reference->data) ++failures;
+      if (!SameBytesBothWays(*client, a, o)) ++failures;
     });
   }
   for (auto& t : threads) t.join();
@@ -226,15 +229,7 @@ TEST(ServerRoundTrip, HostPoolUsedUpOrOffStillGivesTheSameArchives) {
         o.mode = BoundMode::kRel;
         o.bound = 1e-4;
         for (int round = 0; round < 3; ++round) {
-          auto archive = client->Compress(a.spec, a.bytes, o);
-          auto local = Compress(a.spec, a.bytes, o);
-          if (!archive.ok() || !local.ok() || *archive != *local) {
-            ++failures;
-            return;
-          }
-          auto decoded = client->Decompress(*archive);
-          auto reference = Decompress(*local);
-          if (!decoded.ok() || !reference.ok() || decoded->data != reference->data) ++failures;
+          if (!SameBytesBothWays(*client, a, o)) ++failures;
         }
       });
     }
