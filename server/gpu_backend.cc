@@ -49,10 +49,11 @@ struct Piece {
 
 // Copies pieces up. A pinned piece goes by DMA from where it is. The others
 // go through pinned `staging` (room bytes) when their device places, in
-// ascending order, span no more than that: one host memcpy each and one DMA
-// for them all, instead of a pageable copy each (which the driver stages
-// through its own pinned buffer and finishes before returning). Larger
-// spans go directly, pageable.
+// ascending order, span no more than that and hold no pinned piece's place
+// (the span's DMA would overwrite it): one host memcpy each and one DMA for
+// them all, instead of a pageable copy each (which the driver stages through
+// its own pinned buffer and finishes before returning). Otherwise they go
+// directly, pageable.
 absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> all, uint8_t* staging,
                     uint64_t room) {
   std::vector<Piece> pieces;
@@ -71,6 +72,9 @@ absl::Status Upload(cudaStream_t stream, absl::Span<const Piece> all, uint8_t* s
   for (const Piece& p : pieces) {
     ascending = ascending && p.device >= base + span;
     span = static_cast<uint64_t>(p.device - base) + p.bytes;
+  }
+  for (const Piece& p : all) {
+    if (p.pinned && p.device < base + span && p.device + p.bytes > base) ascending = false;
   }
   if (ascending && span <= room) {
     for (const Piece& p : pieces) std::memcpy(staging + (p.device - base), p.host, p.bytes);
@@ -104,8 +108,23 @@ class Download {
     std::vector<uint8_t> bytes;
   };
 
+  Download() = default;
+  Download(const Download&) = delete;
+  Download& operator=(const Download&) = delete;
+  // Left without Finish (an error on the way): copies into blocks may still
+  // be running, so the blocks go back to the pool only once the stream is
+  // done, and never if it cannot say so (its context is lost).
+  ~Download() {
+    if (stream_ == nullptr) return;
+    const bool done = cudaStreamSynchronize(stream_) == cudaSuccess;
+    for (Result& r : results_) {
+      if (!done) r.block.Abandon();
+    }
+  }
+
   absl::Status Start(cudaStream_t stream, std::vector<Source> sources, uint8_t* staging,
                      uint64_t room, HostBlockPool* pool = nullptr) {
+    stream_ = stream;
     sources_ = std::move(sources);
     results_.resize(sources_.size());
     uint64_t total = 0;
@@ -136,6 +155,7 @@ class Download {
 
   // After the stream has been synchronized.
   std::vector<Result> Finish() {
+    stream_ = nullptr;
     if (staging_ != nullptr) {
       uint64_t at = 0;
       for (size_t i = 0; i < sources_.size(); ++i) {
@@ -148,6 +168,7 @@ class Download {
   }
 
  private:
+  cudaStream_t stream_ = nullptr;  // between Start and Finish
   std::vector<Source> sources_;
   uint8_t* staging_ = nullptr;
   std::vector<Result> results_;
@@ -504,12 +525,18 @@ class GpuBackend final : public Backend {
     for (auto& r : rounds) {
       Carver pool(d.pool, d.pool_bytes);
       std::vector<gpu::CompressTask>& tasks = r.tasks;
-      std::vector<Piece> inputs;  // side by side in the pool: one DMA when staged
-      for (size_t i = 0; i < tasks.size(); ++i) {
-        uint8_t* input = pool.Take(tasks[i].spec.num_bytes());
-        tasks[i].input = input;
-        const absl::Span<const uint8_t> bytes = r.works[i]->input_bytes();
-        inputs.push_back({bytes.data(), input, bytes.size(), bool(r.works[i]->input_block)});
+      // Inputs in ordinary memory side by side in the pool (one staged DMA
+      // for them all), then those in page-locked blocks (a DMA each): a
+      // block's place inside the staged span would be overwritten by it.
+      std::vector<Piece> inputs;
+      for (const bool pinned : {false, true}) {
+        for (size_t i = 0; i < tasks.size(); ++i) {
+          if (bool(r.works[i]->input_block) != pinned) continue;
+          uint8_t* input = pool.Take(tasks[i].spec.num_bytes());
+          tasks[i].input = input;
+          const absl::Span<const uint8_t> bytes = r.works[i]->input_bytes();
+          inputs.push_back({bytes.data(), input, bytes.size(), pinned});
+        }
       }
       for (size_t i = 0; i < tasks.size(); ++i) {
         tasks[i].archive = pool.Take(tasks[i].capacity);

@@ -1,5 +1,6 @@
 #include "server/host_block_pool.h"
 
+#include <cassert>
 #include <cstring>
 
 namespace ebzip::server {
@@ -19,8 +20,15 @@ HostBlock& HostBlock::operator=(HostBlock&& other) noexcept {
 }
 
 void HostBlock::Append(const void* from, uint64_t n) {
+  assert(n <= capacity_ - size_);
   std::memcpy(data_ + size_, from, n);
   size_ += n;
+}
+
+void HostBlock::Abandon() {
+  pool_.reset();
+  data_ = nullptr;
+  size_ = capacity_ = 0;
 }
 
 void HostBlock::Release() {
@@ -47,19 +55,23 @@ HostBlock HostBlockPool::Take(uint64_t bytes) {
   const uint64_t size = kSmallestBlock << size_class;
   {
     absl::MutexLock lock(&mu_);
-    std::vector<uint8_t*>& free = free_[size_class];
-    if (!free.empty()) {
-      block.data_ = free.back();
-      free.pop_back();
+    if (!free_[size_class].empty()) {
+      block.data_ = free_[size_class].back();
+      free_[size_class].pop_back();
     } else if (size <= bytes_ - carved_) {
       block.data_ = region_ + carved_;
       carved_ += size;
     } else {
-      return block;
+      int larger = size_class + 1;
+      while (larger < kClasses && free_[larger].empty()) ++larger;
+      if (larger == kClasses) return block;
+      block.data_ = free_[larger].back();
+      free_[larger].pop_back();
+      size_class = larger;
     }
   }
   block.pool_ = shared_from_this();
-  block.capacity_ = size;
+  block.capacity_ = kSmallestBlock << size_class;
   block.size_class_ = size_class;
   return block;
 }

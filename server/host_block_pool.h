@@ -41,13 +41,16 @@ class HostBlock {
   uint64_t size() const { return size_; }
   uint64_t capacity() const { return capacity_; }
   absl::Span<const uint8_t> bytes() const { return {data_, size_}; }
-  // Appends n bytes; n must fit in capacity() - size().
+  // Appends n bytes; n must fit in capacity() - size() (callers check).
   void Append(const void* from, uint64_t n);
   // The first n bytes (at most capacity()) were written by other means, a
   // DMA say: they are the block's contents.
   void SetFilled(uint64_t n) { size_ = n; }
   // Gives the block back now.
   void Release();
+  // Lets go of the block without giving it back: for a block a device may
+  // still write into when its context is lost. Its bytes stay carved.
+  void Abandon();
 
  private:
   friend class HostBlockPool;
@@ -69,7 +72,9 @@ class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
                                                std::function<void(uint8_t*)> release);
   ~HostBlockPool();
 
-  // A block of at least `bytes`, or an empty one (see above).
+  // A block of at least `bytes` (a 64 KiB one for 0), or an empty one
+  // (see above). With the region used up, a freed block of a larger class
+  // serves too, so one burst of large arrays does not keep small ones out.
   HostBlock Take(uint64_t bytes);
 
   // Bytes of the region carved into blocks so far (for tests and logs).
@@ -77,6 +82,7 @@ class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
 
  private:
   static constexpr int kClasses = 8;  // 64 KiB .. 8 MiB
+  static_assert(kSmallestBlock << (kClasses - 1) == kLargestBlock);
   HostBlockPool(uint8_t* region, uint64_t bytes, std::function<void(uint8_t*)> release)
       : region_(region), bytes_(bytes), release_(std::move(release)) {}
   friend class HostBlock;

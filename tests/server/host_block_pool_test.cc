@@ -93,6 +93,43 @@ TEST(HostBlockPool, TooLargeOrUsedUpGivesAnEmptyBlock) {
   EXPECT_TRUE(pool->Take(300 * kKiB)) << "a's block is free again";
 }
 
+TEST(HostBlockPool, WithTheRegionUsedUpAFreedLargerBlockServesASmallRequest) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  {
+    HostBlock a = pool->Take(512 * kKiB);
+    HostBlock b = pool->Take(512 * kKiB);
+  }  // a burst of large arrays carved the whole region, then ended
+  EXPECT_EQ(pool->carved(), kMiB);
+  HostBlock small1 = pool->Take(10 * kKiB);
+  HostBlock small2 = pool->Take(10 * kKiB);
+  ASSERT_TRUE(small1);
+  ASSERT_TRUE(small2);
+  EXPECT_EQ(small1.capacity(), 512 * kKiB);
+  EXPECT_NE(small1.data(), small2.data());
+  EXPECT_FALSE(pool->Take(10 * kKiB)) << "both large blocks are out";
+  small1.Release();  // back to its own (512 KiB) class
+  HostBlock large = pool->Take(400 * kKiB);
+  ASSERT_TRUE(large);
+  EXPECT_EQ(pool->carved(), kMiB);
+}
+
+TEST(HostBlockPool, AnAbandonedBlockNeverComesBack) {
+  int released = 0;
+  auto pool = MallocPool(128 * kKiB, &released);
+  HostBlock a = pool->Take(64 * kKiB);
+  uint8_t* lost = a.data();
+  a.Abandon();
+  EXPECT_FALSE(a);
+  HostBlock b = pool->Take(64 * kKiB);
+  ASSERT_TRUE(b);
+  EXPECT_NE(b.data(), lost);
+  EXPECT_FALSE(pool->Take(64 * kKiB)) << "the abandoned block stays carved";
+  b.Release();
+  pool.reset();
+  EXPECT_EQ(released, 1) << "an abandoned block does not keep the region";
+}
+
 TEST(HostBlockPool, TheRegionIsReleasedOnceTheLastBlockIsGone) {
   int released = 0;
   auto pool = MallocPool(kMiB, &released);
@@ -133,6 +170,9 @@ TEST(HostBlockPool, ConcurrentTakersNeverShareABlock) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+  // Each thread holds one block at a time: freed blocks were reused, not
+  // carved anew (at most one of each class per thread).
+  EXPECT_LE(pool->carved(), kThreads * (64 + 128 + 256 + 256) * kKiB);
 }
 
 }  // namespace
