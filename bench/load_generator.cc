@@ -481,7 +481,8 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // And the same malloc thresholds, so that the client's buffers are not
   // faulted in anew for every request either.
-  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+  if (const char* t = std::getenv("GLIBC_TUNABLES");
+      t == nullptr || std::strstr(t, "glibc.malloc.") == nullptr) {
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
     mallopt(M_TRIM_THRESHOLD, 16 << 20);
   }

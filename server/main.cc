@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -121,10 +122,11 @@ int main(int argc, char** argv) {
   // glibc's malloc, left to adapt, gives a freed heap top above 2x the last
   // freed mapping (512 KiB after a 256 KiB request) back to the kernel, so
   // each small request faults its buffers in anew. Fixed thresholds keep
-  // buffers up to 4 MiB on the heap and at most 16 MiB free at an arena's
+  // buffers below 4 MiB on the heap and at most 16 MiB free at an arena's
   // top; larger buffers (streamed frames) are still mapped and unmapped.
-  // GLIBC_TUNABLES, when set, is the operator's choice instead.
-  if (std::getenv("GLIBC_TUNABLES") == nullptr) {
+  // Malloc tunables in GLIBC_TUNABLES are the operator's choice instead.
+  if (const char* t = std::getenv("GLIBC_TUNABLES");
+      t == nullptr || std::strstr(t, "glibc.malloc.") == nullptr) {
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
     mallopt(M_TRIM_THRESHOLD, 16 << 20);
   }

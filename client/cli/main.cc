@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
   std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // As ebzipd does (server/main.cc): the deadlock detector Debian's Abseil
-  // leaves on makes every lock, gRPC's and the thread pool's, cost ~16x.
+  // leaves on makes each of gRPC's locks (--server) cost ~16x.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (positional.size() < 2 || std::string(positional[1]) == "help") {
     std::fprintf(positional.size() < 2 ? stderr : stdout, "%s\n", kUsage);
