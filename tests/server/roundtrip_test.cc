@@ -206,10 +206,12 @@ TEST(ServerRoundTrip, SmallDevicePoolStillGivesTheSameArchives) {
 }
 
 // On the GPU backend, small arrays are received into and decompressed into
-// blocks of a page-locked pool; when it has none left (here: room for four
-// 64 KiB blocks or one 256 KiB one, under 24 concurrent calls) or there is
-// none, they use ordinary memory. Either way, and mixed in one batch, the
-// bytes must not change.
+// blocks of a page-locked pool; when it has none left (here a 256 KiB
+// region: a few blocks, of whichever sizes are asked for first, under 24
+// concurrent calls) or there is none, they use ordinary memory. Either way,
+// and mixed in one batch (which this load makes likely, not certain:
+// tests/gpu/gpu_backend_test makes such batches directly), the bytes must
+// not change.
 TEST(ServerRoundTrip, HostPoolUsedUpOrOffStillGivesTheSameArchives) {
   for (const uint64_t pool_bytes : {uint64_t{256} << 10, uint64_t{0}}) {
     SCOPED_TRACE(absl::StrCat("--gpu_host_pool_bytes ", pool_bytes));
