@@ -5,6 +5,7 @@
 #define EBZIP_SERVER_BACKEND_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,9 @@ class Backend {
   // backend has a better place for them than the heap (Work::input_block);
   // an empty block means the heap.
   virtual HostBlock InputBlock(uint64_t /*bytes*/) const { return {}; }
+  // The pool InputBlock and results come from, for the metrics; none when
+  // the backend has none.
+  virtual std::optional<HostPoolStats> HostPool() const { return std::nullopt; }
 };
 
 // Runs one work on the CPU codec; shared by the CPU backend and by the GPU

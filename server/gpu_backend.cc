@@ -286,6 +286,10 @@ class GpuBackend final : public Backend {
   HostBlock InputBlock(uint64_t bytes) const override {
     return host_pool_ ? host_pool_->Take(bytes) : HostBlock();
   }
+  std::optional<HostPoolStats> HostPool() const override {
+    if (host_pool_ == nullptr) return std::nullopt;
+    return host_pool_->stats();
+  }
 
   std::vector<std::shared_ptr<Work>> Run(int worker,
                                          absl::Span<const std::shared_ptr<Work>> batch) override {

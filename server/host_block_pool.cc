@@ -64,11 +64,15 @@ HostBlock HostBlockPool::Take(uint64_t bytes) {
     } else {
       int larger = size_class + 1;
       while (larger < kClasses && free_[larger].empty()) ++larger;
-      if (larger == kClasses) return block;
+      if (larger == kClasses) {
+        ++misses_;
+        return block;
+      }
       block.data_ = free_[larger].back();
       free_[larger].pop_back();
       size_class = larger;
     }
+    given_ += kSmallestBlock << size_class;
   }
   block.pool_ = shared_from_this();
   block.capacity_ = kSmallestBlock << size_class;
@@ -81,9 +85,15 @@ uint64_t HostBlockPool::carved() const {
   return carved_;
 }
 
+HostPoolStats HostBlockPool::stats() const {
+  absl::MutexLock lock(&mu_);
+  return {bytes_, carved_, given_, misses_};
+}
+
 void HostBlockPool::Give(uint8_t* block, int size_class) {
   absl::MutexLock lock(&mu_);
   free_[size_class].push_back(block);
+  given_ -= kSmallestBlock << size_class;
 }
 
 }  // namespace ebzip::server

@@ -61,6 +61,14 @@ class HostBlock {
   int size_class_ = 0;
 };
 
+// What the pool's metrics show (ebzip_host_pool_*).
+struct HostPoolStats {
+  uint64_t bytes = 0;   // the region
+  uint64_t carved = 0;  // of it, cut into blocks so far
+  uint64_t given = 0;   // in blocks given out and not yet back (or abandoned)
+  uint64_t misses = 0;  // requests of at most kLargestBlock that got none
+};
+
 class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
  public:
   static constexpr uint64_t kSmallestBlock = uint64_t{64} << 10;
@@ -77,8 +85,9 @@ class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
   // serves too, so one burst of large arrays does not keep small ones out.
   HostBlock Take(uint64_t bytes);
 
-  // Bytes of the region carved into blocks so far (for tests and logs).
+  // Bytes of the region carved into blocks so far.
   uint64_t carved() const;
+  HostPoolStats stats() const;
 
  private:
   static constexpr int kClasses = 8;  // 64 KiB .. 8 MiB
@@ -93,6 +102,8 @@ class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
   const std::function<void(uint8_t*)> release_;
   mutable absl::Mutex mu_;
   uint64_t carved_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t given_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t misses_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<std::vector<uint8_t*>, kClasses> free_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -98,6 +98,25 @@ class Metrics::StateCollector final : public prometheus::Collectable {
       out.push_back(std::move(busy));
       out.push_back(std::move(healthy));
     }
+    if (std::optional<HostPoolStats> pool =
+            sources_.host_pool ? sources_.host_pool() : std::nullopt) {
+      auto bytes = Family("ebzip_host_pool_bytes",
+                          "Page-locked host memory small arrays are received into and sent from "
+                          "(--gpu_host_pool_bytes)",
+                          MetricType::Gauge);
+      bytes.metric.push_back(Gauge(static_cast<double>(pool->bytes), {}));
+      auto used = Family("ebzip_host_pool_used_bytes",
+                         "Of ebzip_host_pool_bytes, in blocks held by requests", MetricType::Gauge);
+      used.metric.push_back(Gauge(static_cast<double>(pool->given), {}));
+      auto misses = Family("ebzip_host_pool_misses_total",
+                           "Arrays small enough for the pool that found no block free and used "
+                           "ordinary memory (each costs the GPU worker a copy)",
+                           MetricType::Counter);
+      misses.metric.push_back(Gauge(static_cast<double>(pool->misses), {}));
+      out.push_back(std::move(bytes));
+      out.push_back(std::move(used));
+      out.push_back(std::move(misses));
+    }
     return out;
   }
 

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct StateSources {
   uint64_t held_bytes_limit = 0;
   std::function<uint64_t()> queued_requests;
   std::function<std::vector<DeviceState>()> devices;
+  std::function<std::optional<HostPoolStats>()> host_pool;
 };
 
 class Metrics {

@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   sources.held_bytes_limit = o.max_queued_bytes;
   sources.queued_requests = [self] { return static_cast<uint64_t>(self->scheduler_->queued()); };
   sources.devices = [self] { return self->backend_->DeviceStates(); };
+  sources.host_pool = [self] { return self->backend_->HostPool(); };
   s->metrics_->SetStateSources(std::move(sources));
   if (!o.metrics_listen.empty()) {
     if (absl::Status st = s->metrics_->Serve(o.metrics_listen); !st.ok()) return st;

@@ -5,6 +5,7 @@
 #include "server/gpu_backend.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -88,6 +89,11 @@ void ExpectBatchesMatchTheCpuCodec(server::Backend& backend, const std::vector<b
         w.output_block ? w.output_block.bytes() : absl::Span<const uint8_t>(w.output);
     ASSERT_TRUE(got == absl::Span<const uint8_t>(expected->data))
         << "the array differs from the CPU codec's";
+  }
+  batch.clear();
+  decompress.clear();
+  if (std::optional<server::HostPoolStats> pool = backend.HostPool()) {
+    EXPECT_EQ(pool->given, 0u) << "every block goes back with its work";
   }
 }
 

@@ -130,6 +130,24 @@ TEST(HostBlockPool, AnAbandonedBlockNeverComesBack) {
   EXPECT_EQ(released, 1) << "an abandoned block does not keep the region";
 }
 
+TEST(HostBlockPool, StatsCountWhatIsOutAndWhatWasRefused) {
+  int released = 0;
+  auto pool = MallocPool(kMiB, &released);
+  EXPECT_EQ(pool->stats().bytes, kMiB);
+  HostBlock a = pool->Take(100 * kKiB);  // a 128 KiB block
+  HostBlock b = pool->Take(512 * kKiB);
+  EXPECT_EQ(pool->stats().given, 640 * kKiB);
+  EXPECT_EQ(pool->stats().carved, 640 * kKiB);
+  EXPECT_FALSE(pool->Take(512 * kKiB));                        // 384 KiB left: a miss
+  EXPECT_FALSE(pool->Take(HostBlockPool::kLargestBlock + 1));  // too large: not a miss
+  EXPECT_EQ(pool->stats().misses, 1u);
+  b.Release();
+  EXPECT_EQ(pool->stats().given, 128 * kKiB);
+  a = HostBlock();
+  EXPECT_EQ(pool->stats().given, 0u);
+  EXPECT_EQ(pool->stats().carved, 640 * kKiB);
+}
+
 TEST(HostBlockPool, TheRegionIsReleasedOnceTheLastBlockIsGone) {
   int released = 0;
   auto pool = MallocPool(kMiB, &released);

@@ -238,6 +238,24 @@ TEST(ServerRoundTrip, HostPoolUsedUpOrOffStillGivesTheSameArchives) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0);
     EXPECT_TRUE(WaitQuiet(*server));
+    // Its metrics: every block back once the calls are gone (a reply's
+    // block goes with its call, just after the call stops counting), and
+    // misses, since the 512 KiB arrays never fit a 256 KiB region.
+    const bool pooled = server->backend().name() == "gpu" && pool_bytes > 0;
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    std::string text = server->metrics().Render();
+    while (pooled && MetricValue(text, "ebzip_host_pool_used_bytes") != 0 &&
+           absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+      text = server->metrics().Render();
+    }
+    if (pooled) {
+      EXPECT_EQ(MetricValue(text, "ebzip_host_pool_bytes"), static_cast<double>(pool_bytes));
+      EXPECT_EQ(MetricValue(text, "ebzip_host_pool_used_bytes"), 0) << "a block was not given back";
+      EXPECT_GT(MetricValue(text, "ebzip_host_pool_misses_total"), 0);
+    } else {
+      EXPECT_EQ(MetricValue(text, "ebzip_host_pool_bytes"), -1) << "no pool, no pool metrics";
+    }
   }
 }
 
