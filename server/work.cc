@@ -28,23 +28,28 @@ void Work::SetArchive(std::vector<uint8_t> archive) {
   status = absl::OkStatus();
 }
 
+namespace {
+
+// The rest of SetArray, once the work's output holds the array's `bytes`.
+void ArraySet(Work& w, uint64_t bytes) {
+  std::vector<uint8_t>().swap(w.input);
+  w.input_block.Release();
+  w.reservation.Resize(bytes);
+  w.abs_bound = w.info->header.abs_bound;
+  w.frames = w.info->frames.size();
+  w.status = absl::OkStatus();
+}
+
+}  // namespace
+
 void Work::SetArray(std::vector<uint8_t> array) {
   output = std::move(array);
-  ArraySet(output.size());
+  ArraySet(*this, output.size());
 }
 
 void Work::SetArray(HostBlock array) {
   output_block = std::move(array);
-  ArraySet(output_block.size());
-}
-
-void Work::ArraySet(uint64_t bytes) {
-  std::vector<uint8_t>().swap(input);
-  input_block.Release();
-  reservation.Resize(bytes);
-  abs_bound = info->header.abs_bound;
-  frames = info->frames.size();
-  status = absl::OkStatus();
+  ArraySet(*this, output_block.size());
 }
 
 }  // namespace ebzip::server

@@ -81,9 +81,6 @@ struct Work {
     return method == Method::kCompress ? spec.num_bytes() : info->spec().num_bytes();
   }
   DType dtype() const { return method == Method::kCompress ? spec.dtype : info->header.dtype; }
-
- private:
-  void ArraySet(uint64_t bytes);  // the rest of SetArray, once output holds the array
 };
 
 // Appends n bytes of a message's bytes field from `at`. Through pointers of
