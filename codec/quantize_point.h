@@ -44,6 +44,9 @@ EBZIP_HD inline T Narrow(double v) {
   if constexpr (sizeof(T) == sizeof(double)) {
     return v;
   } else {
+#ifdef __CUDA_ARCH__
+    return __double2float_rn(v);  // IEEE on the device, beyond FLT_MAX too
+#else
     constexpr double kMax = 3.4028234663852886e38;       // FLT_MAX
     constexpr double kOverflow = 3.4028235677973366e38;  // FLT_MAX + ulp/2
     const double a = std::fabs(v);
@@ -52,6 +55,7 @@ EBZIP_HD inline T Narrow(double v) {
       return v < 0 ? -big : big;
     }
     return static_cast<float>(v);
+#endif
   }
 }
 
@@ -71,25 +75,22 @@ struct QuantRule {
 // Classifies x and sets *q (0 unless kQuantized). Non-finite values, -0.0 and
 // subnormals are kept verbatim so they round-trip bit for bit; so is any value
 // whose reconstruction would miss the bound or whose q would be too large.
+// Every test is computed and the verdict selected at the end: on the GPU,
+// early returns cost a divergent branch each per element.
 template <typename T>
 EBZIP_HD inline PointKind QuantizePoint(T x, const QuantRule& rule, int32_t* q) {
   using Bits = typename FloatTraits<T>::Bits;
-  *q = 0;
   const Bits bits = ToBits(x);
-  if (rule.has_fill && bits == static_cast<Bits>(rule.fill_bits)) return PointKind::kFill;
   const Bits exponent = bits & FloatTraits<T>::kExponent;
-  if (exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0)) {
-    return PointKind::kVerbatim;
-  }
+  const bool fill = rule.has_fill && bits == static_cast<Bits>(rule.fill_bits);
+  const bool special = exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0);
   const double r = static_cast<double>(x) / rule.step;
-  if (!(std::fabs(r) < kQuantLimit)) return PointKind::kVerbatim;
   const double rounded = std::rint(r);  // ties to even, on host and device alike
   const T y = Narrow<T>(rounded * rule.step);
-  if (!(std::fabs(static_cast<double>(y) - static_cast<double>(x)) <= rule.abs_bound)) {
-    return PointKind::kVerbatim;
-  }
-  *q = static_cast<int32_t>(rounded);
-  return PointKind::kQuantized;
+  const bool ok = !fill && !special && std::fabs(r) < kQuantLimit &&
+                  std::fabs(static_cast<double>(y) - static_cast<double>(x)) <= rule.abs_bound;
+  *q = ok ? static_cast<int32_t>(rounded) : 0;
+  return fill ? PointKind::kFill : ok ? PointKind::kQuantized : PointKind::kVerbatim;
 }
 
 }  // namespace ebzip

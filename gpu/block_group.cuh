@@ -69,6 +69,15 @@ __device__ inline BlockShape ShapeOf(const Geometry& g) {
   return BlockShape::kOther;
 }
 
+// Whether some blocks of the frame are cut short by its edges (the group
+// path leaves them to the per-block path).
+__device__ inline bool HasEdgeBlocks(const Geometry& g) {
+  for (int d = 0; d < kDims; ++d) {
+    if (g.dims[d] % g.block[d] != 0) return true;
+  }
+  return false;
+}
+
 // Where a group's blocks start, and (prediction) each block's first
 // quantized element.
 struct GroupState {

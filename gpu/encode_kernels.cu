@@ -16,6 +16,24 @@ namespace {
 constexpr int kBitsThreads = 256;
 constexpr int kEncodeThreads = 1024;
 
+// Calls f(symbol) for sym[begin, end) in order, 8 symbols to a 16-byte load
+// where the address allows.
+template <class F>
+__device__ void ForEachSymbol(const uint16_t* sym, uint32_t begin, uint32_t end, F f) {
+  uint32_t i = begin;
+  for (; i < end && reinterpret_cast<uintptr_t>(sym + i) % 16 != 0; ++i) f(sym[i]);
+  for (; i + 8 <= end; i += 8) {
+    const uint4 v = *reinterpret_cast<const uint4*>(sym + i);
+    const uint32_t pairs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      f(pairs[k] & 0xFFFFu);
+      f(pairs[k] >> 16);
+    }
+  }
+  for (; i < end; ++i) f(sym[i]);
+}
+
 __global__ void __launch_bounds__(kBitsThreads)
     ChunkBitsKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
                     const uint8_t* lengths, uint32_t* chunk_bits, uint64_t* chunk_words,
@@ -27,11 +45,21 @@ __global__ void __launch_bounds__(kBitsThreads)
   const Segment& seg = segments[s];
   const uint64_t c = chunk - seg.chunk_base;
   const uint64_t begin = c * seg.chunk_symbols;
-  const uint64_t end = min(seg.geo.n, begin + seg.chunk_symbols);
-  const uint16_t* sym = symbols + seg.symbol_base;
+  const uint32_t count = static_cast<uint32_t>(min(seg.geo.n - begin, uint64_t{seg.chunk_symbols}));
+  const uint16_t* sym = symbols + seg.symbol_base + begin;
   const uint8_t* len = lengths + uint64_t{s} * 65536;
   uint32_t bits = 0;
-  for (uint64_t i = begin + threadIdx.x; i < end; i += kBitsThreads) bits += len[sym[i]];
+  const auto add = [&](uint32_t symbol) { bits += len[symbol]; };
+  if (reinterpret_cast<uintptr_t>(sym) % 16 == 0) {
+    // Lanes take 8 neighbouring symbols each: a warp reads 512 bytes at once.
+    const uint32_t whole = count / 8 * 8;
+    for (uint32_t i = threadIdx.x * 8; i < whole; i += kBitsThreads * 8) {
+      ForEachSymbol(sym, i, i + 8, add);
+    }
+    if (threadIdx.x < count - whole) add(sym[whole + threadIdx.x]);
+  } else {
+    for (uint32_t i = threadIdx.x; i < count; i += kBitsThreads) add(sym[i]);
+  }
   bits = Reduce(temp).Sum(bits);
   if (threadIdx.x == 0) {
     chunk_bits[chunk] = bits;
@@ -71,35 +99,54 @@ __global__ void __launch_bounds__(kEncodeThreads)
   const uint32_t my_begin = min(count, threadIdx.x * per);
   const uint32_t my_end = min(count, my_begin + per);
   uint32_t my_bits = 0;
-  for (uint32_t i = my_begin; i < my_end; ++i) my_bits += len[sym[i]];
+  ForEachSymbol(sym, my_begin, my_end, [&](uint32_t symbol) { my_bits += len[symbol]; });
   uint32_t pos;
   Scan(temp).ExclusiveSum(my_bits, pos);
   __syncthreads();  // words[] zeroed
 
+  // The run's codewords gather in a 64-bit register and leave it a word at a
+  // time. Only the run's first and last words can hold a neighbour's bits
+  // too: they take an atomicOr, the words between a plain store.
   const uint32_t sub = seg.subsequence_bits;
   uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
                                       (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
                                 : nullptr;
-  for (uint32_t i = my_begin; i < my_end; ++i) {
-    const uint32_t l = len[sym[i]];
-    const uint32_t cw = code[sym[i]];
-    const uint32_t w = pos / 32, r = pos % 32;
-    if (r + l <= 32) {
-      atomicOr(&words[w], cw << (32 - r - l));
-    } else {
-      atomicOr(&words[w], cw >> (r + l - 32));
-      atomicOr(&words[w + 1], cw << (64 - r - l));
+  uint64_t acc = 0;
+  uint32_t have = pos % 32;  // bits of word w so far (the first ones: the previous run's)
+  uint32_t w = pos / 32;
+  bool shared_word = have != 0;
+  // The first subsequence start at or after pos.
+  uint32_t boundary = (pos + sub - 1) / sub * sub;
+  ForEachSymbol(sym, my_begin, my_end, [&](uint32_t symbol) {
+    const uint32_t l = len[symbol];
+    acc = acc << l | code[symbol];
+    have += l;
+    if (have >= 32) {
+      have -= 32;
+      const uint32_t word = static_cast<uint32_t>(acc >> have);
+      if (shared_word) {
+        atomicOr(&words[w], word);
+        shared_word = false;
+      } else {
+        words[w] = word;
+      }
+      ++w;
     }
     if (gaps) {
       // Every subsequence start lies in exactly one codeword; the gap is the
       // distance to the next codeword start (or to the chunk's end).
-      if (pos % sub == 0) gaps[pos / sub] = 0;
-      const uint32_t next = (pos / sub + 1) * sub;
-      if (next < pos + l && next < total_bits)
-        gaps[next / sub] = static_cast<uint8_t>(pos + l - next);
+      if (boundary == pos) {
+        gaps[boundary / sub] = 0;
+        boundary += sub;
+      }
+      if (boundary < pos + l && boundary < total_bits) {
+        gaps[boundary / sub] = static_cast<uint8_t>(pos + l - boundary);
+        boundary += sub;
+      }
     }
     pos += l;
-  }
+  });
+  if (have > 0) atomicOr(&words[w], static_cast<uint32_t>(acc << (32 - have)));
   __syncthreads();
 
   uint32_t* out = reinterpret_cast<uint32_t*>(archive + layout.section_offset[format::kBitstream]) +

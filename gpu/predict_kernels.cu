@@ -60,10 +60,60 @@ __global__ void ResolveBoundsKernel(Item* items, uint32_t num_items) {
   item.quant_step = b.quant_step;
 }
 
-// What every Lorenzo block of one prediction tile shares: the tile's segment,
-// its quantization rule, and the shared-memory histogram window.
+// The group path's unit: a row of 8 consecutive elements along the last
+// dimension of a Lorenzo block of a default shape. A thread takes two rows
+// of a group: it loads each 16 bytes at a time, keeps it in registers, and
+// reads from shared memory only the rows behind it (one, two or three, 16
+// bytes at a time) and, where the row starts inside a line of the block, the
+// element before it; the difference along the row is taken in registers.
+template <class Shape>
+struct RowLayout {
+  static constexpr uint32_t kLen = 8;
+  static constexpr uint32_t kPerLine = Shape::kE3 / kLen;
+  static constexpr uint32_t kPerBlock = Shape::kVolume / kLen;
+  static constexpr uint32_t kPerThread = kGroupElements / kLen / kThreads;
+  // A warp's rows lie in one block (its ballots and matches are uniform), and
+  // a thread's rows sit at the same place of their blocks.
+  static_assert(Shape::kE3 % kLen == 0 && kPerBlock % 32 == 0 && kThreads % kPerBlock == 0);
+  // Rows that start inside a line (1-D and 2-D blocks) take the element before
+  // them from the lines behind along dimension 2 only.
+  static_assert(kPerLine == 1 || Shape::kE1 == 1);
+
+  // In-block coordinates of row s's first element.
+  __device__ static uint32_t X(uint32_t s) { return s % kPerLine * kLen; }
+  __device__ static uint32_t C2(uint32_t s) { return s / kPerLine % Shape::kE2; }
+  __device__ static uint32_t C1(uint32_t s) { return s / kPerLine / Shape::kE2; }
+
+  // Shared-memory word of element e of the group's row g. The row's two
+  // 16-byte halves swap places every four rows, so that the 8 lanes of a
+  // quarter warp reading 8 consecutive rows' same half hit distinct banks.
+  __device__ static uint32_t Word(uint32_t g, uint32_t e) {
+    return g * kLen + ((e / 4) ^ (g >> 2 & 1)) * 4 + e % 4;
+  }
+  __device__ static void Store(int32_t* q, uint32_t g, const int32_t v[kLen]) {
+    int4* row = reinterpret_cast<int4*>(q + g * kLen);
+    const uint32_t swap = g >> 2 & 1;
+    row[swap] = make_int4(v[0], v[1], v[2], v[3]);
+    row[swap ^ 1] = make_int4(v[4], v[5], v[6], v[7]);
+  }
+  // r += weight * row g (weight -1, 0 or 1).
+  __device__ static void AddRow(const int32_t* q, uint32_t g, int32_t weight, int32_t r[kLen]) {
+    const int4* row = reinterpret_cast<const int4*>(q + g * kLen);
+    const uint32_t swap = g >> 2 & 1;
+    const int4 a = row[swap], b = row[swap ^ 1];
+    r[0] += weight * a.x, r[1] += weight * a.y, r[2] += weight * a.z, r[3] += weight * a.w;
+    r[4] += weight * b.x, r[5] += weight * b.y, r[6] += weight * b.z, r[7] += weight * b.w;
+  }
+};
+
+// What every Lorenzo block of one prediction tile shares: the tile's segment
+// (and, in registers, what the hot loops read of it), its quantization rule,
+// and the shared-memory histogram window.
 struct PredictTile {
   const Segment& seg;
+  const void* input;
+  uint64_t symbol_base;
+  uint64_t mask_base;
   QuantRule rule;
   int32_t radius;
   uint32_t window_lo;
@@ -79,10 +129,10 @@ struct PredictTile {
         sym = static_cast<uint32_t>(delta + radius);
       } else {
         sym = 0;
-        out.deltas[seg.symbol_base + i] = delta;
-        atomicOr(&out.outlier_mask[seg.mask_base + i / 32], 1u << (i % 32));
+        out.deltas[symbol_base + i] = delta;
+        atomicOr(&out.outlier_mask[mask_base + i / 32], 1u << (i % 32));
       }
-      out.symbols[seg.symbol_base + i] = static_cast<uint16_t>(sym);
+      out.symbols[symbol_base + i] = static_cast<uint16_t>(sym);
     }
     // Warp-aggregated histogram: smooth data gives most lanes one symbol.
     const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
@@ -98,7 +148,7 @@ struct PredictTile {
 
   __device__ void MarkSpecial(PointKind k, uint64_t i) const {
     uint32_t* mask = k == PointKind::kFill ? out.fill_mask : out.verbatim_mask;
-    atomicOr(&mask[seg.mask_base + i / 32], 1u << (i % 32));
+    atomicOr(&mask[mask_base + i / 32], 1u << (i % 32));
   }
 
   // Lorenzo block b, of any shape, alone.
@@ -163,106 +213,250 @@ struct PredictTile {
     }
   }
 
-  // The n whole blocks of a group (StartGroup), all at once: the same
-  // arithmetic as Block with the extents fixed at compile time.
+  // The n whole blocks of a group (StartGroup), all at once, in rows of 8
+  // (RowLayout): the same arithmetic as Block with the extents fixed.
   template <typename T, class Shape>
-  __device__ void Group(uint32_t n, GroupState& st, const uint64_t* offsets, int32_t* q) const {
-    constexpr uint32_t P = Shape::kPositions;
-    const T* x = static_cast<const T*>(seg.input);
-    T value[Shape::kPerThread];
+  __device__ void Rows(uint32_t n, GroupState& st, uint64_t row_offset, int32_t* q) const {
+    using L = RowLayout<Shape>;
+    constexpr uint32_t K = L::kPerThread;
+    const uint32_t s = threadIdx.x % L::kPerBlock;  // the same in-block row in each block
+    // A warp's rows lie in one block, so `active` is uniform across a warp.
+    bool active[K];
+    uint32_t blk[K], g[K];
+    T v[K][L::kLen];
 #pragma unroll
-    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
-      if (r / P < n) value[r] = x[st.origin[r / P] + offsets[r % P]];
+    for (uint32_t k = 0; k < K; ++k) {
+      g[k] = threadIdx.x + k * kThreads;
+      blk[k] = g[k] / L::kPerBlock;
+      active[k] = blk[k] < n;
+      if (active[k]) LoadRow(static_cast<const T*>(input) + st.origin[blk[k]] + row_offset, v[k]);
     }
-    uint32_t special = 0;  // bit r: element r is not quantized
+    int32_t qv[K][L::kLen];
+    uint32_t special[K];  // bit e: element e of the row is not quantized
 #pragma unroll
-    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
-      if (r / P >= n) continue;
-      const uint32_t jj = threadIdx.x + r % P * kThreads;
-      int32_t qi;
-      const PointKind k = QuantizePoint<T>(value[r], rule, &qi);
-      q[Shape::Word(r / P, jj)] = qi;
-      if (k != PointKind::kQuantized) {
-        special |= 1u << r;
-        MarkSpecial(k, st.origin[r / P] + offsets[r % P]);
+    for (uint32_t k = 0; k < K; ++k) {
+      special[k] = 0;
+      if (!active[k]) continue;
+#pragma unroll
+      for (uint32_t e = 0; e < L::kLen; ++e) {
+        const PointKind kind = QuantizePoint<T>(v[k][e], rule, &qv[k][e]);
+        if (kind != PointKind::kQuantized) special[k] |= 1u << e;
       }
-    }
-    // Placeholders, as in Block: first each block's first quantized element
-    // (one ballot per warp: a warp's 32 elements lie in one block).
-    if (__syncthreads_or(special != 0)) {
+      if (special[k] != 0) {
 #pragma unroll
-      for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
-        if (r / P >= n) continue;
-        const unsigned quantized = __ballot_sync(0xFFFFFFFFu, !(special >> r & 1));
-        if (threadIdx.x % 32 == 0 && quantized != 0) {
-          atomicMin(&st.first[r / P], threadIdx.x + r % P * kThreads + __ffs(quantized) - 1);
+        for (uint32_t e = 0; e < L::kLen; ++e) {
+          int32_t ignored;
+          if (special[k] >> e & 1) {
+            MarkSpecial(QuantizePoint<T>(v[k][e], rule, &ignored),
+                        st.origin[blk[k]] + row_offset + e);
+          }
         }
       }
+      L::Store(q, g[k], qv[k]);
+    }
+    // Placeholders, as in Block: each block's first quantized element (a
+    // warp's minimum, then the block's).
+    uint32_t any_special = 0;
+#pragma unroll
+    for (uint32_t k = 0; k < K; ++k) any_special |= special[k];
+    if (__syncthreads_or(any_special != 0)) {
+#pragma unroll
+      for (uint32_t k = 0; k < K; ++k) {
+        if (!active[k]) continue;
+        const uint32_t quantized = ~special[k] & 0xFFu;
+        const uint32_t mine = quantized != 0 ? s * L::kLen + __ffs(quantized) - 1 : Shape::kVolume;
+        const uint32_t first = __reduce_min_sync(0xFFFFFFFFu, mine);
+        if (threadIdx.x % 32 == 0 && first < Shape::kVolume) atomicMin(&st.first[blk[k]], first);
+      }
       __syncthreads();
 #pragma unroll
-      for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
-        if (!(special >> r & 1)) continue;
-        const uint32_t blk = r / P;
-        const uint32_t first = st.first[blk];
+      for (uint32_t k = 0; k < K; ++k) {
+        if (!active[k] || special[k] == 0) continue;
+        const uint32_t first = st.first[blk[k]];
         // A first quantized element is never a placeholder: no race.
-        q[Shape::Word(blk, threadIdx.x + r % P * kThreads)] =
-            first < Shape::kVolume ? q[Shape::Word(blk, first)] : 0;
+        const int32_t placeholder =
+            first < Shape::kVolume
+                ? q[L::Word(blk[k] * L::kPerBlock + first / L::kLen, first % L::kLen)]
+                : 0;
+#pragma unroll
+        for (uint32_t e = 0; e < L::kLen; ++e) {
+          if (special[k] >> e & 1) qv[k][e] = placeholder;
+        }
+        L::Store(q, g[k], qv[k]);
       }
       __syncthreads();
     }
+    // Residuals: the rows behind this one (inclusion-exclusion over the
+    // in-block neighbours along dimensions 1 and 2), then the difference
+    // along the row. A missing neighbour row reads this row, masked to zero.
+    const bool up = L::C2(s) > 0, back = L::C1(s) > 0, left = L::X(s) > 0;
+    constexpr uint32_t kUp = L::kPerLine, kBack = L::kPerLine * Shape::kE2;
 #pragma unroll
-    for (uint32_t r = 0; r < Shape::kPerThread; ++r) {
-      if (r / P >= n) continue;  // uniform across the block
-      const uint32_t blk = r / P;
-      const uint32_t jj = threadIdx.x + r % P * kThreads;
-      const bool has[3] = {Shape::C3(jj) > 0, Shape::C2(jj) > 0, Shape::C1(jj) > 0};
-      constexpr uint32_t back[3] = {1, Shape::kE3, Shape::kE2 * Shape::kE3};
-      int32_t delta = 0;
+    for (uint32_t k = 0; k < K; ++k) {
+      if (!active[k]) continue;
+      int32_t r[L::kLen];
 #pragma unroll
-      for (uint32_t m = 0; m < 8; ++m) {
-        if ((m & 1 && !has[0]) || (m & 2 && !has[1]) || (m & 4 && !has[2])) continue;
-        const uint32_t off = (m & 1 ? back[0] : 0) + (m & 2 ? back[1] : 0) + (m & 4 ? back[2] : 0);
-        const int32_t t = q[Shape::Word(blk, jj - off)];
-        delta += (__popc(m) & 1) ? -t : t;
+      for (uint32_t e = 0; e < L::kLen; ++e) r[e] = qv[k][e];
+      int32_t before = left ? q[L::Word(g[k] - 1, L::kLen - 1)] : 0;
+      if (Shape::kE2 > 1) {
+        L::AddRow(q, up ? g[k] - kUp : g[k], up ? -1 : 0, r);
+        if (left && up) before -= q[L::Word(g[k] - kUp - 1, L::kLen - 1)];
       }
-      Emit(true, st.origin[blk] + offsets[r % P], delta);
+      if (Shape::kE1 > 1) {
+        L::AddRow(q, back ? g[k] - kBack : g[k], back ? -1 : 0, r);
+        const bool both = up && back;
+        L::AddRow(q, both ? g[k] - kBack - kUp : g[k], both ? 1 : 0, r);
+      }
+      int32_t delta[L::kLen];
+#pragma unroll
+      for (uint32_t e = 0; e < L::kLen; ++e) delta[e] = r[e] - (e > 0 ? r[e - 1] : before);
+      EmitRow(st.origin[blk[k]] + row_offset, delta);
     }
   }
 
-  // Every block of the tile: whole blocks of a default shape in groups, the
-  // rest one at a time.
+  // Loads the 8 elements of a row at p, 16 bytes at a time where aligned.
+  template <typename T>
+  __device__ static void LoadRow(const T* p, T v[8]) {
+    if (reinterpret_cast<uintptr_t>(p) % 16 == 0) {
+      if constexpr (sizeof(T) == 4) {
+        const float4 a = reinterpret_cast<const float4*>(p)[0];
+        const float4 b = reinterpret_cast<const float4*>(p)[1];
+        v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+        v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+      } else {
+#pragma unroll
+        for (int h = 0; h < 4; ++h) {
+          const double2 a = reinterpret_cast<const double2*>(p)[h];
+          v[2 * h] = a.x, v[2 * h + 1] = a.y;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = p[e];
+    }
+  }
+
+  // Symbols, outliers and histogram of the 8 residuals of the row starting
+  // at frame index i0.
+  __device__ void EmitRow(uint64_t i0, const int32_t delta[8]) const {
+    uint32_t sym[8];
+    uint32_t outliers = 0;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const uint32_t u = static_cast<uint32_t>(delta[e] + radius);
+      const bool inside = u - 1 < static_cast<uint32_t>(2 * radius - 1);  // |delta| < radius
+      sym[e] = inside ? u : 0;
+      outliers |= (inside ? 0u : 1u) << e;
+    }
+    uint16_t* symbols = out.symbols + symbol_base + i0;
+    if (reinterpret_cast<uintptr_t>(symbols) % 16 == 0) {
+      *reinterpret_cast<uint4*>(symbols) = make_uint4(sym[0] | sym[1] << 16, sym[2] | sym[3] << 16,
+                                                      sym[4] | sym[5] << 16, sym[6] | sym[7] << 16);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) symbols[e] = static_cast<uint16_t>(sym[e]);
+    }
+    if (outliers != 0) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        if (!(outliers >> e & 1)) continue;
+        const uint64_t i = i0 + e;
+        out.deltas[symbol_base + i] = delta[e];
+        atomicOr(&out.outlier_mask[mask_base + i / 32], 1u << (i % 32));
+      }
+    }
+    unsigned lower;  // lanes below this one
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
+#pragma unroll
+    for (int e = 0; e < 8; ++e) Count(sym[e], lower);
+  }
+
+  // Adds a warp's symbols to the histogram: one add per distinct symbol
+  // (smooth data gives most lanes the same few).
+  __device__ void Count(uint32_t sym, unsigned lower) const {
+    const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
+    if ((peers & lower) == 0) {
+      const uint32_t count = __popc(peers);
+      if (sym - window_lo < kWindow) {
+        atomicAdd(&hist[sym - window_lo], count);
+      } else {
+        atomicAdd(&out.histogram[hist_base + sym], count);
+      }
+    }
+  }
+
+  // The tile's whole blocks of a default shape, in groups.
   template <typename T, class Shape>
-  __device__ void Run(uint64_t b_begin, uint64_t b_end, int32_t* q, uint8_t* kind,
-                      GroupState& st) const {
-    uint64_t offsets[Shape::kPositions];
-    PositionOffsets<Shape>(seg.geo, offsets);
+  __device__ void RunGroups(uint64_t b_begin, uint64_t b_end, int32_t* q, GroupState& st) const {
+    using L = RowLayout<Shape>;
+    const uint32_t s = threadIdx.x % L::kPerBlock;
+    const uint64_t row_offset =
+        L::C1(s) * seg.geo.dims[2] * seg.geo.dims[3] + L::C2(s) * seg.geo.dims[3] + L::X(s);
     for (uint64_t b = b_begin; b < b_end;) {
       const uint32_t n = StartGroup<Shape>(seg.geo, b, b_end, st);
-      if (n > 0) {
-        Group<T, Shape>(n, st, offsets, q);
-        b += n;
-      } else {
-        Block<T>(b, q, kind, st.first[0]);
-        ++b;
+      if (n > 0) Rows<T, Shape>(n, st, row_offset, q);
+      b += n > 0 ? n : 1;
+    }
+  }
+
+  // The tile's blocks RunGroups leaves (edge blocks), found by all threads at
+  // once, then taken one at a time.
+  template <typename T, class Shape>
+  __device__ void RunEdges(uint64_t b_begin, uint64_t b_end, int32_t* q, uint8_t* kind,
+                           uint32_t* list, uint32_t& count, uint32_t& first_quantized) const {
+    for (uint64_t base = b_begin; base < b_end; base += kThreads) {
+      if (threadIdx.x == 0) count = 0;
+      __syncthreads();
+      const uint64_t b = base + threadIdx.x;
+      if (b < b_end) {
+        BlockView view;
+        view.Init(seg.geo, b);
+        if (view.volume != Shape::kVolume) list[atomicAdd(&count, 1)] = threadIdx.x;
       }
+      __syncthreads();
+      const uint32_t n = count;
+      for (uint32_t i = 0; i < n; ++i) Block<T>(base + list[i], q, kind, first_quantized);
+      __syncthreads();
     }
   }
 };
 
+// Which blocks a launch takes: whole blocks of a default shape, in groups
+// (nearly all of them), or the rest one at a time (edge blocks; every block
+// of another shape). Two kernels rather than two paths of one, so that the
+// per-block path's registers do not limit the group path's occupancy.
+enum class Pass { kGroups, kEdges };
+
+// Blocks of kThreads an SM should hold at once (the register cap follows):
+// the group pass is latency-bound, and on the H100 float32 ran fastest with
+// 4 (64 registers, a few spills; 2 blocks, 128 registers without spills, was
+// 1.3x slower; GPU_NOTES "Seventh round"). float64 holds twice the bytes per
+// element and takes 3 (80 registers).
+template <Pass kPass, typename T>
+inline constexpr int kPredictBlocksPerSm = kPass == Pass::kGroups ? (sizeof(T) == 4 ? 4 : 3) : 1;
+
 // One block of kThreads per tile.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
+template <Pass kPass, typename T>
+__global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
     PredictKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                   PredictOutputs out) {
-  __shared__ int32_t q[kGroupWords > kMaxBlockVolume ? kGroupWords : kMaxBlockVolume];
-  __shared__ uint8_t kind[kMaxBlockVolume];
+  constexpr uint32_t kQWords = kPass == Pass::kGroups ? kGroupElements : kMaxBlockVolume;
+  __shared__ __align__(16) int32_t q[kQWords];
   __shared__ uint32_t hist[kWindow];
   __shared__ GroupState st;
 
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
+  const BlockShape shape = ShapeOf(seg.geo);
+  if (kPass == Pass::kGroups ? shape == BlockShape::kOther
+                             : shape != BlockShape::kOther && !HasEdgeBlocks(seg.geo)) {
+    return;  // uniform across the block
+  }
   const Item& item = items[seg.item];
   const PredictTile tile{seg,
+                         seg.input,
+                         seg.symbol_base,
+                         seg.mask_base,
                          {item.abs_bound, item.quant_step, item.has_fill != 0, item.fill_bits},
                          static_cast<int32_t>(seg.radius),
                          seg.radius > kWindow / 2 ? seg.radius - kWindow / 2 : 0,
@@ -274,19 +468,38 @@ __global__ void __launch_bounds__(kThreads)
   const uint64_t t = blockIdx.x - seg.tile_base;
   const uint64_t b_begin = t * seg.blocks_per_tile;
   const uint64_t b_end = min(seg.geo.num_blocks, b_begin + seg.blocks_per_tile);
-  switch (ShapeOf(seg.geo)) {
-    case BlockShape::k3D:
-      tile.Run<T, Block3D>(b_begin, b_end, q, kind, st);
-      break;
-    case BlockShape::k2D:
-      tile.Run<T, Block2D>(b_begin, b_end, q, kind, st);
-      break;
-    case BlockShape::k1D:
-      tile.Run<T, Block1D>(b_begin, b_end, q, kind, st);
-      break;
-    case BlockShape::kOther:
-      for (uint64_t b = b_begin; b < b_end; ++b) tile.Block<T>(b, q, kind, st.first[0]);
-      break;
+  if constexpr (kPass == Pass::kGroups) {
+    switch (shape) {
+      case BlockShape::k3D:
+        tile.RunGroups<T, Block3D>(b_begin, b_end, q, st);
+        break;
+      case BlockShape::k2D:
+        tile.RunGroups<T, Block2D>(b_begin, b_end, q, st);
+        break;
+      case BlockShape::k1D:
+        tile.RunGroups<T, Block1D>(b_begin, b_end, q, st);
+        break;
+      case BlockShape::kOther:
+        break;
+    }
+  } else {
+    __shared__ uint8_t kind[kMaxBlockVolume];
+    __shared__ uint32_t list[kThreads];
+    __shared__ uint32_t count;
+    switch (shape) {
+      case BlockShape::k3D:
+        tile.RunEdges<T, Block3D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        break;
+      case BlockShape::k2D:
+        tile.RunEdges<T, Block2D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        break;
+      case BlockShape::k1D:
+        tile.RunEdges<T, Block1D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        break;
+      case BlockShape::kOther:
+        for (uint64_t b = b_begin; b < b_end; ++b) tile.Block<T>(b, q, kind, st.first[0]);
+        break;
+    }
   }
   __syncthreads();
   const uint32_t alphabet = 2 * seg.radius;
@@ -318,9 +531,15 @@ cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_s
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream) {
   if (elem_size == 4) {
-    PredictKernel<float><<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    PredictKernel<Pass::kGroups, float>
+        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    PredictKernel<Pass::kEdges, float>
+        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
   } else {
-    PredictKernel<double><<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    PredictKernel<Pass::kGroups, double>
+        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    PredictKernel<Pass::kEdges, double>
+        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
   }
   return cudaGetLastError();
 }
