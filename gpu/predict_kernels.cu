@@ -273,16 +273,19 @@ struct PredictTile {
       for (uint32_t k = 0; k < K; ++k) {
         if (!active[k] || special[k] == 0) continue;
         const uint32_t first = st.first[blk[k]];
-        // A first quantized element is never a placeholder: no race.
         const int32_t placeholder =
             first < Shape::kVolume
                 ? q[L::Word(blk[k] * L::kPerBlock + first / L::kLen, first % L::kLen)]
                 : 0;
+        // Only the placeholders' words: a first quantized element, which
+        // other threads read here, is never one of them.
 #pragma unroll
         for (uint32_t e = 0; e < L::kLen; ++e) {
-          if (special[k] >> e & 1) qv[k][e] = placeholder;
+          if (special[k] >> e & 1) {
+            qv[k][e] = placeholder;
+            q[L::Word(g[k], e)] = placeholder;
+          }
         }
-        L::Store(q, g[k], qv[k]);
       }
       __syncthreads();
     }
