@@ -19,9 +19,10 @@ namespace ebzip::gpu {
 inline constexpr uint32_t kGroupElements = 4096;
 
 // A block of E1 x E2 x E3 (Geometry's dimensions 1-3; dimension 0 is 1).
-// In shared memory the block's elements sit in rows of `Row`, each row padded
-// by one word: the lines the reconstruction scans along any dimension, and
-// the rows of 8 that a 1-D block's lanes own, then fall in distinct banks.
+// In reconstruction's shared memory the block's elements sit in rows of
+// `Row`, each row padded by one word: the lines it scans along any dimension,
+// and the rows of 8 that a 1-D block's lanes own, then fall in distinct banks.
+// (Prediction keeps its own unpadded layout of rows: predict_kernels.cu.)
 template <uint32_t E1, uint32_t E2, uint32_t E3, uint32_t Row>
 struct FixedBlock {
   static constexpr uint32_t kE1 = E1, kE2 = E2, kE3 = E3;
@@ -53,7 +54,7 @@ using Block3D = FixedBlock<8, 8, 8, 8>;  // also 4-D's 1x8x8x8
 using Block2D = FixedBlock<1, 16, 16, 16>;
 using Block1D = FixedBlock<1, 1, 256, 8>;
 
-// Words of the largest group; the kernels' shared q arrays have this many.
+// Words of the largest group in reconstruction's padded layout.
 inline constexpr uint32_t kGroupWords = Block3D::kWords > Block2D::kWords
                                             ? (Block3D::kWords > Block1D::kWords ? Block3D::kWords
                                                                                  : Block1D::kWords)

@@ -111,6 +111,9 @@ __global__ void __launch_bounds__(kEncodeThreads)
   uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
                                       (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
                                 : nullptr;
+  // Carrying `boundary` assumes a codeword crosses at most one subsequence
+  // start: codes are shorter than the shortest subsequence (32 bits).
+  static_assert(format::kMaxCodeLength < 32);
   uint64_t acc = 0;
   uint32_t have = pos % 32;  // bits of word w so far (the first ones: the previous run's)
   uint32_t w = pos / 32;
@@ -139,7 +142,7 @@ __global__ void __launch_bounds__(kEncodeThreads)
         gaps[boundary / sub] = 0;
         boundary += sub;
       }
-      if (boundary < pos + l && boundary < total_bits) {
+      if (boundary < pos + l) {  // then also below total_bits
         gaps[boundary / sub] = static_cast<uint8_t>(pos + l - boundary);
         boundary += sub;
       }
@@ -179,8 +182,7 @@ cudaError_t LaunchEncode(const Segment* segments, uint32_t num_segments, uint64_
                          const uint8_t* lengths, const uint32_t* codes, const uint32_t* chunk_bits,
                          const uint64_t* word_prefix, const uint64_t* gap_prefix,
                          cudaStream_t stream) {
-  // One word of slack: a codeword may straddle into the word after the last.
-  const size_t smem = (uint64_t{max_chunk_symbols} * max_code_length + 31) / 32 * 4 + 4;
+  const size_t smem = (uint64_t{max_chunk_symbols} * max_code_length + 31) / 32 * 4;
   cudaError_t e = cudaFuncSetAttribute(EncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem));
   if (e != cudaSuccess) return e;

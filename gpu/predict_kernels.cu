@@ -63,17 +63,20 @@ __global__ void ResolveBoundsKernel(Item* items, uint32_t num_items) {
 // The group path's unit: a row of 8 consecutive elements along the last
 // dimension of a Lorenzo block of a default shape. A thread takes two rows
 // of a group: it loads each 16 bytes at a time, keeps it in registers, and
-// reads from shared memory only the rows behind it (one, two or three, 16
-// bytes at a time) and, where the row starts inside a line of the block, the
-// element before it; the difference along the row is taken in registers.
+// reads from shared memory only the rows behind it (three in a 3-D block,
+// one in a 2-D block, none in a 1-D block; 16 bytes at a time) and, where the
+// row starts inside a line of the block, the element before it; the
+// difference along the row is taken in registers.
 template <class Shape>
 struct RowLayout {
   static constexpr uint32_t kLen = 8;
   static constexpr uint32_t kPerLine = Shape::kE3 / kLen;
   static constexpr uint32_t kPerBlock = Shape::kVolume / kLen;
   static constexpr uint32_t kPerThread = kGroupElements / kLen / kThreads;
-  // A warp's rows lie in one block (its ballots and matches are uniform), and
-  // a thread's rows sit at the same place of their blocks.
+  // A warp's rows lie in one block, so whether a row is in the group is the
+  // same across a warp and the full-warp collectives (__match_any_sync,
+  // __reduce_min_sync: sm_80 and later) always see 32 lanes; and a thread's
+  // rows sit at the same place of their blocks.
   static_assert(Shape::kE3 % kLen == 0 && kPerBlock % 32 == 0 && kThreads % kPerBlock == 0);
   // Rows that start inside a line (1-D and 2-D blocks) take the element before
   // them from the lines behind along dimension 2 only.
@@ -245,6 +248,8 @@ struct PredictTile {
       if (special[k] != 0) {
 #pragma unroll
         for (uint32_t e = 0; e < L::kLen; ++e) {
+          // Rare: asking again which kind (fill or verbatim) costs less than
+          // keeping a second mask per row in registers.
           int32_t ignored;
           if (special[k] >> e & 1) {
             MarkSpecial(QuantizePoint<T>(v[k][e], rule, &ignored),
@@ -380,7 +385,7 @@ struct PredictTile {
     const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
     if ((peers & lower) == 0) {
       const uint32_t count = __popc(peers);
-      if (sym - window_lo < kWindow) {
+      if (sym - window_lo < kWindow) {  // unsigned: false below window_lo too
         atomicAdd(&hist[sym - window_lo], count);
       } else {
         atomicAdd(&out.histogram[hist_base + sym], count);
