@@ -137,16 +137,7 @@ struct PredictTile {
       }
       out.symbols[symbol_base + i] = static_cast<uint16_t>(sym);
     }
-    // Warp-aggregated histogram: smooth data gives most lanes one symbol.
-    const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
-    if (valid && threadIdx.x % 32 == static_cast<unsigned>(__ffs(peers) - 1)) {
-      const uint32_t count = __popc(peers);
-      if (sym >= window_lo && sym - window_lo < kWindow) {
-        atomicAdd(&hist[sym - window_lo], count);
-      } else {
-        atomicAdd(&out.histogram[hist_base + sym], count);
-      }
-    }
+    Count(sym, LanesBelow(), valid);
   }
 
   __device__ void MarkSpecial(PointKind k, uint64_t i) const {
@@ -373,17 +364,23 @@ struct PredictTile {
         atomicOr(&out.outlier_mask[mask_base + i / 32], 1u << (i % 32));
       }
     }
-    unsigned lower;  // lanes below this one
-    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
+    const unsigned lower = LanesBelow();
 #pragma unroll
     for (int e = 0; e < 8; ++e) Count(sym[e], lower);
   }
 
+  __device__ static unsigned LanesBelow() {
+    unsigned lower;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
+    return lower;
+  }
+
   // Adds a warp's symbols to the histogram: one add per distinct symbol
-  // (smooth data gives most lanes the same few).
-  __device__ void Count(uint32_t sym, unsigned lower) const {
+  // (smooth data gives most lanes the same few). Every lane of the warp
+  // calls it; those with `valid` false count nothing.
+  __device__ void Count(uint32_t sym, unsigned lower, bool valid = true) const {
     const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
-    if ((peers & lower) == 0) {
+    if (valid && (peers & lower) == 0) {
       const uint32_t count = __popc(peers);
       if (sym - window_lo < kWindow) {  // unsigned: false below window_lo too
         atomicAdd(&hist[sym - window_lo], count);
