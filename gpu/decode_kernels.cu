@@ -22,6 +22,7 @@ constexpr uint32_t kLongCode = 0x80;
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
+constexpr uint32_t kSkewedWords = kStagedWords + kStagedWords / 32;
 constexpr int kTableThreads = 1024;
 // Bytes of a code-length section in shared memory at a time.
 constexpr uint32_t kSectionPiece = 8192;
@@ -248,12 +249,17 @@ struct Table {
   }
 };
 
-// Reads a chunk's bits MSB-first; words past the chunk read as zero.
+// Reads a chunk's bits MSB-first; words past the chunk read as zero. Words
+// staged in shared memory are skewed (word i at i + i / 32, see
+// BlockDecodeKernel); in place, skew_shift 31 leaves them as they are.
 struct BitReader {
   const uint32_t* words;
   uint32_t num_words;
+  uint32_t skew_shift = 31;
 
-  __device__ uint32_t Word(uint32_t i) const { return i < num_words ? words[i] : 0u; }
+  __device__ uint32_t Word(uint32_t i) const {
+    return i < num_words ? words[i + (i >> skew_shift)] : 0u;
+  }
   __device__ uint32_t Window(uint32_t pos) const {
     const uint32_t w = pos / 32, r = pos % 32;
     const uint32_t hi = Word(w);
@@ -288,20 +294,18 @@ struct ChunkView {
   }
 };
 
-// Decodes from `pos` until the first codeword start at or after `stop`
-// (or the chunk's end). Returns false on an invalid codeword. With `emit`,
-// writes the symbols; with `trace`, records the first kTrace start positions.
+// Counts the codewords from `pos` until the first codeword start at or after
+// `stop` (or the chunk's end), recording the first kTrace start positions:
+// the self-synchronizing decoder's speculative pass. Returns false on an
+// invalid codeword.
 constexpr int kTrace = 16;
-template <bool kEmit>
-__device__ bool DecodeRun(const Table& table, const BitReader& r, uint32_t& pos, uint32_t stop,
-                          uint32_t bits, uint32_t& n, uint16_t* emit, uint32_t* trace,
-                          uint32_t& traced) {
+__device__ bool TraceRun(const Table& table, const BitReader& r, uint32_t& pos, uint32_t stop,
+                         uint32_t bits, uint32_t& n, uint32_t* trace, uint32_t& traced) {
   while (pos < stop) {
-    if (trace && traced < kTrace) trace[traced++] = pos;
+    if (traced < kTrace) trace[traced++] = pos;
     uint32_t sym;
     const int l = table.Decode(r.Window(pos), &sym);
     if (l == 0 || pos + l > bits) return false;
-    if constexpr (kEmit) emit[n] = static_cast<uint16_t>(sym);
     ++n;
     pos += l;
   }
@@ -361,8 +365,8 @@ struct SymbolWriter {
   }
 };
 
-// DecodeRun over a BitStream: counts (and with kEmit writes) the symbols of
-// the codewords starting before `stop`.
+// Counts (and with kEmit writes, counting zeros) the symbols of the codewords
+// from `pos` starting before `stop`, through a BitStream.
 template <bool kEmit>
 __device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint32_t stop,
                           uint32_t bits, uint32_t& n, SymbolWriter* out, uint32_t& zeros) {
@@ -523,7 +527,7 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ uint32_t dynamic[];
   uint32_t* const shared_lookup = dynamic;
   uint32_t* const shared_words = dynamic + (1u << kLookupBits);
-  uint16_t* const staged = reinterpret_cast<uint16_t*>(shared_words + kStagedWords);
+  uint16_t* const staged = reinterpret_cast<uint16_t*>(shared_words + kSkewedWords);
   __shared__ bool skip;
   // See ChunkParallelKernel; one read, so the whole block agrees.
   if (threadIdx.x == 0) skip = status->error != kNoError;
@@ -536,10 +540,14 @@ __global__ void __launch_bounds__(kThreads)
   table.Stage(shared_lookup, shared_lengths);
   BitReader reader = v.reader;
   if (reader.num_words <= kStagedWords) {
+    // Skewed by a word per 32: the threads start 1024-bit subsequences
+    // (32 words) apart and read the same word of each at about the same
+    // time, which unskewed is one bank for the whole warp.
     for (uint32_t i = threadIdx.x; i < reader.num_words; i += kThreads) {
-      shared_words[i] = reader.words[i];
+      shared_words[i + i / 32] = reader.words[i];
     }
     reader.words = shared_words;
+    reader.skew_shift = 5;
   }
   __syncthreads();
   const uint32_t sub = seg.subsequence_bits;
@@ -562,9 +570,11 @@ __global__ void __launch_bounds__(kThreads)
       ok = pos <= v.bits && (t > 0 || pos == 0);
     }
     start[t] = active ? pos : v.bits;
-    uint32_t traced = 0;
-    if (ok && active)
-      ok = DecodeRun<false>(table, reader, pos, stop, v.bits, n, nullptr, nullptr, traced);
+    if (ok && active) {
+      BitStream in(reader, pos);
+      uint32_t unused = 0;
+      ok = StreamRun<false>(table, in, pos, stop, v.bits, n, nullptr, unused);
+    }
     end[t] = active ? pos : v.bits;
     if (!ok) ReportError(status, kErrGapArray, v.s);
     __syncthreads();
@@ -576,8 +586,7 @@ __global__ void __launch_bounds__(kThreads)
     // (c) Speculative start at the run's first bit (thread 0's is true).
     uint32_t traced = 0;
     uint32_t* my_trace = trace[t];
-    bool valid =
-        active && DecodeRun<false>(table, reader, pos, stop, v.bits, n, nullptr, my_trace, traced);
+    bool valid = active && TraceRun(table, reader, pos, stop, v.bits, n, my_trace, traced);
     start[t] = active ? boundary : v.bits;
     end[t] = valid ? pos : 0xFFFFFFFFu;
     if (!active) end[t] = v.bits;
@@ -646,9 +655,11 @@ __global__ void __launch_bounds__(kThreads)
   }
   uint32_t my_zeros = 0;
   if (active && ok) {
-    uint32_t p = start[t], m = 0, traced = 0;
-    DecodeRun<true>(table, reader, p, stop, v.bits, m, staged + rank, nullptr, traced);
-    for (uint32_t i = 0; i < m; ++i) my_zeros += staged[rank + i] == 0;
+    uint32_t p = start[t], m = 0;
+    BitStream in(reader, p);
+    SymbolWriter out(staged + rank);
+    StreamRun<true>(table, in, p, stop, v.bits, m, &out, my_zeros);
+    out.Flush();
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);
   __syncthreads();
@@ -761,7 +772,7 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
                                    word_prefix, gap_prefix, symbols, zero_symbols, status);
     return cudaGetLastError();
   }
-  const size_t smem = (size_t{1} << kLookupBits) * 4 + size_t{kStagedWords} * 4 +
+  const size_t smem = (size_t{1} << kLookupBits) * 4 + size_t{kSkewedWords} * 4 +
                       size_t{max_chunk_symbols} * sizeof(uint16_t);
   auto kernel =
       decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false> : BlockDecodeKernel<true>;
