@@ -68,11 +68,18 @@ EBZIP_HD inline uint32_t XPow8nModP(uint64_t n) {
 
 }  // namespace crc_internal
 
-// The CRC of A followed by B, from Crc32c(A), Crc32c(B) and B's length. The
-// pre- and post-inversion of CRC-32C cancel out here, so finished CRCs
-// combine directly.
+// A piece's share of the CRC of a buffer in which `after` more bytes follow
+// it: Crc32c of the buffer is the XOR of its pieces' shares, whatever their
+// number and sizes (the pre- and post-inversion of CRC-32C cancel out, so
+// finished CRCs combine directly). The GPU checksums pieces in parallel and
+// XORs their shares, in any order.
+EBZIP_HD inline uint32_t Crc32cShift(uint32_t crc, uint64_t after) {
+  return crc_internal::MultiplyModP(crc_internal::XPow8nModP(after), crc);
+}
+
+// The CRC of A followed by B, from Crc32c(A), Crc32c(B) and B's length.
 EBZIP_HD inline uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, uint64_t length_b) {
-  return crc_internal::MultiplyModP(crc_internal::XPow8nModP(length_b), crc_a) ^ crc_b;
+  return Crc32cShift(crc_a, length_b) ^ crc_b;
 }
 
 }  // namespace ebzip

@@ -15,6 +15,8 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
                              const uint64_t* word_prefix, const uint64_t* gap_prefix,
                              const uint64_t* chunk_words, const uint64_t* chunk_gaps,
                              FrameLayout* layouts, CrcJob* crc_jobs, uint64_t* crc_job_pieces) {
+  __shared__ CrcTables tables;
+  tables.Build();
   const uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
   if (it >= num_items) return;
   Item& item = items[it];
@@ -58,6 +60,7 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
       job.data = item.archive + l.section_offset[k];
       job.length = l.section_length[k];
       job.result = &l.section_crc[k];
+      l.section_crc[k] = 0;
       job.expected = 0;
       job.segment = static_cast<uint32_t>(s);
       crc_job_pieces[s * (kSections - 1) + k - 1] =
@@ -94,6 +97,8 @@ __global__ void CopyCodeLengthsKernel(const Segment* segments, const Item* items
 __global__ void FrameHeaderKernel(const Segment* segments, const Item* items,
                                   const FrameLayout* layouts, const uint8_t* templates) {
   __shared__ alignas(8) uint8_t h[format::kFrameHeaderSize];
+  __shared__ CrcTables tables;  // a bit at a time, the header's CRC took 20 us
+  tables.Build();
   const uint32_t s = blockIdx.x;
   const Item& item = items[segments[s].item];
   if (item.overflow) return;
@@ -119,7 +124,7 @@ __global__ void FrameHeaderKernel(const Segment* segments, const Item* items,
       StoreBytes<uint32_t>(e + 8, l.section_crc[k]);
     }
     StoreBytes<uint32_t>(h + format::kFrameHeaderSize - 4,
-                         SlowCrc32c(h, format::kFrameHeaderSize - 4));
+                         tables.Compute(h, format::kFrameHeaderSize - 4));
   }
   __syncthreads();
   uint8_t* out = item.archive + l.frame_offset;
@@ -130,6 +135,8 @@ __global__ void FrameHeaderKernel(const Segment* segments, const Item* items,
 // checksummed in local memory, then written out.
 __global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const FrameLayout* layouts,
                                  const uint8_t* templates) {
+  __shared__ CrcTables tables;
+  tables.Build();
   const uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
   if (it >= num_items) return;
   const Item& item = items[it];
@@ -140,7 +147,7 @@ __global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const Fr
   for (size_t i = 0; i < format::kFileHeaderSize; ++i) header[i] = t[i];
   StoreBytes<double>(header + format::kFileHeaderAbsBoundAt, item.abs_bound);
   StoreBytes<uint32_t>(header + format::kFileHeaderSize - 4,
-                       SlowCrc32c(header, format::kFileHeaderSize - 4));
+                       tables.Compute(header, format::kFileHeaderSize - 4));
   for (size_t i = 0; i < format::kFileHeaderSize; ++i) a[i] = header[i];
 
   const FrameLayout& last = layouts[item.first_segment + item.num_segments - 1];
@@ -148,13 +155,13 @@ __global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const Fr
   uint8_t* index = a + index_at;
   alignas(8) uint8_t entry[16];
   StoreBytes<uint64_t>(entry, item.num_segments);
-  uint32_t crc = SlowCrc32c(entry, 8);
+  uint32_t crc = tables.Compute(entry, 8);
   StoreBytes<uint64_t>(index + 8, item.num_segments);
   for (uint64_t f = 0; f < item.num_segments; ++f) {
     const FrameLayout& l = layouts[item.first_segment + f];
     StoreBytes<uint64_t>(entry, l.frame_offset);
     StoreBytes<uint64_t>(entry + 8, l.frame_size);
-    crc = SlowCrc32cExtend(crc, entry, 16);
+    crc = tables.Extend(crc, entry, 16);
     for (int i = 0; i < 16; ++i) index[16 + 16 * f + i] = entry[i];
   }
   StoreBytes<uint32_t>(index, format::kIndexMagic);
@@ -163,7 +170,7 @@ __global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const Fr
   alignas(8) uint8_t trailer[format::kTrailerSize];
   StoreBytes<uint64_t>(trailer, index_at);
   StoreBytes<uint32_t>(trailer + 8, format::kTrailerMagic);
-  StoreBytes<uint32_t>(trailer + 12, SlowCrc32c(trailer, 12));
+  StoreBytes<uint32_t>(trailer + 12, tables.Compute(trailer, 12));
   for (size_t i = 0; i < format::kTrailerSize; ++i) index[index_size + i] = trailer[i];
 }
 

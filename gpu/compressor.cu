@@ -122,7 +122,6 @@ struct Buffers {
   CrcJob* crc_jobs;
   uint64_t* crc_job_pieces;
   uint64_t* crc_piece_prefix;
-  uint32_t* piece_crcs;
   uint8_t* frame_templates;
   uint8_t* file_templates;
   uint16_t* symbols;
@@ -221,7 +220,6 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.crc_jobs = d.Take<CrcJob>(jobs);
   b.crc_job_pieces = d.Take<uint64_t>(jobs + 1);
   b.crc_piece_prefix = d.Take<uint64_t>(jobs + 1);
-  b.piece_crcs = d.Take<uint32_t>(plan.max_crc_pieces);
   b.frame_templates = d.Take<uint8_t>(plan.frame_templates.size());
   b.file_templates = d.Take<uint8_t>(plan.file_templates.size());
   b.symbols = d.Take<uint16_t>(plan.totals.symbols);
@@ -465,10 +463,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   temp = b.cub_temp_bytes;
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.crc_job_pieces,
                                                      b.crc_piece_prefix, jobs + 1, st));
-  CUDA_RETURN_IF_ERROR(
-      LaunchCrcPieces(b.crc_jobs, jobs, b.crc_piece_prefix, plan.max_crc_pieces, b.piece_crcs, st));
-  CUDA_RETURN_IF_ERROR(
-      LaunchCrcCombine(b.crc_jobs, jobs, b.crc_piece_prefix, b.piece_crcs, nullptr, st));
+  CUDA_RETURN_IF_ERROR(LaunchCrc(b.crc_jobs, jobs, b.crc_piece_prefix, plan.max_crc_pieces, st));
   mark("crc32c");
   CUDA_RETURN_IF_ERROR(
       LaunchHeaders(b.segments, S, b.items, I, b.layouts, b.frame_templates, b.file_templates, st));

@@ -122,7 +122,7 @@ struct Buffers {
   Item* items;
   CrcJob* crc_jobs;
   uint64_t* piece_prefix;
-  uint32_t* piece_crcs;
+  uint32_t* job_crcs;
   DecodeTables tables;
   uint32_t* chunk_bits;
   uint64_t* chunk_words;
@@ -153,7 +153,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.items = d.Take<Item>(plan.items.size());
   b.crc_jobs = d.Take<CrcJob>(plan.crc_jobs.size());
   b.piece_prefix = d.Take<uint64_t>(plan.piece_prefix.size());
-  b.piece_crcs = d.Take<uint32_t>(std::max<uint64_t>(1, plan.piece_prefix.back()));
+  b.job_crcs = d.Take<uint32_t>(plan.crc_jobs.size());
   b.tables.lookup = d.Take<uint32_t>(S * 4096);
   b.tables.sorted = d.Take<uint16_t>(S * 65536);
   b.tables.first_code = d.Take<uint32_t>(S * 32);
@@ -240,6 +240,7 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
   std::memcpy(b.host_segments, plan.segments.data(), S * sizeof(Segment));
   std::memcpy(b.host_items, plan.items.data(), plan.items.size() * sizeof(Item));
   std::memcpy(b.host_crc_jobs, plan.crc_jobs.data(), jobs * sizeof(CrcJob));
+  for (uint32_t j = 0; j < jobs; ++j) b.host_crc_jobs[j].result = b.job_crcs + j;
   std::memcpy(b.host_piece_prefix, plan.piece_prefix.data(), plan.piece_prefix.size() * 8);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
                                        cudaMemcpyHostToDevice, st));
@@ -251,12 +252,11 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
                                        plan.piece_prefix.size() * 8, cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.status, 0, sizeof(DeviceStatus), st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.zero_symbols, 0, S * sizeof(uint64_t), st));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.job_crcs, 0, jobs * sizeof(uint32_t), st));
   mark("upload tables");
 
-  CUDA_RETURN_IF_ERROR(LaunchCrcPieces(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(),
-                                       b.piece_crcs, st));
-  CUDA_RETURN_IF_ERROR(
-      LaunchCrcCombine(b.crc_jobs, jobs, b.piece_prefix, b.piece_crcs, b.status, st));
+  CUDA_RETURN_IF_ERROR(LaunchCrc(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(), st));
+  CUDA_RETURN_IF_ERROR(LaunchCrcCheck(b.crc_jobs, jobs, b.status, st));
   mark("crc32c");
   CUDA_RETURN_IF_ERROR(LaunchBuildDecodeTables(b.segments, S, b.items, b.tables, b.status, st));
   CUDA_RETURN_IF_ERROR(LaunchReadChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_bits,

@@ -88,38 +88,37 @@ struct CrcTables {
   }
 
   // CRC-32C of n bytes (the same function as codec/crc32c.cc's Crc32c).
-  __device__ uint32_t Compute(const uint8_t* p, uint64_t n) const {
-    uint32_t c = ~0u;
+  __device__ uint32_t Compute(const uint8_t* p, uint64_t n) const { return Extend(0, p, n); }
+
+  // Extends `crc` (of the bytes before) over n bytes, 64 at a time where it
+  // can: their eight loads go out together, where a load per 8 bytes had one
+  // thread wait on memory 128 times per KiB.
+  __device__ uint32_t Extend(uint32_t crc, const uint8_t* p, uint64_t n) const {
+    uint32_t c = ~crc;
     while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
       c = (c >> 8) ^ t[0][(c ^ *p++) & 0xFF];
       --n;
     }
-    for (; n >= 8; n -= 8, p += 8) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
-      const uint32_t lo = v.x ^ c;
-      const uint32_t hi = v.y;
-      c = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
-          t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+    for (; n >= 64; n -= 64, p += 64) {
+      uint2 v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = reinterpret_cast<const uint2*>(p)[k];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) c = Step(c, v[k]);
     }
+    for (; n >= 8; n -= 8, p += 8) c = Step(c, *reinterpret_cast<const uint2*>(p));
     while (n-- > 0) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xFF];
     return ~c;
   }
-};
 
-// Byte-at-a-time CRC-32C for short headers, without tables: extends `crc`
-// (of the bytes before) over n bytes. Callers build the bytes in shared or
-// local memory first: over global memory each byte would cost a round trip.
-__device__ inline uint32_t SlowCrc32cExtend(uint32_t crc, const uint8_t* p, uint64_t n) {
-  uint32_t c = ~crc;
-  for (uint64_t i = 0; i < n; ++i) {
-    c ^= p[i];
-    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+ private:
+  __device__ uint32_t Step(uint32_t c, uint2 v) const {
+    const uint32_t lo = v.x ^ c;
+    const uint32_t hi = v.y;
+    return t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+           t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
   }
-  return ~c;
-}
-__device__ inline uint32_t SlowCrc32c(const uint8_t* p, uint64_t n) {
-  return SlowCrc32cExtend(0, p, n);
-}
+};
 
 template <typename T>
 __device__ inline void StoreBytes(uint8_t* dst, T v) {

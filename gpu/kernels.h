@@ -108,14 +108,15 @@ cudaError_t LaunchHeaders(const Segment* segments, uint32_t num_segments, const 
 // --- crc_kernels.cu: CRC-32C of many byte ranges in 1 KiB pieces (a thread
 // each: a small frame's sections make enough of them to fill a few warps).
 inline constexpr uint64_t kCrcPieceBytes = 1024;
+// XORs each job's CRC into *job.result, which must hold 0 before.
 // piece_prefix: exclusive scan of each job's piece count (ceil(length/1024)),
 // num_jobs + 1 entries, the last being the total (on the device).
-cudaError_t LaunchCrcPieces(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
-                            uint64_t max_pieces, uint32_t* piece_crcs, cudaStream_t stream);
-// Combines each job's pieces: stores the CRC at job.result, or, with status
-// set, compares it with job.expected and records the first mismatch.
-cudaError_t LaunchCrcCombine(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
-                             const uint32_t* piece_crcs, DeviceStatus* status, cudaStream_t stream);
+cudaError_t LaunchCrc(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
+                      uint64_t max_pieces, cudaStream_t stream);
+// After LaunchCrc: compares each *job.result with job.expected and records
+// the first mismatch.
+cudaError_t LaunchCrcCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* status,
+                           cudaStream_t stream);
 
 // --- decode_kernels.cu: code tables, chunk index, the three decoders.
 struct DecodeTables {

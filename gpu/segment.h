@@ -139,7 +139,7 @@ EBZIP_HD inline SpecialCounts operator+(const SpecialCounts& a, const SpecialCou
 struct CrcJob {
   const uint8_t* data;
   uint64_t length;
-  uint32_t* result;       // where the CRC goes (compression)
+  uint32_t* result;       // where the CRC goes: 0 before LaunchCrc
   uint32_t expected;      // what it must be (decompression)
   uint32_t segment;
 };

@@ -1,5 +1,6 @@
 #include "codec/crc32c.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -45,6 +46,27 @@ TEST(Crc32c, CombineEqualsWhole) {
                  p3 = Crc32c(s.data() + 2000, 3000);
   EXPECT_EQ(Crc32cCombine(Crc32cCombine(p1, p2, 1900), p3, 3000), whole);
   EXPECT_EQ(Crc32cCombine(p1, Crc32cCombine(p2, p3, 3000), 4900), whole);
+}
+
+// What the GPU does: the XOR of every piece's share, in any order, pieces of
+// any sizes (1 KiB ones and a short last one, single bytes, empty ones).
+TEST(Crc32c, SharesOfPiecesXorToWhole) {
+  std::string s(5000, '\0');
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<char>(i * 29 + (i >> 3));
+  const uint32_t whole = Crc32c(s.data(), s.size());
+  for (size_t piece : {1, 7, 8, 1000, 1024, 4999, 5000}) {
+    uint32_t x = 0;
+    for (size_t begin = 0; begin < s.size(); begin += piece) {
+      const size_t n = std::min(piece, s.size() - begin);
+      x ^= Crc32cShift(Crc32c(s.data() + begin, n), s.size() - begin - n);
+    }
+    EXPECT_EQ(x, whole) << "pieces of " << piece;
+  }
+  // An empty piece has no share; a wrong offset gives a wrong CRC.
+  EXPECT_EQ(Crc32cShift(Crc32c(s.data(), 0), 123), 0u);
+  const uint32_t a = Crc32c(s.data(), 2000), b = Crc32c(s.data() + 2000, 3000);
+  EXPECT_EQ(Crc32cShift(a, 3000) ^ b, whole);
+  EXPECT_NE(Crc32cShift(a, 2999) ^ b, whole);
 }
 
 }  // namespace
