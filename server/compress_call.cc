@@ -68,6 +68,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     // Admitted now, before a byte of data arrives: a full server says so at
     // once instead of after the upload.
     if (absl::Status s = reservation_.Grow(bytes); !s.ok()) return s;
+    // Reading goes on while the work runs: the half-close (or data beyond
+    // the shape) follows its last byte.
+    set_window(2);
     current_ = NewWork(spec_, options_);
     current_->reservation = std::move(reservation_);
     current_->input_block = env_.backend.InputBlock(bytes);
@@ -126,11 +129,16 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     }
     received_ += data.size();
     if (!plan_) {
+      if (data.empty()) return absl::OkStatus();  // also once the work is queued
       if (current_->input_block) {
         current_->input_block.Append(data.data(), data.size());
       } else {
         AppendBytes(data, 0, data.size(), &current_->input);
       }
+      // Queued with its last byte, not at the half-close that follows it:
+      // the read that brings the half-close overlaps the work. The summary
+      // still waits for it, so that data beyond the shape is refused.
+      if (received_ == need) Submit(std::move(current_));
       return absl::OkStatus();
     }
     // Streamed: cut the bytes into frames, queueing each as it fills.
@@ -158,7 +166,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
           "received ", received_, " bytes of data, but shape ", ShapeToString(spec_.shape), " of ",
           DTypeName(spec_.dtype), " needs ", need));
     }
-    if (!plan_) Submit(std::move(current_));
+    if (!plan_ && current_) Submit(std::move(current_));  // an array of no bytes
     return absl::OkStatus();
   }
 
@@ -175,6 +183,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       QueueBytes(std::move(work->output));
       if (sending_bytes()) return SendArchive(message);
     }
+    if (!input_done()) return Next::kWait;
     PopFront();
     return SendSummary(message);
   }
