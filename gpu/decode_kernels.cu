@@ -505,21 +505,32 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---------------------------------------------------------------------------
 // (b) for few chunks, and (c): a block per chunk; thread t owns a contiguous
-// run of subsequences and decodes from the first codeword start in it. With
-// few chunks the GPU has room for a block each, and a thread per
-// subsequence halves the warp form's longest run.
+// run of the chunk's bits and decodes from the first codeword start in it.
+// Runs start speculatively, at their first bit, and are corrected in rounds
+// until each begins where the one before ends (Weissenberger and Schmidt).
+// With a gap array (b), the runs are quarter subsequences and those that
+// begin a subsequence start exactly where the gap array says, so that a
+// correction never travels further than three runs, and every exact start
+// must agree with the path that reaches it. With few chunks the GPU has room
+// for a block each: quarter subsequences give a 256 KiB array's decode a
+// quarter of the longest run that a thread per subsequence had (its 150 us
+// were that one dependent chain).
+
+constexpr int kDecodeThreads = 512;
+constexpr uint32_t kRunsPerSubsequence = 4;
+constexpr uint32_t kNoEnd = 0xFFFFFFFFu;  // a run that met an invalid codeword
 
 template <bool kSelfSync>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kDecodeThreads)
     BlockDecodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                       DecodeTables tables, const uint32_t* chunk_bits, const uint64_t* word_prefix,
                       const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
                       DeviceStatus* status) {
-  using Scan = cub::BlockScan<uint32_t, kThreads>;
+  using Scan = cub::BlockScan<uint32_t, kDecodeThreads>;
   __shared__ typename Scan::TempStorage temp;
-  __shared__ uint32_t start[kThreads + 1];  // true codeword start of each thread's run
-  __shared__ uint32_t end[kThreads];        // where each thread's decoding stopped
-  __shared__ uint32_t trace[kSelfSync ? kThreads : 1][kTrace];
+  __shared__ uint32_t start[kDecodeThreads + 1];  // true codeword start of each thread's run
+  __shared__ uint32_t end[kDecodeThreads];        // where each thread's decoding stopped
+  __shared__ uint32_t trace[kDecodeThreads][kTrace];
   __shared__ uint32_t zeros;
   __shared__ uint32_t shared_lengths[96];  // the table's per-length parts
   // Dynamic: the lookup table, the chunk's bits (when they fit) and its
@@ -540,10 +551,10 @@ __global__ void __launch_bounds__(kThreads)
   table.Stage(shared_lookup, shared_lengths);
   BitReader reader = v.reader;
   if (reader.num_words <= kStagedWords) {
-    // Skewed by a word per 32: the threads start 1024-bit subsequences
-    // (32 words) apart and read the same word of each at about the same
-    // time, which unskewed is one bank for the whole warp.
-    for (uint32_t i = threadIdx.x; i < reader.num_words; i += kThreads) {
+    // Skewed by a word per 32: threads start whole subsequences (32 words)
+    // apart and read about the same word of each at once, which unskewed
+    // is one bank for a whole warp.
+    for (uint32_t i = threadIdx.x; i < reader.num_words; i += kDecodeThreads) {
       shared_words[i + i / 32] = reader.words[i];
     }
     reader.words = shared_words;
@@ -551,104 +562,96 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   const uint32_t sub = seg.subsequence_bits;
-  const uint32_t subsequences = (v.bits + sub - 1) / sub;
-  const uint32_t per = (subsequences + kThreads - 1) / kThreads;
+  const uint32_t run_bits =
+      !kSelfSync && sub % (32 * kRunsPerSubsequence) == 0 ? sub / kRunsPerSubsequence : sub;
+  const uint32_t runs = (v.bits + run_bits - 1) / run_bits;
+  const uint32_t per = (runs + kDecodeThreads - 1) / kDecodeThreads;
   const uint32_t t = threadIdx.x;
-  const uint32_t boundary = min(v.bits, t * per * sub);  // first bit of my run
-  const uint32_t stop = min(v.bits, (t + 1) * per * sub);
+  const uint32_t boundary = min(v.bits, t * per * run_bits);  // first bit of my run
+  const uint32_t stop = min(v.bits, (t + 1) * per * run_bits);
   const bool active = boundary < v.bits;
+  // Runs that start on a true codeword start: thread 0's, and with a gap
+  // array every run that begins a subsequence.
+  const bool exact = active && (t == 0 || (!kSelfSync && boundary % sub == 0));
   if (t == 0) zeros = 0;
 
   uint32_t pos = boundary, n = 0;
   bool ok = true;
-  if constexpr (!kSelfSync) {
-    // (b) The gap array gives the first codeword start of each subsequence.
-    if (active) {
-      const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
-                            (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
-      pos = boundary + gaps[t * per];
-      ok = pos <= v.bits && (t > 0 || pos == 0);
-    }
-    start[t] = active ? pos : v.bits;
-    if (ok && active) {
-      BitStream in(reader, pos);
-      uint32_t unused = 0;
-      ok = StreamRun<false>(table, in, pos, stop, v.bits, n, nullptr, unused);
-    }
-    end[t] = active ? pos : v.bits;
+  if (!kSelfSync && exact) {
+    const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
+                          (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
+    pos = boundary + gaps[boundary / sub];
+    ok = pos <= v.bits && (t > 0 || pos == 0);
     if (!ok) ReportError(status, kErrGapArray, v.s);
+  }
+  start[t] = active ? pos : v.bits;
+  uint32_t traced = 0;
+  uint32_t* my_trace = trace[t];
+  const bool valid =
+      active && ok && TraceRun(table, reader, pos, stop, v.bits, n, my_trace, traced);
+  end[t] = !active ? v.bits : valid ? pos : kNoEnd;
+  __syncthreads();
+  // Rounds: a speculative run whose start disagrees with its predecessor's
+  // (valid) end decodes again from there, stopping as soon as it lands on a
+  // codeword start of its previous path: from there on the paths agree.
+  for (uint32_t round = 0; round <= kDecodeThreads; ++round) {
+    const uint32_t want = t == 0 ? 0 : end[t - 1];
+    const bool redo = active && !exact && want != kNoEnd && want != start[t];
     __syncthreads();
-    // The runs must chain: each ends exactly where the next begins.
-    if (active && ok && end[t] != (t + 1 < kThreads ? start[t + 1] : v.bits)) {
-      ReportError(status, kErrGapArray, v.s);
-    }
-  } else {
-    // (c) Speculative start at the run's first bit (thread 0's is true).
-    uint32_t traced = 0;
-    uint32_t* my_trace = trace[t];
-    bool valid = active && TraceRun(table, reader, pos, stop, v.bits, n, my_trace, traced);
-    start[t] = active ? boundary : v.bits;
-    end[t] = valid ? pos : 0xFFFFFFFFu;
-    if (!active) end[t] = v.bits;
-    __syncthreads();
-    // Rounds: a thread whose start disagrees with its predecessor's (valid)
-    // end decodes again from there, stopping as soon as it lands on a
-    // codeword start of its previous path: from there on the paths agree.
-    for (uint32_t round = 0; round <= kThreads; ++round) {
-      const uint32_t want = t == 0 ? 0 : end[t - 1];
-      const bool redo = active && t > 0 && want != 0xFFFFFFFFu && want != start[t];
-      __syncthreads();
-      if (redo) {
-        uint32_t p = want, m = 0, k = 0;
-        const uint32_t old_traced = traced;
-        const uint32_t old_n = n;
-        bool met = false, good = p <= v.bits;
-        uint32_t fresh = 0;
-        uint32_t fresh_trace[kTrace];
-        while (good && p < stop) {
-          while (k < old_traced && my_trace[k] < p) ++k;
-          if (k < old_traced && my_trace[k] == p) {
-            met = true;
-            break;
-          }
-          if (fresh < kTrace) fresh_trace[fresh++] = p;
-          uint32_t sym;
-          const int l = table.Decode(reader.Window(p), &sym);
-          if (l == 0 || p + l > v.bits) {
-            good = false;
-            break;
-          }
-          p += l;
-          ++m;
+    if (redo) {
+      uint32_t p = want, m = 0, k = 0;
+      const uint32_t old_traced = traced;
+      const uint32_t old_n = n;
+      bool met = false, good = p <= v.bits;
+      uint32_t fresh = 0;
+      uint32_t fresh_trace[kTrace];
+      while (good && p < stop) {
+        while (k < old_traced && my_trace[k] < p) ++k;
+        if (k < old_traced && my_trace[k] == p) {
+          met = true;
+          break;
         }
-        if (met) {
-          // Same path from trace[k] on: k symbols of the old path precede it.
-          n = m + (old_n - k);
-          // Keep the old end; re-trace from the new start for later rounds.
-          for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
-          uint32_t i = fresh;
-          for (uint32_t j = k; j < old_traced && i < kTrace; ++j) my_trace[i++] = my_trace[j];
-          traced = i;
-        } else {
-          n = m;
-          for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
-          traced = fresh;
-          end[t] = good ? p : 0xFFFFFFFFu;
+        if (fresh < kTrace) fresh_trace[fresh++] = p;
+        uint32_t sym;
+        const int l = table.Decode(reader.Window(p), &sym);
+        if (l == 0 || p + l > v.bits) {
+          good = false;
+          break;
         }
-        start[t] = want;
+        p += l;
+        ++m;
       }
-      if (!__syncthreads_or(redo)) break;
+      if (met) {
+        // Same path from trace[k] on: k symbols of the old path precede it.
+        n = m + (old_n - k);
+        // Keep the old end; re-trace from the new start for later rounds.
+        for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
+        uint32_t i = fresh;
+        for (uint32_t j = k; j < old_traced && i < kTrace; ++j) my_trace[i++] = my_trace[j];
+        traced = i;
+      } else {
+        n = m;
+        for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
+        traced = fresh;
+        end[t] = good ? p : kNoEnd;
+      }
+      start[t] = want;
     }
-    ok = !active || end[t] != 0xFFFFFFFFu;
-    if (!ok) ReportError(status, kErrBitstream, v.s);
-    pos = start[t];
+    if (!__syncthreads_or(redo)) break;
+  }
+  // The runs must chain: each ends exactly where the next begins. The
+  // rounds made it so for speculative starts; an exact one that disagrees
+  // is a gap array that does not match the bitstream.
+  if (active && ok) {
+    ok = end[t] != kNoEnd && end[t] == (t + 1 < kDecodeThreads ? start[t + 1] : v.bits);
+    if (!ok) ReportError(status, kSelfSync ? kErrBitstream : kErrGapArray, v.s);
   }
   __syncthreads();
 
   // Count, scan, decode into shared memory, write out coalesced.
   uint32_t rank, total;
   Scan(temp).ExclusiveSum(active && ok ? n : 0, rank, total);
-  const bool chained = end[kThreads - 1] == v.bits || v.bits == 0;
+  const bool chained = end[kDecodeThreads - 1] == v.bits || v.bits == 0;
   if (total != v.count || !chained) {
     if (t == 0) ReportError(status, kErrBitstream, v.s);
     return;
@@ -663,7 +666,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);
   __syncthreads();
-  for (uint32_t i = t; i < v.count; i += kThreads) v.out[i] = staged[i];
+  for (uint32_t i = t; i < v.count; i += kDecodeThreads) v.out[i] = staged[i];
   if (t == 0 && zeros) {
     atomicAdd(reinterpret_cast<unsigned long long*>(&zero_symbols[v.s]), zeros);
   }
@@ -781,9 +784,9 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<num_chunks, kThreads, smem, stream>>>(segments, num_segments, items, tables, chunk_bits,
-                                                 word_prefix, gap_prefix, symbols, zero_symbols,
-                                                 status);
+  kernel<<<num_chunks, kDecodeThreads, smem, stream>>>(segments, num_segments, items, tables,
+                                                       chunk_bits, word_prefix, gap_prefix, symbols,
+                                                       zero_symbols, status);
   return cudaGetLastError();
 }
 
