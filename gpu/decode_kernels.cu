@@ -10,6 +10,7 @@
 // reported, never decoded around.
 #include <cub/block/block_scan.cuh>
 
+#include "gpu/code_length_scan.h"
 #include "gpu/device_util.cuh"
 #include "gpu/kernels.h"
 
@@ -25,22 +26,34 @@ constexpr uint32_t kStagedWords = 4096;
 constexpr uint32_t kSkewedWords = kStagedWords + kStagedWords / 32;
 constexpr int kTableThreads = 1024;
 // Bytes of a code-length section in shared memory at a time.
-constexpr uint32_t kSectionPiece = 8192;
+constexpr uint32_t kSectionPiece = code_lengths::kPiece;
+static_assert(kTableThreads == code_lengths::kThreads && kSectionPiece % kTableThreads == 0);
 constexpr int kMaxLength = format::kMaxCodeLength;
 
 // ---------------------------------------------------------------------------
 // Decode tables (the device twin of codec/huffman_decoder.cc's HuffmanTable).
+
+// Block-scan operator for the code-length parser's state maps: the scan
+// passes the earlier span first, as composition needs.
+struct ThenMapOp {
+  __device__ uint32_t operator()(uint32_t first, uint32_t second) const {
+    return code_lengths::ThenMap(first, second);
+  }
+};
 
 __global__ void __launch_bounds__(kTableThreads)
     BuildTablesKernel(const Segment* segments, const Item* items, DecodeTables t,
                       DeviceStatus* status) {
   using Scan = cub::BlockScan<uint32_t, kTableThreads>;
   __shared__ typename Scan::TempStorage temp;
+  // The section's scans: raking ones (Scan's) spilled registers there.
+  using PieceScan = cub::BlockScan<uint32_t, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  __shared__ typename PieceScan::TempStorage piece_temp;
   __shared__ uint32_t count[kMaxLength + 2];
   __shared__ uint32_t first[kMaxLength + 2];
   __shared__ uint32_t offset[kMaxLength + 2];
-  __shared__ uint32_t parsed, bad;
-  __shared__ uint8_t staged[kSectionPiece];
+  __shared__ uint32_t bad;
+  __shared__ uint8_t staged[code_lengths::kHistory + kSectionPiece];
   extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
@@ -50,52 +63,41 @@ __global__ void __launch_bounds__(kTableThreads)
   if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
   __syncthreads();
 
-  // One thread walks the section (FORMAT.md §5.1): length bytes, and zero
-  // runs in LEB128. It reads it from shared memory, staged a piece at a time
-  // by the whole block: at tight bounds a section holds thousands of bytes,
-  // and one thread's dependent global loads took milliseconds.
+  // The section (FORMAT.md §5.1), parsed by the whole block a staged piece at
+  // a time (gpu/code_length_scan.h): one thread walking it took 82 us for a
+  // 256 KiB array and most of a millisecond per frame at tight bounds.
   const uint8_t* section = items[seg.item].archive + seg.section_offset[format::kCodeLengths];
   const uint64_t size = seg.section_length[format::kCodeLengths];
-  uint32_t n = 0;  // the walker's state (thread 0's registers), across pieces
-  bool ok = true, in_run = false;
-  int shift = 0;
-  uint64_t run = 0;
-  for (uint64_t base = 0; base < size; base += kSectionPiece) {
+  code_lengths::Carry carry;  // the same in every thread
+  bool parsed = true;
+  for (uint64_t base = 0; base < size && parsed; base += kSectionPiece) {
     const uint32_t piece =
         static_cast<uint32_t>(size - base < kSectionPiece ? size - base : kSectionPiece);
-    __syncthreads();  // the walker is done with the previous piece
-    for (uint32_t i = threadIdx.x; i < piece; i += kTableThreads) staged[i] = section[base + i];
-    __syncthreads();
-    if (threadIdx.x != 0) continue;
-    for (uint32_t i = 0; ok && i < piece; ++i) {
-      const uint8_t b = staged[i];
-      if (!in_run) {
-        if (b != 0) {
-          ok = b <= seg.max_code_length && n < alphabet;
-          if (ok) lengths[n++] = b;
-        } else {
-          in_run = true;
-          shift = 0;
-          run = 0;
-        }
-        continue;
-      }
-      ok = shift <= 35;
-      run |= static_cast<uint64_t>(b & 0x7F) << shift;
-      shift += 7;
-      if (ok && !(b & 0x80)) {
-        in_run = false;
-        ok = run != 0 && run <= alphabet - n;
-        n += ok ? static_cast<uint32_t>(run) : 0;
-      }
+    // The piece, after the bytes before it (zeros before the section).
+    for (uint32_t i = threadIdx.x; i < code_lengths::kHistory + piece; i += kTableThreads) {
+      staged[i] = base + i >= code_lengths::kHistory ? section[base + i - code_lengths::kHistory]
+                                                     : uint8_t{0};
     }
+    __syncthreads();
+    const code_lengths::Span span =
+        code_lengths::ThreadSpan(threadIdx.x, piece, kSectionPiece / kTableThreads);
+    const uint8_t* mine = staged + code_lengths::kHistory + span.begin;
+    uint32_t map_before, piece_map;
+    PieceScan(piece_temp)
+        .ExclusiveScan(code_lengths::SpanMap(mine, span.count), map_before,
+                       code_lengths::kIdentityMap, ThenMapOp(), piece_map);
+    const uint32_t state = code_lengths::ApplyMap(map_before, carry.state);
+    __syncthreads();  // piece_temp is reused
+    uint32_t symbols_before, piece_symbols;
+    PieceScan(piece_temp)
+        .ExclusiveSum(code_lengths::SpanSymbols(mine, span.count, state, alphabet), symbols_before,
+                      piece_symbols);
+    const bool ok = code_lengths::SpanLengths(mine, span.count, state, carry.n + symbols_before,
+                                              alphabet, seg.max_code_length, lengths);
+    carry = code_lengths::AfterPiece(carry, piece_map, piece_symbols, alphabet);
+    parsed = !__syncthreads_or(!ok);
   }
-  if (threadIdx.x == 0) {
-    parsed = ok && !in_run && n == alphabet;
-    bad = 0;
-  }
-  __syncthreads();
-  if (!parsed) {
+  if (!parsed || !code_lengths::Complete(carry, alphabet)) {
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
   }

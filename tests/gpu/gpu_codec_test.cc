@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -505,6 +506,29 @@ TEST(GpuCodec, SmallOverflowWritesNothing) {
   cudaFreeHost(ws.host);
 }
 
+// Where each section of frame `f` starts in the archive.
+std::array<uint64_t, format::kSectionCount> SectionOffsets(const ArchiveInfo& info, uint64_t f) {
+  const format::FrameHeader& h = info.frame_headers[f];
+  std::array<uint64_t, format::kSectionCount> section_at;
+  uint64_t at = info.frames[f].offset + format::kFrameHeaderSize;
+  for (int s = 0; s < format::kSectionCount; ++s) {
+    section_at[s] = at;
+    at += AlignUp(h.sections[s].length, format::kAlignment);
+  }
+  return section_at;
+}
+
+// Rewrites section `s`'s CRC in frame `f`'s header, for the length there,
+// then the header's own CRC, so that an edit of the section (which must keep
+// its padded length) reaches the validation logic.
+void FixSectionCrc(std::vector<uint8_t>& archive, const ArchiveInfo& info, uint64_t f, int s) {
+  uint8_t* entry = archive.data() + info.frames[f].offset + format::kFrameHeaderSectionsAt + 16 * s;
+  StoreLE<uint32_t>(entry + 8,
+                    Crc32c(archive.data() + SectionOffsets(info, f)[s], LoadLE<uint64_t>(entry)));
+  uint8_t* fh = archive.data() + info.frames[f].offset;
+  StoreLE<uint32_t>(fh + format::kFrameHeaderSize - 4, Crc32c(fh, format::kFrameHeaderSize - 4));
+}
+
 // Corruptions the CRCs catch, and ones made to pass the CRCs that only the
 // device's cross-checks can catch: each must be DATA_LOSS, never a wrong array.
 // Flips a bit in the middle of each section, with and without the CRCs
@@ -523,25 +547,13 @@ void ExpectCorruptionCaught(uint32_t chunk_symbols) {
   auto info = ReadArchiveInfo(*archive);
   ASSERT_TRUE(info.ok());
   const format::FrameHeader& h = info->frame_headers[0];
-  uint64_t at = info->frames[0].offset + format::kFrameHeaderSize;
-  std::array<uint64_t, format::kSectionCount> section_at;
-  for (int s = 0; s < format::kSectionCount; ++s) {
-    section_at[s] = at;
-    at += AlignUp(h.sections[s].length, format::kAlignment);
-  }
-  // Rewrites a section's CRC in the frame header, then the header's own CRC.
-  auto fix_crcs = [&](std::vector<uint8_t>& a, int s) {
-    uint8_t* fh = a.data() + info->frames[0].offset;
-    StoreLE<uint32_t>(fh + format::kFrameHeaderSectionsAt + 16 * s + 8,
-                      Crc32c(a.data() + section_at[s], h.sections[s].length));
-    StoreLE<uint32_t>(fh + format::kFrameHeaderSize - 4, Crc32c(fh, format::kFrameHeaderSize - 4));
-  };
+  const std::array<uint64_t, format::kSectionCount> section_at = SectionOffsets(*info, 0);
   for (int s = 0; s < format::kSectionCount; ++s) {
     if (h.sections[s].length == 0) continue;
     for (bool fixed : {false, true}) {
       std::vector<uint8_t> bad = *archive;
       bad[section_at[s] + h.sections[s].length / 2] ^= 0x10;
-      if (fixed) fix_crcs(bad, s);
+      if (fixed) FixSectionCrc(bad, *info, 0, s);
       for (DecoderKind d :
            {DecoderKind::kGapArray, DecoderKind::kSelfSync, DecoderKind::kChunkParallel}) {
         auto out = DecompressHost(bad, d);
@@ -571,6 +583,152 @@ TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
   ExpectCorruptionCaught(CompressOptions{}.chunk_symbols);
   static_assert(60000 / 64 > kWarpGapDecodeMinChunks);
   ExpectCorruptionCaught(64);
+}
+
+// A zero item of a code-length section (FORMAT.md §5.1): where its 0 byte
+// is, and its run's LEB128.
+struct ZeroItem {
+  uint64_t at;
+  int leb_bytes;
+  uint64_t run;
+};
+std::vector<ZeroItem> ZeroItems(absl::Span<const uint8_t> section) {
+  std::vector<ZeroItem> items;
+  for (uint64_t p = 0; p < section.size();) {
+    if (section[p++] != 0) continue;
+    ZeroItem item{p - 1, 0, 0};
+    uint8_t b;
+    do {
+      b = section[p++];
+      item.run |= uint64_t{b & 0x7Fu} << (7 * item.leb_bytes++);
+    } while (b & 0x80);
+    items.push_back(item);
+  }
+  return items;
+}
+
+// A zero item for `run` with a LEB128 of `leb_bytes` (at least the shortest).
+void AppendZeroItem(uint64_t run, int leb_bytes, std::vector<uint8_t>* out) {
+  out->push_back(0);
+  for (int i = 0; i < leb_bytes; ++i, run >>= 7) {
+    out->push_back(static_cast<uint8_t>((run & 0x7F) | (i + 1 < leb_bytes ? 0x80 : 0)));
+  }
+}
+
+// The code-length section is parsed by a whole block, a piece of 8 KiB at a
+// time (gpu/code_length_scan.h). A section of several pieces, its bytes
+// mutated and its zero items re-encoded as other writers may (padded
+// LEB128s, split runs: the same lengths), around the pieces' boundaries and
+// elsewhere, with the CRCs rewritten, must be accepted exactly where the CPU
+// accepts it and decode as the CPU decodes it.
+TEST(GpuCodec, EditedCodeLengthsAgreeWithTheCpu) {
+  SKIP_WITHOUT_GPU();
+  // A random walk on a grid of 3 quantization steps (1/64, exact in float),
+  // so that residuals are multiples of 3 up to +-9000: ~6000 symbols used,
+  // each between zero runs of 2, ~18 KiB of lengths and zero items.
+  std::vector<float> v(100000);
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> steps(-3000, 3000);
+  int32_t grid = 0;
+  for (float& x : v) x = static_cast<float>(3 * (grid += steps(rng))) / 64;
+  const ArraySpec spec{DType::kFloat32, {v.size()}};
+  CompressOptions options;
+  options.mode = BoundMode::kAbs;
+  options.bound = 1.0 / 128;
+  auto archive =
+      Compress(spec, {reinterpret_cast<const uint8_t*>(v.data()), 4 * v.size()}, options);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto info = ReadArchiveInfo(*archive);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->frames.size(), 1u);
+  auto original = Decompress(*archive);
+  ASSERT_TRUE(original.ok()) << original.status();
+  const format::FrameHeader& h = info->frame_headers[0];
+  const uint64_t at = SectionOffsets(*info, 0)[format::kCodeLengths];
+  const uint64_t size = h.sections[format::kCodeLengths].length;
+  const auto section = absl::MakeConstSpan(*archive).subspan(at, size);
+  constexpr uint64_t kPiece = 8192;
+  ASSERT_GT(size, 2 * kPiece + 16);
+  // Longer sections fit in the padding after this one: later sections stay.
+  const uint64_t slack = AlignUp(size, format::kAlignment) - size;
+  ASSERT_GE(slack, 2u) << "pick a field whose section leaves room";
+  auto near_boundary = [&](uint64_t p) { return (p + 8) % kPiece < 16 && p > 8; };
+
+  int accepted = 0, rejected = 0;
+  // Decodes `edited` on both sides; `same` says it must decode as the original.
+  auto expect_agree = [&](const std::vector<uint8_t>& edited, bool same) {
+    auto cpu = Decompress(edited);
+    auto gpu = DecompressHost(edited);
+    ASSERT_EQ(gpu.ok(), cpu.ok()) << "GPU: " << gpu.status() << "; CPU: " << cpu.status();
+    if (same) {
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+    }
+    if (gpu.ok()) {
+      ASSERT_TRUE(gpu->data == cpu->data);
+      if (same) {
+        ASSERT_TRUE(gpu->data == original->data);
+      }
+      ++accepted;
+    } else {
+      ASSERT_EQ(gpu.status().code(), absl::StatusCode::kDataLoss) << gpu.status();
+      ++rejected;
+    }
+  };
+
+  std::vector<uint64_t> positions = {0, 1, 2, size - 2, size - 1};
+  for (uint64_t boundary : {kPiece, 2 * kPiece}) {
+    for (uint64_t p = boundary - 4; p < boundary + 4; ++p) positions.push_back(p);
+  }
+  for (uint64_t k = 1; k < 16; ++k) positions.push_back(k * size / 16 + k);
+  for (uint64_t p : positions) {
+    const uint8_t was = section[p];
+    for (int value : {0x00, 0x01, 0x7F, 0x80, 0x81, 0xFF, int{h.max_code_length},
+                      h.max_code_length + 1, was ^ 0x80}) {
+      if (value == was) continue;
+      SCOPED_TRACE("byte " + std::to_string(p) + " of " + std::to_string(size) + " set to " +
+                   std::to_string(value));
+      std::vector<uint8_t> bad = *archive;
+      bad[at + p] = static_cast<uint8_t>(value);
+      FixSectionCrc(bad, *info, 0, format::kCodeLengths);
+      expect_agree(bad, false);
+      if (HasFatalFailure()) return;
+    }
+  }
+  const int mutations_rejected = rejected;
+
+  const std::vector<ZeroItem> items = ZeroItems(section);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const ZeroItem& item = items[i];
+    if (!near_boundary(item.at) && i % 128 != 0) continue;
+    const uint64_t end = item.at + 1 + item.leb_bytes;
+    std::vector<std::vector<uint8_t>> rewrites;
+    const int padded = std::min<int>(6, item.leb_bytes + static_cast<int>(slack));
+    if (padded > item.leb_bytes) AppendZeroItem(item.run, padded, &rewrites.emplace_back());
+    if (item.run >= 2) {
+      std::vector<uint8_t>& split = rewrites.emplace_back();
+      AppendZeroItem(1, 1, &split);
+      AppendZeroItem(item.run - 1, item.leb_bytes, &split);
+    }
+    for (const std::vector<uint8_t>& rewrite : rewrites) {
+      SCOPED_TRACE("zero item at " + std::to_string(item.at) + " rewritten in " +
+                   std::to_string(rewrite.size()) + " bytes");
+      std::vector<uint8_t> edited = *archive;
+      std::vector<uint8_t> bytes(section.begin(), section.begin() + item.at);
+      bytes.insert(bytes.end(), rewrite.begin(), rewrite.end());
+      bytes.insert(bytes.end(), section.begin() + end, section.end());
+      ASSERT_LE(bytes.size(), size + slack);
+      std::copy(bytes.begin(), bytes.end(), edited.begin() + at);
+      StoreLE<uint64_t>(edited.data() + info->frames[0].offset + format::kFrameHeaderSectionsAt +
+                            16 * format::kCodeLengths,
+                        bytes.size());
+      FixSectionCrc(edited, *info, 0, format::kCodeLengths);
+      expect_agree(edited, true);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(mutations_rejected, 200);
+  EXPECT_GT(accepted, 50);
+  std::printf("%d edits accepted, %d rejected\n", accepted, rejected);
 }
 
 // The real fields at the bounds users ask for, and a frame size that cuts
