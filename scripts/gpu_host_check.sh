@@ -3,8 +3,8 @@
 # that has the CUDA driver but none of the project's libraries (the lent H100:
 # see bench/README.md). Expects, built and packed on the development machine:
 #   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
-#                        server_gpu_*_test, ebzipd, ebzip_load)
-#   .device/data/*.gz    ferret-datasets files, gzipped
+#                        server_gpu_*_test, ebzipd, ebzip_load), or bundle.txz (xz)
+#   .device/data/*.gz    ferret-datasets files, gzipped (or *.xz)
 # usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|soak]...
 # (soak: bench/soak.sh for SOAK_SECONDS, default 600; under the device tool's
 # 10-minute limit set it lower)
@@ -13,9 +13,20 @@ set -uo pipefail
 out=${OUT:-/tmp/gpu_out}
 mkdir -p "$out" /tmp/ebzip_gpu/ferret
 cd "$(dirname "$0")/.."
-tar xzf .device/bundle.tgz -C /tmp/ebzip_gpu
-for f in .device/data/*.gz; do
-  gunzip -c "$f" > "/tmp/ebzip_gpu/ferret/$(basename "$f" .gz)"
+# xz packs the bundle and the fields a third smaller than gzip (the device
+# tool carries 64 MiB); python3 unpacks it where the host has no xz.
+unxz_to() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; }
+if [[ -f .device/bundle.txz ]]; then
+  unxz_to .device/bundle.txz /tmp/ebzip_gpu/bundle.tar && tar xf /tmp/ebzip_gpu/bundle.tar -C /tmp/ebzip_gpu
+else
+  tar xzf .device/bundle.tgz -C /tmp/ebzip_gpu
+fi
+for f in .device/data/*.gz .device/data/*.xz; do
+  [[ -f $f ]] || continue
+  case $f in
+    *.gz) gunzip -c "$f" > "/tmp/ebzip_gpu/ferret/$(basename "$f" .gz)";;
+    *.xz) unxz_to "$f" "/tmp/ebzip_gpu/ferret/$(basename "$f" .xz)";;
+  esac
 done
 export EBZIP_FERRET_DATA=/tmp/ebzip_gpu/ferret
 run=/tmp/ebzip_gpu/bundle/run
