@@ -20,6 +20,17 @@ namespace {
 constexpr int kLookupBits = 12;
 // Lookup entries of prefixes of longer codes: the flag and the shortest such length.
 constexpr uint32_t kLongCode = 0x80;
+// Multi-symbol entries: every codeword that fits whole in an 11-bit prefix,
+// up to 7, whose symbols lie within 256 of a base near the alphabet's middle
+// (where a smooth field's symbols crowd): bits 0-3 the bits they take (0:
+// none, take the single-symbol path), 4-6 their number, then a byte each,
+// the symbol minus the base, first codeword lowest. At REL 1e-4 a codeword
+// averages ~3 bits and the single-symbol decoders made a lookup per symbol.
+constexpr int kMultiBits = 11;
+constexpr int kMultiMax = 7;
+__host__ __device__ constexpr uint32_t MultiBase(uint32_t radius) {
+  return radius > 128 ? radius - 128 : 1;  // never symbol 0, an outlier's
+}
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
@@ -196,27 +207,60 @@ __global__ void __launch_bounds__(kTableThreads)
     t.count[uint64_t{s} * 32 + threadIdx.x] = count[threadIdx.x];
     t.offset[uint64_t{s} * 32 + threadIdx.x] = offset[threadIdx.x];
   }
+  // The multi-symbol entries, read off the lookup table (in global memory,
+  // written by this block).
+  if (t.multi == nullptr) return;
+  __syncthreads();
+  const uint32_t base = MultiBase(seg.radius);
+  uint64_t* multi = t.multi + uint64_t{s} * (1 << kMultiBits);
+  for (uint32_t e = threadIdx.x; e < (1u << kMultiBits); e += kTableThreads) {
+    const uint32_t window = e << (32 - kMultiBits);
+    uint64_t symbols = 0;
+    uint32_t used = 0, n = 0;
+    while (n < kMultiMax) {
+      const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
+      const uint32_t l = entry & 0xFF;
+      const uint32_t sym = entry >> 8;
+      // Codes past the prefix's bits, long codes (flagged, never <= 11 bits
+      // with the flag) and symbols outside the base's 256 end the entry.
+      if ((entry & kLongCode) || l == 0 || used + l > kMultiBits || sym < base ||
+          sym - base > 0xFF) {
+        break;
+      }
+      symbols |= uint64_t{sym - base} << (8 * n);
+      used += l;
+      ++n;
+    }
+    multi[e] = symbols << 8 | n << 4 | used;
+  }
 }
 
 // One segment's table, as the decoders read it.
 struct Table {
   const uint32_t* lookup;
+  const uint64_t* multi;
+  uint32_t base;  // of multi's symbols
   const uint32_t* first;
   const uint32_t* count;
   const uint32_t* offset;
   const uint16_t* sorted;
   int max_length;
 
-  __device__ Table(const DecodeTables& t, uint32_t s, int max_len)
+  __device__ Table(const DecodeTables& t, const Segment& seg, uint32_t s)
       : lookup(t.lookup + uint64_t{s} * (1 << kLookupBits)),
+        multi(t.multi + uint64_t{s} * (1 << kMultiBits)),
+        base(MultiBase(seg.radius)),
         first(t.first_code + uint64_t{s} * 32),
         count(t.count + uint64_t{s} * 32),
         offset(t.offset + uint64_t{s} * 32),
         sorted(t.sorted + uint64_t{s} * 65536),
-        max_length(max_len) {}
+        max_length(static_cast<int>(seg.max_code_length)) {}
 
   // Points the table's small parts at copies in shared memory (a block's
   // decoders make a lookup per symbol, each a dependent load).
+  // The multi-symbol table stays in global memory, read through L1: staged,
+  // its 16 KiB per block took L1 from the bitstream's words and slowed the
+  // chunks that do not use it by 7-12 %.
   __device__ void Stage(uint32_t* shared_lookup, uint32_t* shared_lengths) {
     for (uint32_t i = threadIdx.x; i < (1u << kLookupBits); i += blockDim.x) {
       shared_lookup[i] = lookup[i];
@@ -369,10 +413,30 @@ struct SymbolWriter {
 
 // Counts (and with kEmit writes, counting zeros) the symbols of the codewords
 // from `pos` starting before `stop`, through a BitStream.
-template <bool kEmit>
+// With kMulti, where the codewords of a multi-symbol entry all start before
+// `stop`, they go in one step (none is symbol 0: zeros are counted on the
+// other path).
+template <bool kEmit, bool kMulti>
 __device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint32_t stop,
                           uint32_t bits, uint32_t& n, SymbolWriter* out, uint32_t& zeros) {
+  [[maybe_unused]] const uint32_t last = min(stop, bits);
   while (pos < stop) {
+    if constexpr (kMulti) {
+      const uint64_t m = __ldg(&table.multi[in.Window() >> (32 - kMultiBits)]);
+      const uint32_t used = m & 0xF;
+      if (used != 0 && pos + used <= last) {
+        const uint32_t count = (m >> 4) & 0x7;
+        if constexpr (kEmit) {
+          for (uint32_t i = 0; i < count; ++i) {
+            out->Put(static_cast<uint16_t>(table.base + ((m >> (8 + 8 * i)) & 0xFF)));
+          }
+        }
+        n += count;
+        pos += used;
+        in.Skip(used);
+        continue;
+      }
+    }
     uint32_t sym;
     const int l = table.Decode(in.Window(), &sym);
     if (l == 0 || pos + l > bits) return false;
@@ -387,6 +451,25 @@ __device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint
   return true;
 }
 
+// Multi-symbol steps pay where codewords are short. On the H100 (1 GiB
+// smooth field and etopo5 tiled) the gap-array decode gained 10-20 % at 1.2-3
+// bits per symbol and lost up to 27 % at 5-7 bits, where an 11-bit prefix
+// rarely holds two codewords and a warp's lanes split between the two
+// paths; deciding per segment from the table (its mean codewords per entry)
+// did worse than this, a chunk's own bits per symbol. A chunk's choice is
+// its warp's or block's.
+constexpr uint32_t kMultiMaxBitsPerSymbol = 3;
+__device__ bool UseMulti(uint32_t bits, uint32_t symbols) {
+  return uint64_t{bits} < uint64_t{kMultiMaxBitsPerSymbol} * symbols;
+}
+template <bool kEmit>
+__device__ bool StreamRun(bool multi, const Table& table, BitStream& in, uint32_t& pos,
+                          uint32_t stop, uint32_t bits, uint32_t& n, SymbolWriter* out,
+                          uint32_t& zeros) {
+  return multi ? StreamRun<kEmit, true>(table, in, pos, stop, bits, n, out, zeros)
+               : StreamRun<kEmit, false>(table, in, pos, stop, bits, n, out, zeros);
+}
+
 // ---------------------------------------------------------------------------
 // (a) Chunk-parallel: the baseline, one thread decodes a whole chunk.
 
@@ -399,7 +482,7 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
   // An index that failed its checks may point outside the bitstream.
   if (chunk >= num_chunks || status->error != kNoError) return;
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
-  const Table table(tables, v.s, v.seg->max_code_length);
+  const Table table(tables, *v.seg, v.s);
   uint32_t pos = 0, zeros = 0;
   for (uint32_t i = 0; i < v.count; ++i) {
     uint32_t sym;
@@ -439,7 +522,7 @@ __global__ void __launch_bounds__(kThreads)
   // and warps of another segment's chunks read theirs in place.
   const uint64_t first_chunk = uint64_t{blockIdx.x} * kChunksPerBlock;
   const uint32_t s0 = SegmentOfChunk(segments, num_segments, first_chunk);
-  Table staged(tables, s0, segments[s0].max_code_length);
+  Table staged(tables, segments[s0], s0);
   staged.Stage(shared_lookup, shared_lengths);
   __syncthreads();
 
@@ -450,7 +533,8 @@ __global__ void __launch_bounds__(kThreads)
   if (chunk >= num_chunks || failed) return;
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
-  const Table table = v.s == s0 ? staged : Table(tables, v.s, seg.max_code_length);
+  const Table table = v.s == s0 ? staged : Table(tables, seg, v.s);
+  const bool multi = UseMulti(v.bits, v.count);
 
   const uint32_t sub = seg.subsequence_bits;
   const uint32_t subsequences = (v.bits + sub - 1) / sub;
@@ -470,7 +554,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t start = active ? pos : v.bits;
   if (active && ok) {
     BitStream in(v.reader, pos);
-    ok = StreamRun<false>(table, in, pos, stop, v.bits, n, nullptr, zeros);
+    ok = StreamRun<false>(multi, table, in, pos, stop, v.bits, n, nullptr, zeros);
   }
   const uint32_t end = active ? pos : v.bits;
   if (!ok) ReportError(status, kErrGapArray, v.s);
@@ -496,7 +580,7 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t p = start, m = 0;
     BitStream in(v.reader, p);
     SymbolWriter out(v.out + rank);
-    StreamRun<true>(table, in, p, stop, v.bits, m, &out, zeros);
+    StreamRun<true>(multi, table, in, p, stop, v.bits, m, &out, zeros);
     out.Flush();
   }
   for (uint32_t d = 16; d > 0; d /= 2) zeros += __shfl_down_sync(kAll, zeros, d);
@@ -549,7 +633,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
   const ChunkView v(segments, num_segments, items, blockIdx.x, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
-  Table table(tables, v.s, seg.max_code_length);
+  Table table(tables, seg, v.s);
   table.Stage(shared_lookup, shared_lengths);
   BitReader reader = v.reader;
   if (reader.num_words <= kStagedWords) {
@@ -663,7 +747,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
     uint32_t p = start[t], m = 0;
     BitStream in(reader, p);
     SymbolWriter out(staged + rank);
-    StreamRun<true>(table, in, p, stop, v.bits, m, &out, my_zeros);
+    // Single-symbol steps only: with multi-symbol ones the service's
+    // batches of 256 KiB arrays at REL 1e-4 decoded 4 % slower (0.103 ->
+    // 0.107 ms for one array, 0.129 -> 0.134 for 8).
+    StreamRun<true>(false, table, in, p, stop, v.bits, m, &out, my_zeros);
     out.Flush();
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);
@@ -771,7 +858,7 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
         zero_symbols, status);
     return cudaGetLastError();
   }
-  if (decoder == GpuDecoder::kGapArray && num_chunks >= kWarpGapDecodeMinChunks) {
+  if (DecodesByWarps(decoder, num_chunks)) {
     GapArrayWarpKernel<<<(num_chunks + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0,
                          stream>>>(segments, num_segments, num_chunks, items, tables, chunk_bits,
                                    word_prefix, gap_prefix, symbols, zero_symbols, status);

@@ -121,6 +121,8 @@ cudaError_t LaunchCrcCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* 
 // --- decode_kernels.cu: code tables, chunk index, the three decoders.
 struct DecodeTables {
   uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length; see decode_kernels.cu
+  uint64_t* multi;       // 2048 per segment: the short codewords of an 11-bit prefix;
+                         // null: not built (no decoder of the launch reads it)
   uint16_t* sorted;      // 65536 per segment: symbols by (length, symbol)
   uint32_t* first_code;  // 32 per segment: canonical first code of each length
   uint32_t* count;       // 32 per segment
@@ -145,6 +147,11 @@ enum class GpuDecoder { kChunkParallel, kGapArray, kSelfSync };
 // chunk instead of a block per chunk (about as many chunks as the block form
 // keeps in flight on an H100: 132 SMs x 3, rounded up).
 inline constexpr uint64_t kWarpGapDecodeMinChunks = 512;
+// Whether LaunchDecode runs that warp-per-chunk form, the one decoder that
+// reads DecodeTables::multi.
+inline bool DecodesByWarps(GpuDecoder decoder, uint64_t num_chunks) {
+  return decoder == GpuDecoder::kGapArray && num_chunks >= kWarpGapDecodeMinChunks;
+}
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
                          uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
                          DecodeTables tables, const uint32_t* chunk_bits,
