@@ -248,7 +248,7 @@ struct Table {
 
   __device__ Table(const DecodeTables& t, const Segment& seg, uint32_t s)
       : lookup(t.lookup + uint64_t{s} * (1 << kLookupBits)),
-        multi(t.multi + uint64_t{s} * (1 << kMultiBits)),
+        multi(t.multi ? t.multi + uint64_t{s} * (1 << kMultiBits) : nullptr),
         base(MultiBase(seg.radius)),
         first(t.first_code + uint64_t{s} * 32),
         count(t.count + uint64_t{s} * 32),
@@ -470,6 +470,26 @@ __device__ bool StreamRun(bool multi, const Table& table, BitStream& in, uint32_
                : StreamRun<kEmit, false>(table, in, pos, stop, bits, n, out, zeros);
 }
 
+// With a gap array: decodes (or counts) from `pos`, a true codeword start,
+// to `stop`, checking each subsequence start it crosses on the way (from
+// `next_sub`, every `sub` bits): once the codewords that start before it are
+// done, the path must be where that subsequence's gap says. FORMAT.md §5.4
+// requires every entry checked, as the CPU's gap-array decoder does; a run
+// covering several subsequences otherwise read only its first entry.
+template <bool kEmit>
+__device__ bool GapCheckedRun(bool multi, const Table& table, BitStream& in, uint32_t& pos,
+                              uint32_t next_sub, uint32_t stop, uint32_t bits, uint32_t sub,
+                              const uint8_t* gaps, uint32_t& n, SymbolWriter* out,
+                              uint32_t& zeros) {
+  for (uint32_t b = next_sub; b < stop; b += sub) {
+    if (!StreamRun<kEmit>(multi, table, in, pos, b, bits, n, out, zeros) ||
+        pos != b + gaps[b / sub]) {
+      return false;
+    }
+  }
+  return StreamRun<kEmit>(multi, table, in, pos, stop, bits, n, out, zeros);
+}
+
 // ---------------------------------------------------------------------------
 // (a) Chunk-parallel: the baseline, one thread decodes a whole chunk.
 
@@ -545,16 +565,17 @@ __global__ void __launch_bounds__(kThreads)
 
   uint32_t pos = boundary, n = 0, zeros = 0;
   bool ok = true;
+  const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
+                        (gap_prefix[chunk] - gap_prefix[seg.chunk_base]);
   if (active) {
-    const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
-                          (gap_prefix[chunk] - gap_prefix[seg.chunk_base]);
     pos = boundary + gaps[lane * per];
     ok = pos <= v.bits && (lane > 0 || pos == 0);
   }
   const uint32_t start = active ? pos : v.bits;
   if (active && ok) {
     BitStream in(v.reader, pos);
-    ok = StreamRun<false>(multi, table, in, pos, stop, v.bits, n, nullptr, zeros);
+    ok = GapCheckedRun<false>(multi, table, in, pos, boundary + sub, stop, v.bits, sub, gaps, n,
+                              nullptr, zeros);
   }
   const uint32_t end = active ? pos : v.bits;
   if (!ok) ReportError(status, kErrGapArray, v.s);
@@ -663,9 +684,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
 
   uint32_t pos = boundary, n = 0;
   bool ok = true;
+  const uint8_t* gaps = nullptr;
+  if (!kSelfSync) {
+    gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
+           (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
+  }
   if (!kSelfSync && exact) {
-    const uint8_t* gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
-                          (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
     pos = boundary + gaps[boundary / sub];
     ok = pos <= v.bits && (t > 0 || pos == 0);
     if (!ok) ReportError(status, kErrGapArray, v.s);
@@ -749,8 +773,15 @@ __global__ void __launch_bounds__(kDecodeThreads)
     SymbolWriter out(staged + rank);
     // Single-symbol steps only: with multi-symbol ones the service's
     // batches of 256 KiB arrays at REL 1e-4 decoded 4 % slower (0.103 ->
-    // 0.107 ms for one array, 0.129 -> 0.134 for 8).
-    StreamRun<true>(false, table, in, p, stop, v.bits, m, &out, my_zeros);
+    // 0.107 ms for one array, 0.129 -> 0.134 for 8). The gap entries of
+    // subsequences starting inside a run are checked here, the others were
+    // its exact starts.
+    if constexpr (kSelfSync) {
+      StreamRun<true>(false, table, in, p, stop, v.bits, m, &out, my_zeros);
+    } else if (!GapCheckedRun<true>(false, table, in, p, (boundary / sub + 1) * sub, stop, v.bits,
+                                    sub, gaps, m, &out, my_zeros)) {
+      ReportError(status, kErrGapArray, v.s);
+    }
     out.Flush();
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);

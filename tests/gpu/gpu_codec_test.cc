@@ -585,6 +585,50 @@ TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
   ExpectCorruptionCaught(64);
 }
 
+// Each gap entry must be checked (FORMAT.md §5.4), also those of
+// subsequences that begin inside one thread's or lane's run: 32-bit
+// subsequences give every run several. Entry j of chunk 0, one more than it
+// should be, CRCs rewritten: the CPU's gap-array decoder rejects it, and so
+// must both GPU forms.
+void ExpectEveryGapEntryChecked(uint64_t n, uint32_t chunk_symbols, int entries) {
+  SCOPED_TRACE("n " + std::to_string(n) + ", chunk_symbols " + std::to_string(chunk_symbols));
+  const ArraySpec spec{DType::kFloat32, {n}};
+  const std::vector<uint8_t> data = MakeField<float>(n, 5, false, std::nullopt);
+  CompressOptions options;
+  options.mode = BoundMode::kRel;
+  options.bound = 1e-4;
+  options.chunk_symbols = chunk_symbols;
+  options.subsequence_bits = 32;
+  auto archive = Compress(spec, data, options);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  ASSERT_TRUE(DecompressHost(*archive, DecoderKind::kGapArray).ok());
+  auto info = ReadArchiveInfo(*archive);
+  ASSERT_TRUE(info.ok());
+  const uint64_t gaps = SectionOffsets(*info, 0)[format::kGapArray];
+  // Chunk 0 has at least chunk_symbols / 32 entries: codewords take a bit
+  // or more.
+  ASSERT_LT(entries, static_cast<int>(chunk_symbols / 32));
+  for (int j = 1; j <= entries; ++j) {
+    std::vector<uint8_t> bad = *archive;
+    ++bad[gaps + j];
+    FixSectionCrc(bad, *info, 0, format::kGapArray);
+    auto cpu = Decompress(bad, DecoderKind::kGapArray);
+    ASSERT_FALSE(cpu.ok()) << "entry " << j << ": the CPU accepted it";
+    auto gpu = DecompressHost(bad, DecoderKind::kGapArray);
+    ASSERT_FALSE(gpu.ok()) << "entry " << j << ": the GPU accepted it";
+    EXPECT_EQ(gpu.status().code(), absl::StatusCode::kDataLoss) << gpu.status();
+  }
+}
+
+TEST(GpuCodec, EveryGapEntryIsChecked) {
+  SKIP_WITHOUT_GPU();
+  // Four chunks: the block form, 512 threads over 512+ subsequences.
+  ExpectEveryGapEntryChecked(60000, 16384, 100);
+  // 600 chunks: the warp form, 32 lanes over 32+ subsequences.
+  static_assert(600 > kWarpGapDecodeMinChunks);
+  ExpectEveryGapEntryChecked(600 * 1024, 1024, 31);
+}
+
 // A zero item of a code-length section (FORMAT.md §5.1): where its 0 byte
 // is, and its run's LEB128.
 struct ZeroItem {
