@@ -26,6 +26,7 @@ constexpr uint32_t kLongCode = 0x80;
 // none, take the single-symbol path), 4-6 their number, then a byte each,
 // the symbol minus the base, first codeword lowest. At REL 1e-4 a codeword
 // averages ~3 bits and the single-symbol decoders made a lookup per symbol.
+// Only the warp-per-chunk gap-array decoder reads it (see UseMulti).
 constexpr int kMultiBits = 11;
 constexpr int kMultiMax = 7;
 __host__ __device__ constexpr uint32_t MultiBase(uint32_t radius) {
@@ -457,7 +458,7 @@ __device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint
 // rarely holds two codewords and a warp's lanes split between the two
 // paths; deciding per segment from the table (its mean codewords per entry)
 // did worse than this, a chunk's own bits per symbol. A chunk's choice is
-// its warp's or block's.
+// its warp's (the block form, for small batches, takes single steps only).
 constexpr uint32_t kMultiMaxBitsPerSymbol = 3;
 __device__ bool UseMulti(uint32_t bits, uint32_t symbols) {
   return uint64_t{bits} < uint64_t{kMultiMaxBitsPerSymbol} * symbols;
