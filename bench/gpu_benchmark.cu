@@ -131,6 +131,40 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
   CHECK_CUDA(cudaMemcpy(&archive_bytes, size, 8, cudaMemcpyDeviceToHost));
   std::vector<uint8_t> host_archive(archive_bytes);
   CHECK_CUDA(cudaMemcpy(host_archive.data(), archive, archive_bytes, cudaMemcpyDeviceToHost));
+
+  // The same compression with the code built on the host (issue #3: which is
+  // faster end to end, transfers and the synchronization included), into a
+  // second buffer: its archive must be the same bytes.
+  std::vector<double> host_built_ms, host_code_ms;
+  bool same_bytes = false;
+  {
+    uint8_t* archive2;
+    CHECK_CUDA(cudaMalloc(&archive2, capacity));
+    gpu::CompressTask task2 = task;
+    task2.archive = archive2;
+    auto need2 = gpu::CompressWorkspaceSize({&task2, 1}, gpu::CodeBuilder::kHost);
+    CHECK_OK(need2.status());
+    gpu::Workspace ws2{nullptr, need2->device_bytes, nullptr, need2->host_bytes};
+    CHECK_CUDA(cudaMalloc(&ws2.device, ws2.device_bytes));
+    CHECK_CUDA(cudaMallocHost(&ws2.host, ws2.host_bytes));
+    for (int r = 0; r < reps + 1; ++r) {
+      CHECK_OK(gpu::CompressBatch({&task2, 1}, ws2, stream, &timer, gpu::CodeBuilder::kHost));
+      double total = 0;
+      for (auto& st : timer.Stages()) {
+        total += st.second;
+        if (r > 0 && st.first == "huffman code (host)") host_code_ms.push_back(st.second);
+      }
+      if (r > 0) host_built_ms.push_back(total);
+    }
+    uint64_t bytes2 = 0;
+    CHECK_CUDA(cudaMemcpy(&bytes2, size, 8, cudaMemcpyDeviceToHost));
+    std::vector<uint8_t> second(bytes2);
+    CHECK_CUDA(cudaMemcpy(second.data(), archive2, bytes2, cudaMemcpyDeviceToHost));
+    same_bytes = second == host_archive;
+    cudaFree(archive2);
+    cudaFree(ws2.device);
+    cudaFreeHost(ws2.host);
+  }
   auto info = ReadArchiveInfo(host_archive);
   CHECK_OK(info.status());
 
@@ -204,6 +238,10 @@ void Run(const Field& f, double rel, double copy_bw, int reps) {
   const double c = Median(comp_ms);
   std::printf("  %-28s %9.3f %9.1f   floor %.3f ms = %.0f GB/s\n", "compress, all stages", c,
               in_bytes / (c * 1e-3) / gb, floor_s * 1e3, in_bytes / floor_s / gb);
+  const double h = Median(host_built_ms);
+  std::printf("  %-28s %9.3f %9.1f   (its code stage %.3f ms; same archive bytes: %s)\n",
+              "compress, code on the host", h, in_bytes / (h * 1e-3) / gb, Median(host_code_ms),
+              same_bytes ? "yes" : "NO");
   std::printf("  %-28s %9s %9s\n", "decompression stage", "ms", "GB/s");
   const auto& ds = dec_stages[dec_stages.size() / 2];
   for (const auto& s : ds) {
@@ -301,13 +339,23 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   CHECK_CUDA(cudaStreamCreate(&stream));
   gpu::StageTimer timer;
   gpu::Workspace ws{};
+  auto sync = [&]() -> absl::Status {
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  };
+  // The host-built code first, so the archives decompressed below are the
+  // device-built ones (the same bytes, which the tests check).
+  gpu::Workspace host_ws{};
+  const BatchTimes hc = TimeBatch(
+      reps, timer, host_ws,
+      [&] { return gpu::CompressWorkspaceSize(tasks, gpu::CodeBuilder::kHost); },
+      [&] { return gpu::CompressBatch(tasks, host_ws, stream, &timer, gpu::CodeBuilder::kHost); },
+      sync);
+  cudaFree(host_ws.device);
+  cudaFreeHost(host_ws.host);
   const BatchTimes c = TimeBatch(
       reps, timer, ws, [&] { return gpu::CompressWorkspaceSize(tasks); },
-      [&] { return gpu::CompressBatch(tasks, ws, stream, &timer); },
-      [&]() -> absl::Status {
-        CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-        return absl::OkStatus();
-      });
+      [&] { return gpu::CompressBatch(tasks, ws, stream, &timer); }, sync);
   std::printf("\nsmall batch: %d x float32 [%llu x %llu] (%.0f KiB each), REL 1e-4\n", count,
               static_cast<unsigned long long>(rows), static_cast<unsigned long long>(nx),
               spec.num_bytes() / 1024.0);
@@ -316,6 +364,11 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
       "then waiting %.3f ms\n",
       c.query_ms, c.call_ms, c.finish_ms);
   PrintStages(c.stages);
+  std::printf(
+      "  compress, code on the host: workspace query %.3f ms, CompressBatch call %.3f ms, "
+      "then waiting %.3f ms\n",
+      hc.query_ms, hc.call_ms, hc.finish_ms);
+  PrintStages(hc.stages);
 
   // Decompress the same archives as one batch.
   std::vector<std::vector<uint8_t>> host(count);

@@ -45,7 +45,6 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
     l.section_length[format::kOutliers] = l.outliers * 8;
     l.section_length[format::kVerbatim] = Align8(l.verbatim * 4) + l.verbatim * elem_size;
     l.section_length[format::kFillRuns] = l.fill_runs * 8;
-    l.section_crc[format::kCodeLengths] = codebooks[s].section_crc;
     l.frame_offset = offset;
     uint64_t at = offset + format::kFrameHeaderSize;
     for (int k = 0; k < kSections; ++k) {
@@ -54,16 +53,15 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
     }
     l.frame_size = at - offset;
     offset = at;
-    // Every section but the host-checksummed code lengths gets a CRC job.
-    for (int k = 1; k < kSections; ++k) {
-      CrcJob& job = crc_jobs[s * (kSections - 1) + k - 1];
+    for (int k = 0; k < kSections; ++k) {
+      CrcJob& job = crc_jobs[s * kSections + k];
       job.data = item.archive + l.section_offset[k];
       job.length = l.section_length[k];
       job.result = &l.section_crc[k];
       l.section_crc[k] = 0;
       job.expected = 0;
       job.segment = static_cast<uint32_t>(s);
-      crc_job_pieces[s * (kSections - 1) + k - 1] =
+      crc_job_pieces[s * kSections + k] =
           (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
     }
   }
@@ -71,8 +69,8 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
   // Too big for the caller's buffer: the size says so and nothing is written.
   item.overflow = *item.archive_size > item.capacity;
   if (item.overflow) {
-    for (uint64_t j = item.first_segment * (kSections - 1);
-         j < (item.first_segment + item.num_segments) * (kSections - 1); ++j) {
+    for (uint64_t j = item.first_segment * kSections;
+         j < (item.first_segment + item.num_segments) * kSections; ++j) {
       crc_jobs[j].length = 0;
       crc_job_pieces[j] = 0;
     }
@@ -86,7 +84,7 @@ __global__ void CopyCodeLengthsKernel(const Segment* segments, const Item* items
   const Codebook& book = codebooks[s];
   if (items[segments[s].item].overflow) return;
   uint8_t* dst = items[segments[s].item].archive + layouts[s].section_offset[format::kCodeLengths];
-  for (uint32_t i = threadIdx.x; i < book.section_bytes; i += blockDim.x) {
+  for (uint64_t i = threadIdx.x; i < book.section_bytes; i += blockDim.x) {
     dst[i] = code_sections[book.section_offset + i];
   }
 }

@@ -1,7 +1,8 @@
 // CompressBatch: plans the segment table on the host, then runs the pipeline
-// (FORMAT.md §10 on the device): range -> bound -> prediction -> histogram to
-// the host, codes back -> special-element scan -> chunk sizes -> layout ->
-// encode and compaction into place -> CRCs -> headers.
+// (FORMAT.md §10 on the device): range -> bound -> prediction -> histogram ->
+// Huffman code (on the device, or on the host and back) -> special-element
+// scan -> chunk sizes -> layout -> encode and compaction into place -> CRCs
+// -> headers.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -11,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "codec/crc32c.h"
 #include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
@@ -28,6 +28,12 @@ namespace {
 
 constexpr uint64_t kAlphabet = 65536;  // histogram and code-table stride per segment
 constexpr uint64_t kCodeSectionStride = 2 * kAlphabet + 16;  // worst-case code-length section
+// Bytes a code-length section of `used` symbols can take: each symbol's
+// length, and before each of the at most used + 1 zero runs a 0 and a LEB128
+// count of 1 byte, 2 for the at most 512 runs of 128 or more of 65536 bins,
+// 3 for the at most 4 of 16384 or more.
+uint64_t SectionRoom(uint64_t used) { return std::min(3 * used + 2 + 512 + 4, kCodeSectionStride); }
+uint64_t Align16(uint64_t n) { return (n + 15) & ~uint64_t{15}; }
 // Used symbols per segment that the first copy to the host has room for;
 // more (noisy data at tight bounds) take a second copy. Smooth fields at
 // REL 1e-4 use a few hundred.
@@ -50,10 +56,16 @@ struct Plan {
   BatchTotals totals;
   uint64_t max_crc_pieces = 0;
   bool any_relative = false;
+  CodeBuilder builder = CodeBuilder::kDevice;
+  // Room for every segment's used symbols (at most its symbols and its
+  // alphabet, at most 65536), listed one segment after another.
+  uint64_t listed_capacity = 0;
+  uint64_t section_bytes = 0;  // device-built codes: every segment's section room
 };
 
-absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks) {
+absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder builder) {
   Plan plan;
+  plan.builder = builder;
   if (tasks.empty()) return absl::InvalidArgumentError("no arrays to compress");
   for (size_t i = 0; i < tasks.size(); ++i) {
     const CompressTask& task = tasks[i];
@@ -102,6 +114,10 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks) {
       seg.gap_array = p.gap_array;
       seg.max_code_length = static_cast<uint32_t>(p.max_code_length);
       seg.frame_index = static_cast<uint32_t>(f);
+      const uint64_t max_used = std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius}, seg.geo.n});
+      seg.code_section_at = plan.section_bytes;
+      plan.section_bytes += Align16(SectionRoom(max_used));
+      plan.listed_capacity += max_used;
       PlaceSegment(&seg, &plan.totals);
       plan.segments.push_back(seg);
 
@@ -109,7 +125,11 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks) {
     }
     plan.max_crc_pieces += task.capacity / kCrcPieceBytes + 1;
   }
-  plan.max_crc_pieces += plan.segments.size() * (kSections - 1);
+  plan.max_crc_pieces += plan.segments.size() * kSections;
+  // CUB's segmented sort counts items in an int.
+  if (plan.listed_capacity > uint64_t{1} << 30) {
+    return absl::UnimplementedError("too many frames for one GPU batch");
+  }
   return plan;
 }
 
@@ -130,7 +150,12 @@ struct Buffers {
   uint32_t* used;     // per segment: its histogram's non-zero bins
   UsedSymbols* info;  // followed by the used-symbol list: one copy down
   SymbolCount* list;
-  uint8_t* upload;  // codebooks, lengths, codes, sections: one copy up
+  // Device-built codes.
+  CodeBuildScratch build;
+  Codebook* codebooks;
+  uint8_t* sections;
+  // Host-built codes: codebooks, lengths, codes, sections: one copy up.
+  uint8_t* upload;
   uint32_t* masks;  // outliers, verbatim, fill
   SpecialCounts* tile_counts;
   SpecialCounts* tile_prefix;
@@ -155,7 +180,11 @@ struct Buffers {
 
 absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
   size_t a = 0, b = 0, c = 0;
-  const uint64_t jobs = plan.segments.size() * (kSections - 1) + 1;
+  const uint64_t jobs = plan.segments.size() * kSections + 1;
+  size_t d = 0;
+  if (plan.builder == CodeBuilder::kDevice) {
+    CUDA_RETURN_IF_ERROR(CodeBuildSortBytes(plan.listed_capacity, plan.segments.size(), &d));
+  }
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(
       nullptr, a, static_cast<SpecialCounts*>(nullptr), static_cast<SpecialCounts*>(nullptr),
       AddCounts(), SpecialCounts{}, plan.totals.mask_tiles));
@@ -164,22 +193,14 @@ absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
                                                      plan.totals.chunks));
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(nullptr, c, static_cast<uint64_t*>(nullptr),
                                                      static_cast<uint64_t*>(nullptr), jobs));
-  return std::max({a, b, c});
+  return std::max({a, b, c, d});
 }
 
-uint64_t Align16(uint64_t n) { return (n + 15) & ~uint64_t{15}; }
-
-// Bytes a code-length section of `used` symbols can take: each symbol's
-// length, and before each of the at most used + 1 zero runs a 0 and a LEB128
-// count of 1 byte, 2 for the at most 512 runs of 128 or more of 65536 bins,
-// 3 for the at most 4 of 16384 or more.
-uint64_t SectionRoom(uint64_t used) { return 3 * used + 2 + 512 + 4; }
-
-// Worst case of what goes up after the host builds the codes: every bin of
-// every segment used.
-uint64_t UploadBytes(uint64_t segments) {
-  return Align16(segments * sizeof(Codebook)) + Align16(segments * kAlphabet) +
-         segments * kAlphabet * 4 + segments * SectionRoom(kAlphabet);
+// Worst case of what goes up after the host builds the codes: every
+// segment using all the symbols it can.
+uint64_t UploadBytes(const Plan& plan) {
+  return Align16(plan.segments.size() * sizeof(Codebook)) + Align16(plan.listed_capacity) +
+         plan.listed_capacity * 4 + plan.section_bytes;
 }
 
 // Where each part of the upload goes, once the used symbols are known:
@@ -211,7 +232,9 @@ UploadLayout LayoutUpload(const UsedSymbols* info, uint64_t segments) {
 Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
               WorkspaceSize* size) {
   const uint64_t S = plan.segments.size();
-  const uint64_t jobs = S * (kSections - 1);
+  const uint64_t jobs = S * kSections;
+  const uint64_t listed = plan.listed_capacity;
+  const bool on_device = plan.builder == CodeBuilder::kDevice;
   Buffers b{};
   WorkspaceCarver d(device);
   b.segments = d.Take<Segment>(S);
@@ -227,9 +250,24 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.histogram = d.Take<uint32_t>(S * kAlphabet);
   b.used = d.Take<uint32_t>(S);
   static_assert(sizeof(UsedSymbols) == 16 && sizeof(SymbolCount) == 8);
-  b.info = d.Take<UsedSymbols>(S + S * kAlphabet / 2);
+  b.info = d.Take<UsedSymbols>(S + (listed + 1) / 2);
   b.list = b.info ? reinterpret_cast<SymbolCount*>(b.info + S) : nullptr;
-  b.upload = d.Take<uint8_t>(UploadBytes(S));
+  if (on_device) {
+    CodeBuildScratch& x = b.build;
+    x.keys[0] = d.Take<uint64_t>(listed);
+    x.keys[1] = d.Take<uint64_t>(listed);
+    x.internal_weight = d.Take<uint32_t>(listed);
+    x.merged = d.Take<uint32_t>(listed);
+    x.parent = d.Take<uint32_t>(2 * listed);
+    x.depth = d.Take<uint8_t>(listed);
+    x.place_length = d.Take<uint8_t>(listed);
+    x.sort_begin = d.Take<int>(S);
+    x.sort_end = d.Take<int>(S);
+    b.codebooks = d.Take<Codebook>(S);
+    b.sections = d.Take<uint8_t>(plan.section_bytes);
+  } else {
+    b.upload = d.Take<uint8_t>(UploadBytes(plan));
+  }
   b.masks = d.Take<uint32_t>(3 * plan.totals.mask_words);
   b.tile_counts = d.Take<SpecialCounts>(plan.totals.mask_tiles);
   b.tile_prefix = d.Take<SpecialCounts>(plan.totals.mask_tiles);
@@ -242,10 +280,14 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.codes = d.Take<uint32_t>(S * kAlphabet);
   b.cub_temp = d.Take<uint8_t>(cub_temp_bytes);
   b.cub_temp_bytes = cub_temp_bytes;
+  b.build.sort_temp = b.cub_temp;  // the sort runs between the scans
+  b.build.sort_temp_bytes = cub_temp_bytes;
   WorkspaceCarver h(host);
-  b.host_info = h.Take<UsedSymbols>(S + S * kAlphabet / 2);
-  b.host_list = b.host_info ? reinterpret_cast<SymbolCount*>(b.host_info + S) : nullptr;
-  b.host_upload = h.Take<uint8_t>(UploadBytes(S));
+  if (!on_device) {
+    b.host_info = h.Take<UsedSymbols>(S + (listed + 1) / 2);
+    b.host_list = b.host_info ? reinterpret_cast<SymbolCount*>(b.host_info + S) : nullptr;
+    b.host_upload = h.Take<uint8_t>(UploadBytes(plan));
+  }
   b.host_segments = h.Take<Segment>(S);
   b.host_items = h.Take<Item>(plan.items.size());
   b.host_frame_templates = h.Take<uint8_t>(plan.frame_templates.size());
@@ -273,9 +315,64 @@ void BuildCodebook(uint64_t s, const Segment& seg, const Buffers& b, const Uploa
   std::memcpy(b.host_upload + up.lengths + u.offset, lengths.data(), u.count);
   std::memcpy(b.host_upload + up.codes + 4 * u.offset, codes.data(), 4 * uint64_t{u.count});
   std::memcpy(b.host_upload + up.sections + up.section_at[s], section.data(), section.size());
-  reinterpret_cast<Codebook*>(b.host_upload)[s] = {up.section_at[s],
-                                                   static_cast<uint32_t>(section.size()),
-                                                   Crc32c(section.data(), section.size())};
+  reinterpret_cast<Codebook*>(b.host_upload)[s] = {up.section_at[s], section.size()};
+}
+
+// The codes built on the host (CodeBuilder::kHost), the call's one
+// synchronization (two when frames use many symbols): each histogram's used
+// symbols to the host, listed in one copy; their codes back up in one.
+absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b, cudaStream_t st,
+                                              StageTimer* timer) {
+  using Clock = std::chrono::steady_clock;
+  auto note = [&](const char* step, Clock::time_point since) {
+    if (timer) {
+      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
+    }
+  };
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  const uint64_t capacity = std::min(S * kListedPerSegment, plan.listed_capacity);
+  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
+                                       S * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
+                                       cudaMemcpyDeviceToHost, st));
+  Clock::time_point since = Clock::now();
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  note("wait for the symbol lists", since);
+  const uint64_t listed = b.host_info[S - 1].offset + b.host_info[S - 1].count;
+  if (listed > capacity) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
+                                         (listed - capacity) * sizeof(SymbolCount),
+                                         cudaMemcpyDeviceToHost, st));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  }
+  since = Clock::now();
+  const UploadLayout up = LayoutUpload(b.host_info, S);
+  std::vector<double> build_ms(timer ? S : 0);
+  auto build = [&](uint64_t s) {
+    const Clock::time_point start = Clock::now();
+    BuildCodebook(s, plan.segments[s], b, up);
+    if (timer) {
+      build_ms[s] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    }
+  };
+  // One or two codes take less time than waking the thread pool. (Not "few
+  // symbols": a large frame's code can take several flattening rounds.)
+  if (S <= 2) {
+    for (uint32_t s = 0; s < S; ++s) build(s);
+  } else {
+    ParallelFor(S, build);
+  }
+  note(S <= 2 ? "build the codes" : "build the codes (thread pool)", since);
+  if (timer) {
+    timer->Note("of which the longest code", *std::max_element(build_ms.begin(), build_ms.end()));
+  }
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.upload, b.host_upload, up.bytes, cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(LaunchUnpackCodes(b.info, b.list, S, b.upload + up.lengths,
+                                         reinterpret_cast<const uint32_t*>(b.upload + up.codes),
+                                         b.lengths, b.codes, st));
+  return up;
+
 }
 
 }  // namespace
@@ -304,8 +401,9 @@ uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) 
   return total;
 }
 
-absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks) {
-  auto plan = MakePlan(tasks);
+absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks,
+                                                    CodeBuilder builder) {
+  auto plan = MakePlan(tasks, builder);
   if (!plan.ok()) return plan.status();
   auto cub_bytes = CubTempBytes(*plan);
   if (!cub_bytes.ok()) return cub_bytes.status();
@@ -315,8 +413,8 @@ absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTas
 }
 
 absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace& ws, Stream stream,
-                           StageTimer* timer) {
-  auto plan_or = MakePlan(tasks);
+                           StageTimer* timer, CodeBuilder builder) {
+  auto plan_or = MakePlan(tasks, builder);
   if (!plan_or.ok()) return plan_or.status();
   const Plan& plan = *plan_or;
   auto cub_bytes = CubTempBytes(plan);
@@ -367,59 +465,21 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, S, b.items, t.tiles, out, st));
   mark("quantize+lorenzo+histogram");
 
-  // The host's part, the codec's only synchronization (two when frames use
-  // many symbols): each histogram's used symbols to the host, listed in one
-  // copy; their codes back up in one.
-  using Clock = std::chrono::steady_clock;
-  auto note = [&](const char* step, Clock::time_point since) {
-    if (timer) {
-      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
-    }
-  };
-  const uint64_t capacity = S * kListedPerSegment;
-  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
-                                       S * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
-                                       cudaMemcpyDeviceToHost, st));
-  Clock::time_point since = Clock::now();
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  note("wait for the symbol lists", since);
-  const uint64_t listed = b.host_info[S - 1].offset + b.host_info[S - 1].count;
-  if (listed > capacity) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
-                                         (listed - capacity) * sizeof(SymbolCount),
-                                         cudaMemcpyDeviceToHost, st));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  }
-  since = Clock::now();
-  const UploadLayout up = LayoutUpload(b.host_info, S);
-  std::vector<double> build_ms(timer ? S : 0);
-  auto build = [&](uint64_t s) {
-    const Clock::time_point start = Clock::now();
-    BuildCodebook(s, plan.segments[s], b, up);
-    if (timer) {
-      build_ms[s] = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    }
-  };
-  // One or two codes take less time than waking the thread pool. (Not "few
-  // symbols": a large frame's code can take several flattening rounds.)
-  if (S <= 2) {
-    for (uint32_t s = 0; s < S; ++s) build(s);
+  const Codebook* codebooks = b.codebooks;
+  const uint8_t* code_sections = b.sections;
+  if (plan.builder == CodeBuilder::kDevice) {
+    CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
+    CUDA_RETURN_IF_ERROR(LaunchBuildCodes(b.segments, S, plan.listed_capacity, b.info, b.list,
+                                          b.build, b.lengths, b.codes, b.codebooks, b.sections,
+                                          st));
+    mark("huffman code (device)");
   } else {
-    ParallelFor(S, build);
+    auto up = BuildCodesOnHost(plan, b, st, timer);
+    if (!up.ok()) return up.status();
+    codebooks = reinterpret_cast<const Codebook*>(b.upload);
+    code_sections = b.upload + up->sections;
+    mark("huffman code (host)");
   }
-  note(S <= 2 ? "build the codes" : "build the codes (thread pool)", since);
-  if (timer) {
-    timer->Note("of which the longest code", *std::max_element(build_ms.begin(), build_ms.end()));
-  }
-  CUDA_RETURN_IF_ERROR(
-      cudaMemcpyAsync(b.upload, b.host_upload, up.bytes, cudaMemcpyHostToDevice, st));
-  CUDA_RETURN_IF_ERROR(LaunchUnpackCodes(b.info, b.list, S, b.upload + up.lengths,
-                                         reinterpret_cast<const uint32_t*>(b.upload + up.codes),
-                                         b.lengths, b.codes, st));
-  const Codebook* codebooks = reinterpret_cast<const Codebook*>(b.upload);
-  const uint8_t* code_sections = b.upload + up.sections;
-  mark("huffman code (host)");
 
   // Sizes: special elements per mask tile, bits per chunk, and their scans.
   const uint32_t* outlier_mask = b.masks;
@@ -442,7 +502,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   mark("sizes and scans");
 
   // Layout, then every section straight into its place.
-  const uint32_t jobs = S * (kSections - 1);
+  const uint32_t jobs = S * kSections;
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.crc_job_pieces + jobs, 0, sizeof(uint64_t), st));
   CUDA_RETURN_IF_ERROR(LaunchLayout(plan.elem_size, b.segments, b.items, I, codebooks,
                                     b.tile_prefix, b.tile_counts, b.word_prefix, b.gap_prefix,

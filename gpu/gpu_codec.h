@@ -8,12 +8,13 @@
 // over all their frames (a segment table), so many small requests cost about
 // what one large one does.
 //
-// Synchronization: compression synchronizes the stream once, to bring each
-// frame's used symbols and their counts to the host in one copy (twice when
-// the frames use more than 1024 symbols each on average), which builds the
-// Huffman codes (bench/GPU_NOTES.md measures why the host); everything after
-// that is enqueued and returns at once. Decompression does not synchronize:
-// FinishDecompress does, to report what the device found.
+// Synchronization: none inside either call. Compression builds each frame's
+// Huffman code on the device (CodeBuilder::kDevice, the same code the host
+// builds); CodeBuilder::kHost instead brings each frame's used symbols to
+// the host, builds there and sends the codes back, synchronizing once (twice
+// when frames use over 1024 symbols each on average): kept to measure one
+// against the other (bench/GPU_NOTES.md). Decompression does not
+// synchronize: FinishDecompress does, to report what the device found.
 #ifndef EBZIP_GPU_GPU_CODEC_H_
 #define EBZIP_GPU_GPU_CODEC_H_
 
@@ -68,18 +69,23 @@ struct CompressTask {
 // The largest archive `spec` can compress to under `options`.
 uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options);
 
+// Where compression builds the Huffman codes (see Synchronization above).
+enum class CodeBuilder { kDevice, kHost };
+
 // Workspace for CompressBatch over these tasks (only spec and options are
 // read). All tasks must share one dtype. UNIMPLEMENTED for parameters the GPU
 // kernels do not take (Lorenzo blocks over 4096 elements, chunks over 65536
 // symbols); the CPU codec takes everything.
-absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks);
+absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks,
+                                                    CodeBuilder builder = CodeBuilder::kDevice);
 
 // Compresses every task into its archive buffer. When an archive would exceed
 // its capacity, *archive_size says how large it would be and nothing else is
 // written (compare once the stream is done).
 // `timer`, when given, marks each stage's end (bench/gpu_benchmark.cu).
 absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace& workspace,
-                           Stream stream, StageTimer* timer = nullptr);
+                           Stream stream, StageTimer* timer = nullptr,
+                           CodeBuilder builder = CodeBuilder::kDevice);
 
 // One archive to decompress. The host parses the headers (ReadArchiveInfo on
 // the same bytes); the device reads every section and checks every CRC.

@@ -58,6 +58,32 @@ cudaError_t LaunchUnpackCodes(const UsedSymbols* info, const SymbolCount* list,
                               const uint32_t* packed_codes, uint8_t* lengths, uint32_t* codes,
                               cudaStream_t stream);
 
+// --- code_build_kernels.cu: the Huffman code built on the device instead
+// (the host's lengths exactly; gpu/code_build_steps.h), from the same list.
+// Scratch per listed symbol (room for `listed_capacity`, indexed like the
+// list), and CUB's sort workspace.
+struct CodeBuildScratch {
+  uint64_t* keys[2];  // sort keys and their double buffer
+  uint32_t* internal_weight;
+  uint32_t* merged;
+  uint32_t* parent;  // two per listed symbol
+  uint8_t* depth;
+  uint8_t* place_length;
+  int* sort_begin;  // per segment
+  int* sort_end;
+  void* sort_temp;
+  size_t sort_temp_bytes;
+};
+cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, size_t* bytes);
+// Writes each segment's lengths and codes into its 65536-entry tables (as
+// LaunchUnpackCodes does), its code-length section at `sections` +
+// Segment::code_section_at, and the section's place and size in codebooks.
+cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
+                             uint64_t listed_capacity, const UsedSymbols* info,
+                             const SymbolCount* list, const CodeBuildScratch& scratch,
+                             uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
+                             uint8_t* sections, cudaStream_t stream);
+
 // --- encode_kernels.cu: chunked Huffman encoding with gap array.
 // Bits per chunk, and the words and gap entries each chunk takes.
 cudaError_t LaunchChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,

@@ -69,6 +69,8 @@ struct Segment {
   uint64_t tile_base;  // first prediction tile
   uint64_t tiles;
   uint64_t blocks_per_tile;
+  // Compression, device-built code: where its code-length section is staged.
+  uint64_t code_section_at;
   // Decompression: what the (host-parsed) frame header says.
   uint64_t frame_offset;  // in its item's archive
   uint64_t section_offset[kSections];
@@ -115,11 +117,12 @@ struct FrameLayout {
   uint64_t fill_runs;
 };
 
-// Per-frame Huffman code built on the host from the histogram.
+// Per-frame Huffman code, built on the host or the device: where its
+// code-length section is staged. The section's CRC is the device's, as every
+// other section's.
 struct Codebook {
-  uint64_t section_offset;  // into the uploaded code-length sections
-  uint32_t section_bytes;
-  uint32_t section_crc;
+  uint64_t section_offset;  // into the staged code-length sections
+  uint64_t section_bytes;
 };
 
 // Counts of special elements in one mask tile (and their prefix sums).

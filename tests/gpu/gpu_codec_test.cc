@@ -17,6 +17,7 @@
 #include "codec/archive.h"
 #include "codec/byte_io.h"
 #include "codec/crc32c.h"
+#include "codec/huffman_code.h"
 #include "gpu/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/bound_checker.h"
@@ -298,8 +299,9 @@ TEST(GpuCodec, WideHistogramsMatchTheCpu) {
   ExpectSameAsCpu({DType::kFloat32, {v.size()}}, data, options);
 }
 
-TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
-  SKIP_WITHOUT_GPU();
+// One batch, every archive byte-identical to the CPU's, with the codes built
+// where `builder` says.
+void ExpectBatchMatchesOneByOne(CodeBuilder builder) {
   const std::vector<ArraySpec> specs = {{DType::kFloat32, {1000}},
                                         {DType::kFloat32, {31, 47}},
                                         {DType::kFloat32, {5, 6, 7}},
@@ -329,14 +331,14 @@ TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
     archives.push_back(out);
     tasks.push_back({specs[i], options, in, static_cast<uint8_t*>(out), capacity, sizes + i});
   }
-  auto need = CompressWorkspaceSize(tasks);
+  auto need = CompressWorkspaceSize(tasks, builder);
   ASSERT_TRUE(need.ok()) << need.status();
   Workspace ws{nullptr, need->device_bytes, nullptr, need->host_bytes};
   ASSERT_EQ(cudaMalloc(&ws.device, ws.device_bytes), cudaSuccess);
-  ASSERT_EQ(cudaMallocHost(&ws.host, ws.host_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&ws.host, std::max<size_t>(ws.host_bytes, 1)), cudaSuccess);
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  ASSERT_TRUE(CompressBatch(tasks, ws, stream).ok());
+  ASSERT_TRUE(CompressBatch(tasks, ws, stream, nullptr, builder).ok());
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   std::vector<uint64_t> got(specs.size());
   ASSERT_EQ(cudaMemcpy(got.data(), sizes, got.size() * 8, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -380,6 +382,49 @@ TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
   cudaFree(dws.device);
   cudaFreeHost(dws.host);
   cudaStreamDestroy(stream);
+}
+
+TEST(GpuCodec, BatchOfArraysMatchesOneByOne) {
+  SKIP_WITHOUT_GPU();
+  ExpectBatchMatchesOneByOne(CodeBuilder::kDevice);
+}
+
+TEST(GpuCodec, BatchWithHostBuiltCodesMatchesOneByOne) {
+  SKIP_WITHOUT_GPU();
+  ExpectBatchMatchesOneByOne(CodeBuilder::kHost);
+}
+
+// Residuals whose magnitudes halve in frequency (as trailing zeros of random
+// words do) make a Huffman tree deeper than the 20-bit limit, so the device
+// must flatten it in the same rounds as the host, or the code lengths, and
+// so the archives, differ.
+TEST(GpuCodec, DeepCodesAreFlattenedAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kN = uint64_t{1} << 22;
+  std::vector<float> v(kN);
+  std::mt19937_64 rng(17);
+  std::vector<uint32_t> histogram(128, 0);  // of steps + 64
+  float x = 0;
+  for (uint64_t i = 0; i < kN; ++i) {
+    const uint64_t r = rng();
+    const int step = __builtin_ctzll(r | (uint64_t{1} << 40));
+    const int residual = (r >> 63) ? step : -step;
+    x += residual;  // integers: exact in float, and each residual is exact
+    v[i] = x;
+    ++histogram[64 + residual];
+  }
+  // The premise: unlimited, a code for these steps is deeper than the limit
+  // (the frame's own histogram has them all, and the Lorenzo blocks' first
+  // elements besides).
+  const std::vector<uint8_t> unlimited = BuildCodeLengths(histogram, 60);
+  ASSERT_GT(*std::max_element(unlimited.begin(), unlimited.end()), 20);
+  std::vector<uint8_t> data(kN * 4);
+  std::memcpy(data.data(), v.data(), data.size());
+  CompressOptions options;
+  options.mode = BoundMode::kAbs;
+  options.bound = 0.5;  // quantization step 1: each residual is its own symbol
+  options.frame_elements = kN;
+  ExpectSameAsCpu({DType::kFloat32, {kN}}, data, options);
 }
 
 // Where two archives first differ, in FORMAT.md's terms.
