@@ -2,11 +2,13 @@
 // host's BuildCodeLengths gives (gpu/code_build_steps.h says how a block
 // finds them), canonical codes, and the code-length section, with no trip
 // to the host. Each frame's used symbols are sorted by (count, symbol) with
-// CUB's segmented radix sort; then one block per frame builds the tree in
+// CUB's segmented sort (one launch: a block, or a warp, per frame, sorting
+// in shared memory when the frame's symbols fit); then one block per frame
+// builds the tree in
 // rounds, flattens it as the host does when it is too deep, and writes the
 // encoder's tables and the section.
 #include <cub/block/block_scan.cuh>
-#include <cub/device/device_segmented_radix_sort.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 
 #include "codec/huffman_code.h"
 #include "gpu/code_build_steps.h"
@@ -20,8 +22,13 @@ namespace cb = code_build;
 constexpr int kThreads = 1024;
 constexpr int kWarps = kThreads / 32;
 constexpr int kMaxLength = format::kMaxCodeLength;
-// Sort keys hold a count (below 2^32) above a 16-bit place.
-constexpr int kKeyBits = 32 + cb::kPlaceBits;
+// Frames per sort call: CUB's segmented sort partitions more segments than
+// this by size first, which waits for the partition on the host.
+constexpr uint32_t kSortSegmentsPerCall = 256;
+// Dynamic shared memory a tree may take: what an H100 block has (227 KiB)
+// less the kernel's static arrays, rounded down. Trees over ~7,000 symbols
+// work in global memory instead.
+constexpr uint32_t kMaxSharedTreeBytes = 192 * 1024;
 
 __global__ void MakeKeysKernel(const UsedSymbols* info, const SymbolCount* list, uint64_t* keys,
                                int* sort_begin, int* sort_end) {
@@ -35,58 +42,80 @@ __global__ void MakeKeysKernel(const UsedSymbols* info, const SymbolCount* list,
   }
 }
 
-// The tree's arrays for one frame, at its place among the listed symbols.
+// First index in [lo, hi) of ascending `w` heavier than `t`, as
+// code_build::FirstHeavier finds it, by a whole warp: each step probes 32
+// places and keeps the gap between the last light one and the first heavy
+// one, so a search over m weights takes log32(m) dependent loads, not log2(m).
+__device__ uint32_t WarpFirstHeavier(const uint32_t* w, uint32_t lo, uint32_t hi, uint64_t t) {
+  const uint32_t lane = threadIdx.x % 32;
+  while (hi - lo > 32) {
+    const uint32_t step = (hi - lo + 31) / 32;
+    const uint32_t at = lo + lane * step;
+    const uint32_t light = __popc(__ballot_sync(~0u, at < hi && w[at] <= t));
+    const uint32_t new_lo = light == 0 ? lo : lo + (light - 1) * step + 1;
+    hi = min(hi, lo + light * step);
+    lo = new_lo;
+  }
+  return lo + __popc(__ballot_sync(~0u, lo + lane < hi && w[lo + lane] <= t));
+}
+
+// One frame's tree, in shared memory when it fits (kSharedBytesPerSymbol
+// each), else at the frame's place in the global scratch.
 struct Tree {
   uint32_t m;
-  uint64_t* keys;  // sorted leaves; `spare` takes them halved
-  uint64_t* spare;
-  uint32_t* internal_weight;
-  uint32_t* merged;   // a round's taken items' weights, in merge order
-  uint32_t* parent;   // of leaves 0..m-1 and internal nodes m..2m-2
-  uint8_t* depth;     // of internal nodes
+  uint32_t* leaf_weight;      // of the sorted leaves
+  uint32_t* internal_weight;  // of nodes m.. in the order made
+  uint32_t* merged_weight;    // a round's taken items in merge order
+  uint32_t* merged_node;
+  uint32_t* parent;  // of leaves 0..m-1 and internal nodes m..2m-2
+  uint8_t* height;   // of every node
+  uint8_t* depth;    // of internal nodes
 };
+constexpr uint32_t kSharedBytesPerSymbol = 4 * 4 + 2 * 4 + 2 + 1;
 
 struct Shared {
   cb::Queues queues;
   cb::Round round;
   uint32_t rounds;
   uint32_t round_start[cb::kMaxRounds + 1];
-  uint32_t height;
 };
 
-// Builds the tree over t.keys: parents and internal depths; returns its
-// height (uniform across the block).
+// Builds the tree over t.leaf_weight in rounds: parents, internal weights
+// and heights. Returns its height (uniform across the block).
 __device__ uint32_t BuildTree(const Tree& t, Shared& sh) {
   const uint32_t m = t.m;
   if (threadIdx.x == 0) {
     sh.queues = {0, 0, 0};
     sh.rounds = 0;
-    sh.height = 0;
   }
   __syncthreads();
   while (sh.queues.made < m - 1) {
-    if (threadIdx.x == 0) sh.round = cb::PlanRound(t.keys, m, t.internal_weight, sh.queues);
+    if (threadIdx.x < 32) {
+      const cb::Round r = cb::PlanRound(t.leaf_weight, m, t.internal_weight, sh.queues,
+                                        WarpFirstHeavier);
+      if (threadIdx.x == 0) sh.round = r;
+    }
     __syncthreads();
     const cb::Queues q = sh.queues;
     const cb::Round r = sh.round;
     const uint32_t taken = 2 * r.pairs;
+    auto take = [&](uint32_t node, uint32_t rank, uint32_t weight) {
+      if (rank >= taken) return;
+      t.parent[node] = m + q.made + rank / 2;
+      t.merged_weight[rank] = weight;
+      t.merged_node[rank] = node;
+    };
     for (uint32_t i = q.leaf + threadIdx.x; i < q.leaf + r.leaves; i += kThreads) {
-      const uint32_t rank = cb::LeafRank(t.keys, t.internal_weight, q, r, i);
-      if (rank < taken) {
-        t.parent[i] = m + q.made + rank / 2;
-        t.merged[rank] = cb::WeightOf(t.keys[i]);
-      }
+      take(i, cb::LeafRank(t.leaf_weight, t.internal_weight, q, r, i), t.leaf_weight[i]);
     }
     for (uint32_t j = q.internal + threadIdx.x; j < q.internal + r.internals; j += kThreads) {
-      const uint32_t rank = cb::NodeRank(t.keys, t.internal_weight, q, r, j);
-      if (rank < taken) {
-        t.parent[m + j] = m + q.made + rank / 2;
-        t.merged[rank] = t.internal_weight[j];
-      }
+      take(m + j, cb::NodeRank(t.leaf_weight, t.internal_weight, q, r, j), t.internal_weight[j]);
     }
     __syncthreads();
     for (uint32_t p = threadIdx.x; p < r.pairs; p += kThreads) {
-      t.internal_weight[q.made + p] = t.merged[2 * p] + t.merged[2 * p + 1];
+      t.internal_weight[q.made + p] = t.merged_weight[2 * p] + t.merged_weight[2 * p + 1];
+      t.height[m + q.made + p] =
+          max(t.height[t.merged_node[2 * p]], t.height[t.merged_node[2 * p + 1]]) + 1;
     }
     if (threadIdx.x == 0) {
       sh.round_start[sh.rounds++] = q.made;
@@ -94,22 +123,7 @@ __device__ uint32_t BuildTree(const Tree& t, Shared& sh) {
     }
     __syncthreads();
   }
-  // Depths from the root down, a round at a time (parents come later).
-  const uint32_t rounds = sh.rounds;
-  for (uint32_t k = rounds; k-- > 0;) {
-    const uint32_t end = k + 1 < rounds ? sh.round_start[k + 1] : m - 1;
-    for (uint32_t j = sh.round_start[k] + threadIdx.x; j < end; j += kThreads) {
-      t.depth[j] = j == m - 2 ? 0 : t.depth[t.parent[m + j] - m] + 1;
-    }
-    __syncthreads();
-  }
-  uint32_t deepest = 0;
-  for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-    deepest = max(deepest, t.depth[t.parent[i] - m] + 1u);
-  }
-  atomicMax(&sh.height, deepest);
-  __syncthreads();
-  return sh.height;
+  return t.height[2 * m - 2];
 }
 
 struct BuildArgs {
@@ -118,19 +132,42 @@ struct BuildArgs {
   const SymbolCount* list;
   uint64_t* keys;
   uint64_t* spare;
-  uint32_t* internal_weight;
-  uint32_t* merged;
-  uint32_t* parent;
-  uint8_t* depth;
-  uint8_t* place_length;
-  uint8_t* lengths;  // 65536 per segment, by symbol
+  CodeBuildScratch scratch;
+  uint32_t shared_bytes;  // dynamic shared memory
+  uint8_t* lengths;       // 65536 per segment, by symbol
   uint32_t* codes;
   Codebook* codebooks;
   uint8_t* sections;
 };
 
+__device__ Tree PlaceTree(const BuildArgs& a, uint32_t m, uint64_t offset, uint8_t* shared) {
+  Tree t;
+  t.m = m;
+  if (uint64_t{kSharedBytesPerSymbol} * m <= a.shared_bytes) {
+    uint32_t* words = reinterpret_cast<uint32_t*>(shared);
+    t.leaf_weight = words;
+    t.internal_weight = words + m;
+    t.merged_weight = words + 2 * m;
+    t.merged_node = words + 3 * m;
+    t.parent = words + 4 * m;
+    t.height = reinterpret_cast<uint8_t*>(words + 6 * m);
+    t.depth = t.height + 2 * m;
+  } else {
+    const CodeBuildScratch& x = a.scratch;
+    t.leaf_weight = x.leaf_weight + offset;
+    t.internal_weight = x.internal_weight + offset;
+    t.merged_weight = x.merged_weight + offset;
+    t.merged_node = x.merged_node + offset;
+    t.parent = x.parent + 2 * offset;
+    t.height = x.height + 2 * offset;
+    t.depth = x.depth + offset;
+  }
+  return t;
+}
+
 __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   using Scan = cub::BlockScan<uint32_t, kThreads>;
+  extern __shared__ __align__(16) uint8_t dynamic_shared[];
   __shared__ typename Scan::TempStorage scan;
   __shared__ Shared sh;
   __shared__ uint32_t length_count[kMaxLength + 1];
@@ -143,32 +180,42 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   const UsedSymbols u = a.info[s];
   const uint32_t m = u.count;
   const SymbolCount* list = a.list + u.offset;
-  uint8_t* place_length = a.place_length + u.offset;
+  uint8_t* place_length = a.scratch.place_length + u.offset;
 
   // Lengths, by place.
   if (m == 1 && threadIdx.x == 0) place_length[0] = 1;
   if (m >= 2) {
-    Tree t{m,
-           a.keys + u.offset,
-           a.spare + u.offset,
-           a.internal_weight + u.offset,
-           a.merged + u.offset,
-           a.parent + 2 * u.offset,
-           a.depth + u.offset};
+    const Tree t = PlaceTree(a, m, u.offset, dynamic_shared);
+    uint64_t* keys = a.keys + u.offset;
+    uint64_t* spare = a.spare + u.offset;
     // The limit admits the alphabet (2^20 >= 65536 symbols), so halving ends
     // by the time every weight is 1; the bound on trials is only a guard.
     for (int trial = 0; trial < 40; ++trial) {
+      for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+        t.leaf_weight[i] = cb::WeightOf(keys[i]);
+        t.height[i] = 0;
+      }
+      __syncthreads();
       if (BuildTree(t, sh) <= seg.max_code_length) break;
       for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-        t.spare[cb::HalvedIndex(t.keys, m, i)] = cb::Halved(t.keys[i]);
+        spare[cb::HalvedIndex(keys, m, i)] = cb::Halved(keys[i]);
       }
-      uint64_t* halved = t.spare;
-      t.spare = t.keys;
-      t.keys = halved;
+      uint64_t* halved = spare;
+      spare = keys;
+      keys = halved;
+      __syncthreads();
+    }
+    // Depths from the root down, a round at a time (parents come later).
+    const uint32_t rounds = sh.rounds;
+    for (uint32_t k = rounds; k-- > 0;) {
+      const uint32_t end = k + 1 < rounds ? sh.round_start[k + 1] : m - 1;
+      for (uint32_t j = sh.round_start[k] + threadIdx.x; j < end; j += kThreads) {
+        t.depth[j] = j == m - 2 ? 0 : t.depth[t.parent[m + j] - m] + 1;
+      }
       __syncthreads();
     }
     for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-      place_length[cb::PlaceOf(t.keys[i])] = t.depth[t.parent[i] - m] + 1;
+      place_length[cb::PlaceOf(keys[i])] = t.depth[t.parent[i] - m] + 1;
     }
   }
   if (threadIdx.x <= kMaxLength) length_count[threadIdx.x] = 0;
@@ -253,33 +300,46 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
 
 cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, size_t* bytes) {
   cub::DoubleBuffer<uint64_t> keys(nullptr, nullptr);
-  return cub::DeviceSegmentedRadixSort::SortKeys(
-      nullptr, *bytes, keys, static_cast<int>(listed_capacity), static_cast<int>(num_segments),
-      static_cast<int*>(nullptr), static_cast<int*>(nullptr), 0, kKeyBits);
+  return cub::DeviceSegmentedSort::SortKeys(nullptr, *bytes, keys, listed_capacity,
+                                            std::min(num_segments, kSortSegmentsPerCall),
+                                            static_cast<int*>(nullptr), static_cast<int*>(nullptr));
 }
 
 cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
-                             uint64_t listed_capacity, const UsedSymbols* info,
+                             uint64_t listed_capacity, uint32_t max_symbols, const UsedSymbols* info,
                              const SymbolCount* list, const CodeBuildScratch& scratch,
                              uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
                              uint8_t* sections, cudaStream_t stream) {
   MakeKeysKernel<<<num_segments, 256, 0, stream>>>(info, list, scratch.keys[0], scratch.sort_begin,
                                                    scratch.sort_end);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  // Every call sorts the same key type the same way, so each leaves its
+  // output in the same one of the two buffers.
   cub::DoubleBuffer<uint64_t> keys(scratch.keys[0], scratch.keys[1]);
-  size_t bytes = scratch.sort_temp_bytes;
-  if (cudaError_t e = cub::DeviceSegmentedRadixSort::SortKeys(
-          scratch.sort_temp, bytes, keys, static_cast<int>(listed_capacity),
-          static_cast<int>(num_segments), scratch.sort_begin, scratch.sort_end, 0, kKeyBits,
-          stream);
+  for (uint32_t first = 0; first < num_segments; first += kSortSegmentsPerCall) {
+    keys = cub::DoubleBuffer<uint64_t>(scratch.keys[0], scratch.keys[1]);
+    size_t bytes = scratch.sort_temp_bytes;
+    if (cudaError_t e = cub::DeviceSegmentedSort::SortKeys(
+            scratch.sort_temp, bytes, keys, listed_capacity,
+            std::min(num_segments - first, kSortSegmentsPerCall), scratch.sort_begin + first,
+            scratch.sort_end + first, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  // Shared memory for the largest tree of the launch, up to what leaves
+  // room for the kernel's own. (The attribute is always the same, so
+  // threads launching on other streams never race on it.)
+  const uint32_t shared_bytes = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{kSharedBytesPerSymbol} * max_symbols, kMaxSharedTreeBytes));
+  if (cudaError_t e = cudaFuncSetAttribute(
+          BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedTreeBytes);
       e != cudaSuccess) {
     return e;
   }
-  const BuildArgs a{segments,       info,           list,          keys.Current(),
-                    keys.Alternate(), scratch.internal_weight, scratch.merged, scratch.parent,
-                    scratch.depth,  scratch.place_length, lengths, codes,
-                    codebooks,      sections};
-  BuildCodesKernel<<<num_segments, kThreads, 0, stream>>>(a);
+  const BuildArgs a{segments, info,    list,  keys.Current(), keys.Alternate(), scratch,
+                    shared_bytes, lengths, codes, codebooks,      sections};
+  BuildCodesKernel<<<num_segments, kThreads, shared_bytes, stream>>>(a);
   return cudaGetLastError();
 }
 

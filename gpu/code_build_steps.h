@@ -49,13 +49,12 @@ EBZIP_HD inline uint32_t PlaceOf(uint64_t key) {
 inline constexpr uint32_t kMaxRounds = 68;
 inline constexpr uint32_t kMaxDepth = 48;
 
-// First index in [lo, hi) whose weight is >= w (Strict) or > w (!Strict).
-template <bool kStrict, typename WeightAt>
-EBZIP_HD inline uint32_t Search(uint32_t lo, uint32_t hi, uint64_t w, WeightAt weight_at) {
+// First index in [lo, hi) of ascending weights `w` whose weight exceeds `t`
+// (the kernel's plan uses a warp-wide version of the same search).
+EBZIP_HD inline uint32_t FirstHeavier(const uint32_t* w, uint32_t lo, uint32_t hi, uint64_t t) {
   while (lo < hi) {
     const uint32_t mid = lo + (hi - lo) / 2;
-    const uint64_t x = weight_at(mid);
-    if (kStrict ? x < w : x <= w) {
+    if (w[mid] <= t) {
       lo = mid + 1;
     } else {
       hi = mid;
@@ -63,9 +62,13 @@ EBZIP_HD inline uint32_t Search(uint32_t lo, uint32_t hi, uint64_t w, WeightAt w
   }
   return lo;
 }
+// First index in [lo, hi) whose weight is at least `t`.
+EBZIP_HD inline uint32_t FirstNotLighter(const uint32_t* w, uint32_t lo, uint32_t hi, uint64_t t) {
+  return t == 0 ? lo : FirstHeavier(w, lo, hi, t - 1);
+}
 
-// The queues between rounds: leaves [leaf, m) of the sorted keys, internal
-// nodes [internal, made) of the weights made so far.
+// The queues between rounds: leaves [leaf, m) of the sorted leaf weights,
+// internal nodes [internal, made) of the weights made so far.
 struct Queues {
   uint32_t leaf;
   uint32_t internal;
@@ -82,21 +85,22 @@ struct Round {
   uint32_t leaves_taken;
 };
 
-// One thread's work before a round: the threshold and the counts.
-EBZIP_HD inline Round PlanRound(const uint64_t* keys, uint32_t m, const uint32_t* internal_weight,
-                                Queues q) {
-  auto leaf_w = [&](uint32_t i) { return WeightOf(keys[i]); };
-  auto node_w = [&](uint32_t j) { return internal_weight[j]; };
+// The work before a round: the threshold and the counts. `first_heavier`
+// searches as FirstHeavier does.
+template <typename FirstHeavierFn>
+EBZIP_HD inline Round PlanRound(const uint32_t* leaf_weight, uint32_t m,
+                                const uint32_t* internal_weight, Queues q,
+                                FirstHeavierFn first_heavier) {
   // The two lightest, as two takes would find them.
   uint32_t l = q.leaf, n = q.internal;
   uint64_t threshold = 0;  // below 2^32: two disjoint parts of the total
   for (int take = 0; take < 2; ++take) {
-    const bool from_leaf = l < m && (n >= q.made || leaf_w(l) <= node_w(n));
-    threshold += from_leaf ? leaf_w(l++) : node_w(n++);
+    const bool from_leaf = l < m && (n >= q.made || leaf_weight[l] <= internal_weight[n]);
+    threshold += from_leaf ? leaf_weight[l++] : internal_weight[n++];
   }
   Round r;
-  r.leaves = Search<false>(q.leaf, m, threshold, leaf_w) - q.leaf;
-  r.internals = Search<false>(q.internal, q.made, threshold, node_w) - q.internal;
+  r.leaves = first_heavier(leaf_weight, q.leaf, m, threshold) - q.leaf;
+  r.internals = first_heavier(internal_weight, q.internal, q.made, threshold) - q.internal;
   const uint32_t c = r.leaves + r.internals;
   r.pairs = c / 2;
   r.leaves_taken = r.leaves;
@@ -106,7 +110,7 @@ EBZIP_HD inline Round PlanRound(const uint64_t* keys, uint32_t m, const uint32_t
     const bool last_is_node =
         r.internals > 0 &&
         (r.leaves == 0 ||
-         node_w(q.internal + r.internals - 1) >= leaf_w(q.leaf + r.leaves - 1));
+         internal_weight[q.internal + r.internals - 1] >= leaf_weight[q.leaf + r.leaves - 1]);
     if (!last_is_node) --r.leaves_taken;
   }
   return r;
@@ -114,19 +118,17 @@ EBZIP_HD inline Round PlanRound(const uint64_t* keys, uint32_t m, const uint32_t
 
 // Where leaf `i` (of the round's leaves) falls in the round's merge order:
 // after the round's internal nodes lighter than it.
-EBZIP_HD inline uint32_t LeafRank(const uint64_t* keys, const uint32_t* internal_weight, Queues q,
-                                  const Round& r, uint32_t i) {
-  const uint32_t w = WeightOf(keys[i]);
-  const uint32_t lighter = Search<true>(q.internal, q.internal + r.internals, w,
-                                        [&](uint32_t j) { return internal_weight[j]; });
+EBZIP_HD inline uint32_t LeafRank(const uint32_t* leaf_weight, const uint32_t* internal_weight,
+                                  Queues q, const Round& r, uint32_t i) {
+  const uint32_t lighter =
+      FirstNotLighter(internal_weight, q.internal, q.internal + r.internals, leaf_weight[i]);
   return (i - q.leaf) + (lighter - q.internal);
 }
 // Where internal node `j` falls: after the round's leaves no heavier than it.
-EBZIP_HD inline uint32_t NodeRank(const uint64_t* keys, const uint32_t* internal_weight, Queues q,
-                                  const Round& r, uint32_t j) {
-  const uint32_t w = internal_weight[j];
-  const uint32_t no_heavier = Search<false>(q.leaf, q.leaf + r.leaves, w,
-                                            [&](uint32_t i) { return WeightOf(keys[i]); });
+EBZIP_HD inline uint32_t NodeRank(const uint32_t* leaf_weight, const uint32_t* internal_weight,
+                                  Queues q, const Round& r, uint32_t j) {
+  const uint32_t no_heavier =
+      FirstHeavier(leaf_weight, q.leaf, q.leaf + r.leaves, internal_weight[j]);
   return (j - q.internal) + (no_heavier - q.leaf);
 }
 
@@ -138,20 +140,29 @@ EBZIP_HD inline Queues AfterRound(Queues q, const Round& r) {
 // (rounded up): into the run of its new weight h, merged by place with the
 // other old run that becomes h.
 EBZIP_HD inline uint32_t HalvedIndex(const uint64_t* keys, uint32_t m, uint32_t i) {
-  auto weight_at = [&](uint32_t x) { return WeightOf(keys[x]); };
+  // First index in [lo, hi) whose key is at least `key`: keys ascend.
+  auto first_at_least = [&](uint32_t lo, uint32_t hi, uint64_t key) {
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo) / 2;
+      if (keys[mid] < key) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
   const uint32_t w = WeightOf(keys[i]);
   const uint64_t h = w / 2 + w % 2;
-  const uint32_t odd_run = Search<true>(0, m, 2 * h - 1, weight_at);  // weight 2h - 1
-  const uint32_t even_run = Search<true>(odd_run, m, 2 * h, weight_at);
-  const uint32_t end = Search<false>(even_run, m, 2 * h, weight_at);
-  const uint32_t place = PlaceOf(keys[i]);
-  auto place_at = [&](uint32_t x) { return PlaceOf(keys[x]); };
-  // Places are distinct: count the other run's smaller ones.
+  const uint32_t odd_run = first_at_least(0, m, Key(2 * h - 1, 0));  // weight 2h - 1
+  const uint32_t even_run = first_at_least(odd_run, m, Key(2 * h, 0));
+  const uint32_t end = first_at_least(even_run, m, Key(2 * h + 1, 0));
+  // Places are distinct: count the other run's smaller ones, which within a
+  // run of one weight is a search for this key's place under that weight.
   const bool odd = w % 2 == 1;
   const uint32_t own_start = odd ? odd_run : even_run;
-  const uint32_t other_lo = odd ? even_run : odd_run;
-  const uint32_t other_hi = odd ? end : even_run;
-  const uint32_t before = Search<true>(other_lo, other_hi, place, place_at) - other_lo;
+  const uint32_t before = odd ? first_at_least(even_run, end, Key(2 * h, PlaceOf(keys[i]))) - even_run
+                              : first_at_least(odd_run, even_run, Key(2 * h - 1, PlaceOf(keys[i]))) - odd_run;
   return odd_run + (i - own_start) + before;
 }
 EBZIP_HD inline uint64_t Halved(uint64_t key) {

@@ -60,6 +60,7 @@ struct Plan {
   // Room for every segment's used symbols (at most its symbols and its
   // alphabet, at most 65536), listed one segment after another.
   uint64_t listed_capacity = 0;
+  uint32_t max_used = 0;  // of any segment
   uint64_t section_bytes = 0;  // device-built codes: every segment's section room
 };
 
@@ -118,6 +119,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
       seg.code_section_at = plan.section_bytes;
       plan.section_bytes += Align16(SectionRoom(max_used));
       plan.listed_capacity += max_used;
+      plan.max_used = std::max(plan.max_used, static_cast<uint32_t>(max_used));
       PlaceSegment(&seg, &plan.totals);
       plan.segments.push_back(seg);
 
@@ -256,9 +258,12 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
     CodeBuildScratch& x = b.build;
     x.keys[0] = d.Take<uint64_t>(listed);
     x.keys[1] = d.Take<uint64_t>(listed);
+    x.leaf_weight = d.Take<uint32_t>(listed);
     x.internal_weight = d.Take<uint32_t>(listed);
-    x.merged = d.Take<uint32_t>(listed);
+    x.merged_weight = d.Take<uint32_t>(listed);
+    x.merged_node = d.Take<uint32_t>(listed);
     x.parent = d.Take<uint32_t>(2 * listed);
+    x.height = d.Take<uint8_t>(2 * listed);
     x.depth = d.Take<uint8_t>(listed);
     x.place_length = d.Take<uint8_t>(listed);
     x.sort_begin = d.Take<int>(S);
@@ -469,7 +474,8 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   const uint8_t* code_sections = b.sections;
   if (plan.builder == CodeBuilder::kDevice) {
     CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
-    CUDA_RETURN_IF_ERROR(LaunchBuildCodes(b.segments, S, plan.listed_capacity, b.info, b.list,
+    CUDA_RETURN_IF_ERROR(LaunchBuildCodes(b.segments, S, plan.listed_capacity, plan.max_used,
+                                          b.info, b.list,
                                           b.build, b.lengths, b.codes, b.codebooks, b.sections,
                                           st));
     mark("huffman code (device)");

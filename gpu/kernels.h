@@ -62,11 +62,15 @@ cudaError_t LaunchUnpackCodes(const UsedSymbols* info, const SymbolCount* list,
 // (the host's lengths exactly; gpu/code_build_steps.h), from the same list.
 // Scratch per listed symbol (room for `listed_capacity`, indexed like the
 // list), and CUB's sort workspace.
+// Trees of few enough symbols work in shared memory and leave theirs unused.
 struct CodeBuildScratch {
   uint64_t* keys[2];  // sort keys and their double buffer
+  uint32_t* leaf_weight;
   uint32_t* internal_weight;
-  uint32_t* merged;
+  uint32_t* merged_weight;
+  uint32_t* merged_node;
   uint32_t* parent;  // two per listed symbol
+  uint8_t* height;   // two per listed symbol
   uint8_t* depth;
   uint8_t* place_length;
   int* sort_begin;  // per segment
@@ -78,8 +82,9 @@ cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, 
 // Writes each segment's lengths and codes into its 65536-entry tables (as
 // LaunchUnpackCodes does), its code-length section at `sections` +
 // Segment::code_section_at, and the section's place and size in codebooks.
+// max_symbols: the most symbols any segment can use (sizes shared memory).
 cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
-                             uint64_t listed_capacity, const UsedSymbols* info,
+                             uint64_t listed_capacity, uint32_t max_symbols, const UsedSymbols* info,
                              const SymbolCount* list, const CodeBuildScratch& scratch,
                              uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
                              uint8_t* sections, cudaStream_t stream);

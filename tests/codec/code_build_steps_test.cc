@@ -34,53 +34,60 @@ Simulated SimulateBlock(const std::vector<SymbolCount>& used, int max_length) {
   std::vector<uint64_t> keys(m), alt(m);
   for (uint32_t i = 0; i < m; ++i) keys[i] = Key(used[i].count, i);
   std::sort(keys.begin(), keys.end());
-  std::vector<uint32_t> internal_weight(m), merged(m), parent(2 * m);
-  std::vector<uint8_t> depth(m), leaf_depth(m);
+  std::vector<uint32_t> leaf_weight(m), internal_weight(m), merged_weight(m), merged_node(m),
+      parent(2 * m);
+  std::vector<uint8_t> height(2 * m), depth(m), leaf_depth(m);
+  std::vector<uint32_t> round_start;
   for (;;) {
     ++out.trials;
-    std::vector<uint32_t> round_start;
+    for (uint32_t i = 0; i < m; ++i) leaf_weight[i] = WeightOf(keys[i]), height[i] = 0;
+    round_start.clear();
     Queues q{0, 0, 0};
     while (q.made < m - 1) {
-      const Round r = PlanRound(keys.data(), m, internal_weight.data(), q);
+      const Round r =
+          PlanRound(leaf_weight.data(), m, internal_weight.data(), q, FirstHeavier);
       EXPECT_GE(r.pairs, 1u);
+      auto take = [&](uint32_t node, uint32_t rank, uint32_t weight) {
+        if (rank >= 2 * r.pairs) return;
+        parent[node] = m + q.made + rank / 2;
+        merged_weight[rank] = weight;
+        merged_node[rank] = node;
+      };
       for (uint32_t i = q.leaf; i < q.leaf + r.leaves; ++i) {
-        const uint32_t rank = LeafRank(keys.data(), internal_weight.data(), q, r, i);
-        if (rank < 2 * r.pairs) {
-          parent[i] = m + q.made + rank / 2;
-          merged[rank] = WeightOf(keys[i]);
-        }
+        take(i, LeafRank(leaf_weight.data(), internal_weight.data(), q, r, i), leaf_weight[i]);
       }
       for (uint32_t j = q.internal; j < q.internal + r.internals; ++j) {
-        const uint32_t rank = NodeRank(keys.data(), internal_weight.data(), q, r, j);
-        if (rank < 2 * r.pairs) {
-          parent[m + j] = m + q.made + rank / 2;
-          merged[rank] = internal_weight[j];
-        }
+        take(m + j, NodeRank(leaf_weight.data(), internal_weight.data(), q, r, j),
+             internal_weight[j]);
       }
       for (uint32_t t = 0; t < r.pairs; ++t) {
-        internal_weight[q.made + t] = merged[2 * t] + merged[2 * t + 1];
+        internal_weight[q.made + t] = merged_weight[2 * t] + merged_weight[2 * t + 1];
+        height[m + q.made + t] =
+            std::max(height[merged_node[2 * t]], height[merged_node[2 * t + 1]]) + 1;
       }
       round_start.push_back(q.made);
       q = AfterRound(q, r);
     }
     out.max_rounds = std::max<uint32_t>(out.max_rounds, round_start.size());
     EXPECT_LE(round_start.size(), kMaxRounds);
-    round_start.push_back(m - 1);
-    for (size_t r = round_start.size() - 1; r-- > 0;) {
-      for (uint32_t j = round_start[r]; j < round_start[r + 1]; ++j) {
-        depth[j] = j == m - 2 ? 0 : depth[parent[m + j] - m] + 1;
-      }
-    }
-    int height = 0;
-    for (uint32_t i = 0; i < m; ++i) {
-      leaf_depth[i] = depth[parent[i] - m] + 1;
-      height = std::max<int>(height, leaf_depth[i]);
-    }
-    EXPECT_LT(height, static_cast<int>(kMaxDepth));
-    if (height <= max_length) break;
+    EXPECT_LT(height[2 * m - 2], kMaxDepth);
+    if (height[2 * m - 2] <= max_length) break;
     for (uint32_t i = 0; i < m; ++i) alt[HalvedIndex(keys.data(), m, i)] = Halved(keys[i]);
     keys.swap(alt);
   }
+  // Depths of the final tree, from the root down, a round at a time.
+  round_start.push_back(m - 1);
+  for (size_t r = round_start.size() - 1; r-- > 0;) {
+    for (uint32_t j = round_start[r]; j < round_start[r + 1]; ++j) {
+      depth[j] = j == m - 2 ? 0 : depth[parent[m + j] - m] + 1;
+    }
+  }
+  int deepest = 0;
+  for (uint32_t i = 0; i < m; ++i) {
+    leaf_depth[i] = depth[parent[i] - m] + 1;
+    deepest = std::max<int>(deepest, leaf_depth[i]);
+  }
+  EXPECT_EQ(deepest, height[2 * m - 2]);
   for (uint32_t i = 0; i < m; ++i) out.lengths[PlaceOf(keys[i])] = leaf_depth[i];
   return out;
 }
