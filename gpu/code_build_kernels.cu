@@ -8,6 +8,7 @@
 // rounds, flattens it as the host does when it is too deep, and writes the
 // encoder's tables and the section.
 #include <cub/block/block_scan.cuh>
+#include <type_traits>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "codec/huffman_code.h"
@@ -26,17 +27,21 @@ constexpr int kMaxLength = format::kMaxCodeLength;
 // this by size first, which waits for the partition on the host.
 constexpr uint32_t kSortSegmentsPerCall = 256;
 // Dynamic shared memory a tree may take: what an H100 block has (227 KiB)
-// less the kernel's static arrays, rounded down. Trees over ~7,000 symbols
-// work in global memory instead.
+// less the kernel's static arrays, rounded down: a whole tree up to ~7,200
+// symbols, the arrays every round searches up to ~24,000.
 constexpr uint32_t kMaxSharedTreeBytes = 192 * 1024;
 
+// Blocks (segment, part): a frame's list is too long for one block to copy
+// quickly (16 blocks took 13 us for a 1 GiB field's 16 frames).
+constexpr uint32_t kKeyBlocksPerSegment = 16;
 __global__ void MakeKeysKernel(const UsedSymbols* info, const SymbolCount* list, uint64_t* keys,
                                int* sort_begin, int* sort_end) {
   const UsedSymbols u = info[blockIdx.x];
-  for (uint32_t i = threadIdx.x; i < u.count; i += blockDim.x) {
+  for (uint32_t i = blockIdx.y * blockDim.x + threadIdx.x; i < u.count;
+       i += blockDim.x * gridDim.y) {
     keys[u.offset + i] = cb::Key(list[u.offset + i].count, i);
   }
-  if (threadIdx.x == 0) {
+  if (blockIdx.y == 0 && threadIdx.x == 0) {
     sort_begin[blockIdx.x] = static_cast<int>(u.offset);
     sort_end[blockIdx.x] = static_cast<int>(u.offset + u.count);
   }
@@ -59,72 +64,135 @@ __device__ uint32_t WarpFirstHeavier(const uint32_t* w, uint32_t lo, uint32_t hi
   return lo + __popc(__ballot_sync(~0u, lo + lane < hi && w[lo + lane] <= t));
 }
 
-// One frame's tree, in shared memory when it fits (kSharedBytesPerSymbol
-// each), else at the frame's place in the global scratch.
+// One frame's tree. Its arrays go to shared memory in the order their
+// latency matters (the searches of every round first, the depth pass's
+// last) as far as it reaches, the rest at the frame's place in the global
+// scratch.
 struct Tree {
   uint32_t m;
   uint32_t* leaf_weight;      // of the sorted leaves
   uint32_t* internal_weight;  // of nodes m.. in the order made
   uint32_t* merged_weight;    // a round's taken items in merge order
   uint32_t* merged_node;
-  uint32_t* parent;  // of leaves 0..m-1 and internal nodes m..2m-2
   uint8_t* height;   // of every node
+  uint32_t* parent;  // of leaves 0..m-1 and internal nodes m..2m-2
   uint8_t* depth;    // of internal nodes
 };
-constexpr uint32_t kSharedBytesPerSymbol = 4 * 4 + 2 * 4 + 2 + 1;
+// All of them, per symbol, and the arrays' alignment.
+constexpr uint32_t kSharedBytesPerSymbol = 4 * 4 + 2 + 2 * 4 + 1;
+constexpr uint32_t kSharedAlignment = 16;
 
 struct Shared {
   cb::Queues queues;
   cb::Round round;
+  uint32_t too_deep;
   uint32_t rounds;
   uint32_t round_start[cb::kMaxRounds + 1];
 };
 
+// One round's takes and new nodes, by `threads` threads of which this is
+// `id`, `sync` between the two steps: each taken item's parent and place in
+// merge order, then each new node's weight and height.
+template <typename Sync>
+__device__ void TakeRound(const Tree& t, cb::Queues q, const cb::Round& r, uint32_t id,
+                          uint32_t threads, uint32_t limit, uint32_t* too_deep, Sync sync) {
+  const uint32_t m = t.m;
+  const uint32_t taken = 2 * r.pairs;
+  auto take = [&](uint32_t node, uint32_t rank, uint32_t weight) {
+    if (rank >= taken) return;
+    t.parent[node] = m + q.made + rank / 2;
+    t.merged_weight[rank] = weight;
+    t.merged_node[rank] = node;
+  };
+  for (uint32_t i = q.leaf + id; i < q.leaf + r.leaves; i += threads) {
+    take(i, cb::LeafRank(t.leaf_weight, t.internal_weight, q, r, i), t.leaf_weight[i]);
+  }
+  for (uint32_t j = q.internal + id; j < q.internal + r.internals; j += threads) {
+    take(m + j, cb::NodeRank(t.leaf_weight, t.internal_weight, q, r, j), t.internal_weight[j]);
+  }
+  sync();
+  for (uint32_t p = id; p < r.pairs; p += threads) {
+    t.internal_weight[q.made + p] = t.merged_weight[2 * p] + t.merged_weight[2 * p + 1];
+    const uint32_t h = max(t.height[t.merged_node[2 * p]], t.height[t.merged_node[2 * p + 1]]) + 1;
+    t.height[m + q.made + p] = h;
+    if (h > limit) *too_deep = 1;
+  }
+}
+
+__device__ void EndRound(Shared& sh, cb::Queues q, const cb::Round& r) {
+  // (At most kMaxRounds by the threshold's doubling; the guard keeps shared
+  // memory safe regardless.)
+  if (sh.rounds < cb::kMaxRounds) sh.round_start[sh.rounds++] = q.made;
+  sh.queues = cb::AfterRound(q, r);
+}
+
+// Rounds of at most this many items are taken by one warp, whose barriers
+// cost a few cycles, while the block waits: most rounds of most trees, as a
+// frame's alphabet is small and the late rounds of any tree are.
+constexpr uint32_t kWarpRoundItems = 128;
+
 // Builds the tree over t.leaf_weight in rounds: parents, internal weights
-// and heights. Returns its height (uniform across the block).
-__device__ uint32_t BuildTree(const Tree& t, Shared& sh) {
+// and heights. Returns whether its height is within `limit` (uniform across
+// the block), giving up as soon as a node is deeper: no later node can be
+// shallower than its children.
+__device__ bool BuildTree(const Tree& t, uint32_t limit, Shared& sh) {
   const uint32_t m = t.m;
   if (threadIdx.x == 0) {
     sh.queues = {0, 0, 0};
     sh.rounds = 0;
+    sh.too_deep = 0;
   }
   __syncthreads();
-  while (sh.queues.made < m - 1) {
-    if (threadIdx.x < 32) {
-      const cb::Round r = cb::PlanRound(t.leaf_weight, m, t.internal_weight, sh.queues,
-                                        WarpFirstHeavier);
-      if (threadIdx.x == 0) sh.round = r;
+  for (;;) {
+    if (threadIdx.x < 32) {  // warp 0: small rounds, then the next large one's plan
+      const uint32_t lane = threadIdx.x;
+      for (;;) {
+        const cb::Queues q = sh.queues;
+        if (q.made == m - 1 || sh.too_deep) break;
+        const cb::Round r = cb::PlanRound(t.leaf_weight, m, t.internal_weight, q, WarpFirstHeavier);
+        if (r.leaves + r.internals > kWarpRoundItems) {
+          if (lane == 0) sh.round = r;
+          break;
+        }
+        TakeRound(t, q, r, lane, 32, limit, &sh.too_deep, [] { __syncwarp(); });
+        __syncwarp();
+        if (lane == 0) EndRound(sh, q, r);
+        __syncwarp();
+      }
     }
     __syncthreads();
     const cb::Queues q = sh.queues;
     const cb::Round r = sh.round;
-    const uint32_t taken = 2 * r.pairs;
-    auto take = [&](uint32_t node, uint32_t rank, uint32_t weight) {
-      if (rank >= taken) return;
-      t.parent[node] = m + q.made + rank / 2;
-      t.merged_weight[rank] = weight;
-      t.merged_node[rank] = node;
-    };
-    for (uint32_t i = q.leaf + threadIdx.x; i < q.leaf + r.leaves; i += kThreads) {
-      take(i, cb::LeafRank(t.leaf_weight, t.internal_weight, q, r, i), t.leaf_weight[i]);
-    }
-    for (uint32_t j = q.internal + threadIdx.x; j < q.internal + r.internals; j += kThreads) {
-      take(m + j, cb::NodeRank(t.leaf_weight, t.internal_weight, q, r, j), t.internal_weight[j]);
-    }
-    __syncthreads();
-    for (uint32_t p = threadIdx.x; p < r.pairs; p += kThreads) {
-      t.internal_weight[q.made + p] = t.merged_weight[2 * p] + t.merged_weight[2 * p + 1];
-      t.height[m + q.made + p] =
-          max(t.height[t.merged_node[2 * p]], t.height[t.merged_node[2 * p + 1]]) + 1;
-    }
-    if (threadIdx.x == 0) {
-      sh.round_start[sh.rounds++] = q.made;
-      sh.queues = cb::AfterRound(q, r);
-    }
+    const bool too_deep = sh.too_deep;
+    __syncthreads();  // all have read before any thread writes again
+    if (too_deep) return false;
+    if (q.made == m - 1) return true;
+    TakeRound(t, q, r, threadIdx.x, kThreads, limit, &sh.too_deep, [] { __syncthreads(); });
+    if (threadIdx.x == 0) EndRound(sh, q, r);
     __syncthreads();
   }
-  return t.height[2 * m - 2];
 }
+
+// Depths from the root down, a round at a time (a node's parent is made in
+// a later round), by `threads` threads with `sync` between rounds; then each
+// leaf's, by its position.
+template <typename Sync>
+__device__ void Depths(const Tree& t, const Shared& sh, uint8_t* leaf_depth, uint32_t id,
+                       uint32_t threads, Sync sync) {
+  const uint32_t m = t.m;
+  const uint32_t rounds = sh.rounds;
+  for (uint32_t k = rounds; k-- > 0;) {
+    const uint32_t end = k + 1 < rounds ? sh.round_start[k + 1] : m - 1;
+    for (uint32_t j = sh.round_start[k] + id; j < end; j += threads) {
+      t.depth[j] = j == m - 2 ? 0 : t.depth[t.parent[m + j] - m] + 1;
+    }
+    sync();
+  }
+  for (uint32_t i = id; i < m; i += threads) leaf_depth[i] = t.depth[t.parent[i] - m] + 1;
+}
+
+// Trees up to this many symbols take their depths from one warp.
+constexpr uint32_t kWarpDepthSymbols = 2048;
 
 struct BuildArgs {
   const Segment* segments;
@@ -141,30 +209,58 @@ struct BuildArgs {
 };
 
 __device__ Tree PlaceTree(const BuildArgs& a, uint32_t m, uint64_t offset, uint8_t* shared) {
+  uint64_t left = a.shared_bytes;
+  // `count` elements in shared memory if they fit, else `global`'s.
+  auto place = [&](auto* global, uint64_t count) {
+    using T = std::remove_pointer_t<decltype(global)>;
+    const uint64_t bytes = (count * sizeof(T) + kSharedAlignment - 1) & ~(kSharedAlignment - 1);
+    if (bytes > left) return global;
+    T* p = reinterpret_cast<T*>(shared);
+    shared += bytes;
+    left -= bytes;
+    return p;
+  };
+  const CodeBuildScratch& x = a.scratch;
   Tree t;
   t.m = m;
-  if (uint64_t{kSharedBytesPerSymbol} * m <= a.shared_bytes) {
-    uint32_t* words = reinterpret_cast<uint32_t*>(shared);
-    t.leaf_weight = words;
-    t.internal_weight = words + m;
-    t.merged_weight = words + 2 * m;
-    t.merged_node = words + 3 * m;
-    t.parent = words + 4 * m;
-    t.height = reinterpret_cast<uint8_t*>(words + 6 * m);
-    t.depth = t.height + 2 * m;
-  } else {
-    const CodeBuildScratch& x = a.scratch;
-    t.leaf_weight = x.leaf_weight + offset;
-    t.internal_weight = x.internal_weight + offset;
-    t.merged_weight = x.merged_weight + offset;
-    t.merged_node = x.merged_node + offset;
-    t.parent = x.parent + 2 * offset;
-    t.height = x.height + 2 * offset;
-    t.depth = x.depth + offset;
-  }
+  t.leaf_weight = place(x.leaf_weight + offset, m);
+  t.internal_weight = place(x.internal_weight + offset, m);
+  t.merged_weight = place(x.merged_weight + offset, m);
+  t.merged_node = place(x.merged_node + offset, m);
+  t.height = place(x.height + 2 * offset, 2 * m);
+  t.parent = place(x.parent + 2 * offset, 2 * m);
+  t.depth = place(x.depth + offset, m);
   return t;
 }
 
+// The host's `halvings` re-sorts of the keys (code_build_steps.h), in shared
+// memory when both copies fit, then each leaf's depth to its symbol's place.
+__device__ void LengthsByPlace(const BuildArgs& a, uint32_t m, uint64_t offset, uint32_t halvings,
+                               uint8_t* shared, uint8_t* place_length) {
+  uint64_t* keys = a.keys + offset;
+  uint64_t* spare = a.spare + offset;
+  const bool in_shared = halvings > 0 && uint64_t{16} * m <= a.shared_bytes;
+  if (in_shared) {
+    uint64_t* s0 = reinterpret_cast<uint64_t*>(shared);
+    for (uint32_t i = threadIdx.x; i < m; i += kThreads) s0[i] = keys[i];
+    keys = s0;
+    spare = s0 + m;
+    __syncthreads();
+  }
+  for (uint32_t k = 0; k < halvings; ++k) {
+    for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+      spare[cb::HalvedIndex(keys, m, i)] = cb::Halved(keys[i]);
+    }
+    uint64_t* halved = spare;
+    spare = keys;
+    keys = halved;
+    __syncthreads();
+  }
+  const uint8_t* leaf_depth = a.scratch.leaf_depth + offset;
+  for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+    place_length[cb::PlaceOf(keys[i])] = leaf_depth[i];
+  }
+}
 __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   using Scan = cub::BlockScan<uint32_t, kThreads>;
   extern __shared__ __align__(16) uint8_t dynamic_shared[];
@@ -186,37 +282,26 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   if (m == 1 && threadIdx.x == 0) place_length[0] = 1;
   if (m >= 2) {
     const Tree t = PlaceTree(a, m, u.offset, dynamic_shared);
-    uint64_t* keys = a.keys + u.offset;
-    uint64_t* spare = a.spare + u.offset;
+    const uint64_t* keys = a.keys + u.offset;
     // The limit admits the alphabet (2^20 >= 65536 symbols), so halving ends
     // by the time every weight is 1; the bound on trials is only a guard.
-    for (int trial = 0; trial < 40; ++trial) {
+    uint32_t halvings = 0;
+    for (; halvings < 40; ++halvings) {
       for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-        t.leaf_weight[i] = cb::WeightOf(keys[i]);
+        t.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), halvings);
         t.height[i] = 0;
       }
       __syncthreads();
-      if (BuildTree(t, sh) <= seg.max_code_length) break;
-      for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-        spare[cb::HalvedIndex(keys, m, i)] = cb::Halved(keys[i]);
-      }
-      uint64_t* halved = spare;
-      spare = keys;
-      keys = halved;
-      __syncthreads();
+      if (BuildTree(t, seg.max_code_length, sh)) break;
     }
-    // Depths from the root down, a round at a time (parents come later).
-    const uint32_t rounds = sh.rounds;
-    for (uint32_t k = rounds; k-- > 0;) {
-      const uint32_t end = k + 1 < rounds ? sh.round_start[k + 1] : m - 1;
-      for (uint32_t j = sh.round_start[k] + threadIdx.x; j < end; j += kThreads) {
-        t.depth[j] = j == m - 2 ? 0 : t.depth[t.parent[m + j] - m] + 1;
-      }
-      __syncthreads();
+    uint8_t* leaf_depth = a.scratch.leaf_depth + u.offset;
+    if (m <= kWarpDepthSymbols) {
+      if (threadIdx.x < 32) Depths(t, sh, leaf_depth, threadIdx.x, 32, [] { __syncwarp(); });
+    } else {
+      Depths(t, sh, leaf_depth, threadIdx.x, kThreads, [] { __syncthreads(); });
     }
-    for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-      place_length[cb::PlaceOf(keys[i])] = t.depth[t.parent[i] - m] + 1;
-    }
+    __syncthreads();  // the tree's shared memory is free again
+    LengthsByPlace(a, m, u.offset, halvings, dynamic_shared, place_length);
   }
   if (threadIdx.x <= kMaxLength) length_count[threadIdx.x] = 0;
   __syncthreads();
@@ -310,8 +395,8 @@ cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
                              const SymbolCount* list, const CodeBuildScratch& scratch,
                              uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
                              uint8_t* sections, cudaStream_t stream) {
-  MakeKeysKernel<<<num_segments, 256, 0, stream>>>(info, list, scratch.keys[0], scratch.sort_begin,
-                                                   scratch.sort_end);
+  MakeKeysKernel<<<dim3(num_segments, kKeyBlocksPerSegment), 256, 0, stream>>>(
+      info, list, scratch.keys[0], scratch.sort_begin, scratch.sort_end);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   // Every call sorts the same key type the same way, so each leaves its
   // output in the same one of the two buffers.
@@ -331,7 +416,8 @@ cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
   // room for the kernel's own. (The attribute is always the same, so
   // threads launching on other streams never race on it.)
   const uint32_t shared_bytes = static_cast<uint32_t>(
-      std::min<uint64_t>(uint64_t{kSharedBytesPerSymbol} * max_symbols, kMaxSharedTreeBytes));
+      std::min<uint64_t>(uint64_t{kSharedBytesPerSymbol} * max_symbols + 7 * kSharedAlignment,
+                         kMaxSharedTreeBytes));
   if (cudaError_t e = cudaFuncSetAttribute(
           BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedTreeBytes);
       e != cudaSuccess) {

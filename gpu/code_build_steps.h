@@ -17,11 +17,16 @@
 // barriers. The threshold at least doubles every two rounds, so a tree over
 // weights below 2^32 takes at most 66 rounds.
 //
-// Depths then come top-down, a round at a time in reverse (a node's parent
-// is made in a later round). When the deepest leaf exceeds the length limit,
-// the host halves every weight (rounding up) and builds again; the block does
-// the same, re-sorting by the host's rule: halving maps weights 2h-1 and 2h
-// to h, so each new run of equal weight is two old runs merged by symbol.
+// Each node's height comes with it; the first over the length limit means
+// the tree is too deep, as the root is at least as high. Depths then come
+// top-down, a round at a time in reverse (a node's parent is made in a later
+// round). When the tree is too deep, the host halves every weight (rounding
+// up), re-sorts and builds again. A tree depends only on the weights in
+// sorted order, and halving k times maps the sorted weights w to ceil(w/2^k)
+// in the same order, so the block's trials need no sort: only once a tree
+// fits does it learn which symbol the host put at each position, by doing
+// the host's k re-sorts. Each is cheap: halving maps weights 2h-1 and 2h to
+// h, so each new run of equal weight is two old runs merged by symbol.
 #ifndef EBZIP_GPU_CODE_BUILD_STEPS_H_
 #define EBZIP_GPU_CODE_BUILD_STEPS_H_
 
@@ -44,10 +49,8 @@ EBZIP_HD inline uint32_t PlaceOf(uint64_t key) {
 }
 
 // Rounds a tree can take (see above: 2 per doubling of the threshold, from 2
-// to below 2^32, and one to spare), and the depth a leaf can reach (a leaf at
-// depth d weighs at most total / Fibonacci(d + 1), so under 2^32: below 48).
+// to below 2^32, and one to spare).
 inline constexpr uint32_t kMaxRounds = 68;
-inline constexpr uint32_t kMaxDepth = 48;
 
 // First index in [lo, hi) of ascending weights `w` whose weight exceeds `t`
 // (the kernel's plan uses a warp-wide version of the same search).
@@ -164,6 +167,11 @@ EBZIP_HD inline uint32_t HalvedIndex(const uint64_t* keys, uint32_t m, uint32_t 
   const uint32_t before = odd ? first_at_least(even_run, end, Key(2 * h, PlaceOf(keys[i]))) - even_run
                               : first_at_least(odd_run, even_run, Key(2 * h - 1, PlaceOf(keys[i]))) - odd_run;
   return odd_run + (i - own_start) + before;
+}
+// A weight halved (rounding up) `times` times: ceil(w / 2^times).
+EBZIP_HD inline uint32_t HalvedWeight(uint32_t w, uint32_t times) {
+  return times >= 32 ? 1
+                     : static_cast<uint32_t>((uint64_t{w} + (uint64_t{1} << times) - 1) >> times);
 }
 EBZIP_HD inline uint64_t Halved(uint64_t key) {
   const uint32_t w = WeightOf(key);

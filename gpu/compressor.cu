@@ -265,6 +265,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
     x.parent = d.Take<uint32_t>(2 * listed);
     x.height = d.Take<uint8_t>(2 * listed);
     x.depth = d.Take<uint8_t>(listed);
+    x.leaf_depth = d.Take<uint8_t>(listed);
     x.place_length = d.Take<uint8_t>(listed);
     x.sort_begin = d.Take<int>(S);
     x.sort_end = d.Take<int>(S);

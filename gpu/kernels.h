@@ -72,6 +72,7 @@ struct CodeBuildScratch {
   uint32_t* parent;  // two per listed symbol
   uint8_t* height;   // two per listed symbol
   uint8_t* depth;
+  uint8_t* leaf_depth;  // by sorted position
   uint8_t* place_length;
   int* sort_begin;  // per segment
   int* sort_end;
