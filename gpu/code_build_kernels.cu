@@ -173,6 +173,30 @@ __device__ bool BuildTree(const Tree& t, uint32_t limit, Shared& sh) {
   }
 }
 
+// The same tree built by one warp alone, every round its own (so that warps
+// can try several halvings at once).
+__device__ bool WarpBuildTree(const Tree& t, uint32_t limit, Shared& sh) {
+  const uint32_t m = t.m;
+  const uint32_t lane = threadIdx.x % 32;
+  if (lane == 0) {
+    sh.queues = {0, 0, 0};
+    sh.rounds = 0;
+    sh.too_deep = 0;
+  }
+  __syncwarp();
+  for (;;) {
+    // Lane 0 writes these only after the barriers in TakeRound.
+    const cb::Queues q = sh.queues;
+    if (sh.too_deep) return false;
+    if (q.made == m - 1) return true;
+    const cb::Round r = cb::PlanRound(t.leaf_weight, m, t.internal_weight, q, WarpFirstHeavier);
+    TakeRound(t, q, r, lane, 32, limit, &sh.too_deep, [] { __syncwarp(); });
+    __syncwarp();
+    if (lane == 0) EndRound(sh, q, r);
+    __syncwarp();
+  }
+}
+
 // Depths from the root down, a round at a time (a node's parent is made in
 // a later round), by `threads` threads with `sync` between rounds; then each
 // leaf's, by its position.
@@ -193,6 +217,14 @@ __device__ void Depths(const Tree& t, const Shared& sh, uint8_t* leaf_depth, uin
 
 // Trees up to this many symbols take their depths from one warp.
 constexpr uint32_t kWarpDepthSymbols = 2048;
+// Frames of up to this many symbols try several halvings at once, a warp
+// each, as far as their trees fit in shared memory side by side: most
+// frames need a few halvings, and a small tree's rounds are latency, not
+// work (about a microsecond each, ~20 per tree).
+constexpr uint32_t kParallelTrialSymbols = 1024;
+__host__ __device__ constexpr uint32_t TreeBytes(uint32_t m) {
+  return (kSharedBytesPerSymbol * m + 8 * kSharedAlignment) & ~(kSharedAlignment - 1);
+}
 
 struct BuildArgs {
   const Segment* segments;
@@ -208,8 +240,8 @@ struct BuildArgs {
   uint8_t* sections;
 };
 
-__device__ Tree PlaceTree(const BuildArgs& a, uint32_t m, uint64_t offset, uint8_t* shared) {
-  uint64_t left = a.shared_bytes;
+__device__ Tree PlaceTree(const BuildArgs& a, uint32_t m, uint64_t offset, uint8_t* shared,
+                          uint64_t left) {
   // `count` elements in shared memory if they fit, else `global`'s.
   auto place = [&](auto* global, uint64_t count) {
     using T = std::remove_pointer_t<decltype(global)>;
@@ -266,6 +298,8 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   extern __shared__ __align__(16) uint8_t dynamic_shared[];
   __shared__ typename Scan::TempStorage scan;
   __shared__ Shared sh;
+  __shared__ Shared warp_sh[kWarps];
+  __shared__ uint32_t fits;
   __shared__ uint32_t length_count[kMaxLength + 1];
   __shared__ uint32_t next_code[kMaxLength + 1];
   __shared__ uint32_t warp_count[kWarps][kMaxLength + 1];
@@ -281,24 +315,58 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   // Lengths, by place.
   if (m == 1 && threadIdx.x == 0) place_length[0] = 1;
   if (m >= 2) {
-    const Tree t = PlaceTree(a, m, u.offset, dynamic_shared);
     const uint64_t* keys = a.keys + u.offset;
+    const uint32_t limit = seg.max_code_length;
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const uint32_t parallel = m <= kParallelTrialSymbols ? min(kWarps, a.shared_bytes / TreeBytes(m)) : 1;
     // The limit admits the alphabet (2^20 >= 65536 symbols), so halving ends
     // by the time every weight is 1; the bound on trials is only a guard.
+    constexpr uint32_t kMaxTrials = 40;
     uint32_t halvings = 0;
-    for (; halvings < 40; ++halvings) {
-      for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-        t.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), halvings);
-        t.height[i] = 0;
+    Tree t;
+    const Shared* built = &sh;
+    if (parallel >= 2) {
+      // Warp w tries base + w halvings; the fewest that fit win.
+      for (uint32_t base = 0; base < kMaxTrials; base += parallel) {
+        if (threadIdx.x == 0) fits = 0;
+        __syncthreads();
+        if (warp < parallel) {
+          const Tree mine =
+              PlaceTree(a, m, u.offset, dynamic_shared + warp * TreeBytes(m), TreeBytes(m));
+          for (uint32_t i = lane; i < m; i += 32) {
+            mine.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), base + warp);
+            mine.height[i] = 0;
+          }
+          __syncwarp();
+          if (WarpBuildTree(mine, limit, warp_sh[warp]) && lane == 0) atomicOr(&fits, 1u << warp);
+        }
+        __syncthreads();
+        const uint32_t fitting = fits;
+        __syncthreads();  // all have read it before it is cleared
+        if (fitting != 0) {
+          const uint32_t winner = __ffs(fitting) - 1;
+          halvings = base + winner;
+          t = PlaceTree(a, m, u.offset, dynamic_shared + winner * TreeBytes(m), TreeBytes(m));
+          built = &warp_sh[winner];
+          break;
+        }
       }
-      __syncthreads();
-      if (BuildTree(t, seg.max_code_length, sh)) break;
+    } else {
+      t = PlaceTree(a, m, u.offset, dynamic_shared, a.shared_bytes);
+      for (; halvings < kMaxTrials; ++halvings) {
+        for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+          t.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), halvings);
+          t.height[i] = 0;
+        }
+        __syncthreads();
+        if (BuildTree(t, limit, sh)) break;
+      }
     }
     uint8_t* leaf_depth = a.scratch.leaf_depth + u.offset;
     if (m <= kWarpDepthSymbols) {
-      if (threadIdx.x < 32) Depths(t, sh, leaf_depth, threadIdx.x, 32, [] { __syncwarp(); });
+      if (threadIdx.x < 32) Depths(t, *built, leaf_depth, threadIdx.x, 32, [] { __syncwarp(); });
     } else {
-      Depths(t, sh, leaf_depth, threadIdx.x, kThreads, [] { __syncthreads(); });
+      Depths(t, *built, leaf_depth, threadIdx.x, kThreads, [] { __syncthreads(); });
     }
     __syncthreads();  // the tree's shared memory is free again
     LengthsByPlace(a, m, u.offset, halvings, dynamic_shared, place_length);
@@ -412,12 +480,13 @@ cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
       return e;
     }
   }
-  // Shared memory for the largest tree of the launch, up to what leaves
-  // room for the kernel's own. (The attribute is always the same, so
-  // threads launching on other streams never race on it.)
-  const uint32_t shared_bytes = static_cast<uint32_t>(
-      std::min<uint64_t>(uint64_t{kSharedBytesPerSymbol} * max_symbols + 7 * kSharedAlignment,
-                         kMaxSharedTreeBytes));
+  // Shared memory for the largest tree of the launch (a tree a warp for
+  // small ones), up to what leaves room for the kernel's own. (The attribute
+  // is always the same, so threads launching on other streams never race.)
+  const uint64_t wanted =
+      max_symbols <= kParallelTrialSymbols ? uint64_t{kWarps} * TreeBytes(max_symbols)
+                                           : uint64_t{TreeBytes(max_symbols)};
+  const uint32_t shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(wanted, kMaxSharedTreeBytes));
   if (cudaError_t e = cudaFuncSetAttribute(
           BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedTreeBytes);
       e != cudaSuccess) {
