@@ -1,10 +1,11 @@
-// The Huffman code's trip to the host and back (FORMAT.md §10; the code is
-// built on the host, codec/huffman_code.h): each histogram's used symbols
-// are listed behind the previous segment's so that one copy carries them
-// all down, and the lengths and codes the host built for them come up in
-// the same order and are spread into the tables the encoder indexes by
-// symbol. A frame uses a few hundred of its 65536 bins on smooth data, but
-// they are not contiguous (outliers take symbol 0), so a list beats a range.
+// Each frame's used symbols, listed from its histogram for building the
+// Huffman code: behind the previous segment's, so that one copy carries
+// them all to the host when the host builds the codes (FORMAT.md §10;
+// CodeBuilder::kHost), and the lengths and codes it sends back, in the
+// same order, are spread into the tables the encoder indexes by symbol. The
+// device build (code_build_kernels.cu) starts from the same list. A frame
+// uses a few hundred of its 65536 bins on smooth data, but they are not
+// contiguous (outliers take symbol 0), so a list beats a range.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 

@@ -37,7 +37,8 @@ cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_s
                           const Item* items, uint64_t num_tiles, PredictOutputs out,
                           cudaStream_t stream);
 
-// --- codebook_kernels.cu: the Huffman code's trip to the host and back.
+// --- codebook_kernels.cu: each frame's used symbols, and the host-built
+// codes' way back.
 constexpr uint32_t kHistogramBins = 65536;
 // Where a segment's used symbols sit in the list that goes to the host (and
 // their lengths and codes in the lists that come back).
