@@ -344,7 +344,8 @@ void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
     return absl::OkStatus();
   };
   // The host-built code first, so the archives decompressed below are the
-  // device-built ones (the same bytes, which the tests check).
+  // device-built ones (the same bytes: GpuCodec.BatchOfArraysMatchesOneByOne
+  // and BatchWithHostBuiltCodesMatchesOneByOne hold both to the CPU's).
   gpu::Workspace host_ws{};
   const BatchTimes hc = TimeBatch(
       reps, timer, host_ws,

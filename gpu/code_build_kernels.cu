@@ -2,11 +2,11 @@
 // host's BuildCodeLengths gives (gpu/code_build_steps.h says how a block
 // finds them), canonical codes, and the code-length section, with no trip
 // to the host. Each frame's used symbols are sorted by (count, symbol) with
-// CUB's segmented sort (one launch: a block, or a warp, per frame, sorting
-// in shared memory when the frame's symbols fit); then one block per frame
-// builds the tree in
-// rounds, flattens it as the host does when it is too deep, and writes the
-// encoder's tables and the section.
+// CUB's segmented sort (one launch per 256 frames: a block, or a warp, per
+// frame, sorting in shared memory when the frame's symbols fit); then one
+// block per frame builds the tree in rounds, flattens it as the host does
+// when it is too deep, and writes the encoder's tables and the section.
+#include <atomic>
 #include <cub/block/block_scan.cuh>
 #include <type_traits>
 #include <cub/device/device_segmented_sort.cuh>
@@ -26,9 +26,10 @@ constexpr int kMaxLength = format::kMaxCodeLength;
 // Frames per sort call: CUB's segmented sort partitions more segments than
 // this by size first, which waits for the partition on the host.
 constexpr uint32_t kSortSegmentsPerCall = 256;
-// Dynamic shared memory a tree may take: what an H100 block has (227 KiB)
-// less the kernel's static arrays, rounded down: a whole tree up to ~7,200
-// symbols, the arrays every round searches up to ~24,000.
+// Dynamic shared memory a tree may take at most: on an H100 (227 KiB a
+// block) what the kernel's static arrays leave, rounded down: a whole tree
+// up to ~7,200 symbols, the arrays every round searches up to ~24,000.
+// GPUs with less take less (TreeSharedLimit).
 constexpr uint32_t kMaxSharedTreeBytes = 192 * 1024;
 
 // Blocks (segment, part): a frame's list is too long for one block to copy
@@ -449,6 +450,42 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   }
 }
 
+
+// The dynamic shared memory BuildCodesKernel may use on the current device:
+// what a block may opt into, less the kernel's static arrays, at most
+// kMaxSharedTreeBytes. Asked once per device; the kernel's attribute is set
+// to it then, and every launch on that device asks for at most as much, so
+// threads launching on other streams never race on the attribute.
+cudaError_t TreeSharedLimit(uint32_t* limit) {
+  constexpr int kDevices = 64;
+  static std::atomic<uint32_t> known[kDevices];  // 0: not asked yet
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (device < kDevices && (*limit = known[device].load()) != 0) return cudaSuccess;
+  int optin = 0;
+  if (cudaError_t e =
+          cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      e != cudaSuccess) {
+    return e;
+  }
+  cudaFuncAttributes attributes{};
+  if (cudaError_t e = cudaFuncGetAttributes(&attributes, BuildCodesKernel); e != cudaSuccess) {
+    return e;
+  }
+  const uint64_t room = optin > static_cast<int>(attributes.sharedSizeBytes)
+                            ? optin - attributes.sharedSizeBytes
+                            : 0;
+  *limit = static_cast<uint32_t>(std::min<uint64_t>(room, kMaxSharedTreeBytes)) &
+           ~(kSharedAlignment - 1);
+  if (cudaError_t e = cudaFuncSetAttribute(
+          BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, *limit);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (device < kDevices) known[device].store(*limit);
+  return cudaSuccess;
+}
+
 }  // namespace
 
 cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, size_t* bytes) {
@@ -481,17 +518,13 @@ cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
     }
   }
   // Shared memory for the largest tree of the launch (a tree a warp for
-  // small ones), up to what leaves room for the kernel's own. (The attribute
-  // is always the same, so threads launching on other streams never race.)
+  // small ones), as far as the device allows.
+  uint32_t limit = 0;
+  if (cudaError_t e = TreeSharedLimit(&limit); e != cudaSuccess) return e;
   const uint64_t wanted =
       max_symbols <= kParallelTrialSymbols ? uint64_t{kWarps} * TreeBytes(max_symbols)
                                            : uint64_t{TreeBytes(max_symbols)};
-  const uint32_t shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(wanted, kMaxSharedTreeBytes));
-  if (cudaError_t e = cudaFuncSetAttribute(
-          BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSharedTreeBytes);
-      e != cudaSuccess) {
-    return e;
-  }
+  const uint32_t shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(wanted, limit));
   const BuildArgs a{segments, info,    list,  keys.Current(), keys.Alternate(), scratch,
                     shared_bytes, lengths, codes, codebooks,      sections};
   BuildCodesKernel<<<num_segments, kThreads, shared_bytes, stream>>>(a);

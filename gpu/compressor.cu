@@ -116,6 +116,11 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
       seg.max_code_length = static_cast<uint32_t>(p.max_code_length);
       seg.frame_index = static_cast<uint32_t>(f);
       const uint64_t max_used = std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius}, seg.geo.n});
+      // Halving ends with every weight 1, a tree of ceil(log2(symbols))
+      // levels: the limit must hold that (20 bits, FrameParams, always do).
+      if ((uint64_t{1} << p.max_code_length) < max_used) {
+        return absl::UnimplementedError("code length limit below the alphabet's size");
+      }
       seg.code_section_at = plan.section_bytes;
       plan.section_bytes += Align16(SectionRoom(max_used));
       plan.listed_capacity += max_used;
@@ -128,8 +133,8 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     plan.max_crc_pieces += task.capacity / kCrcPieceBytes + 1;
   }
   plan.max_crc_pieces += plan.segments.size() * kSections;
-  // CUB's segmented sort counts items in an int.
-  if (plan.listed_capacity > uint64_t{1} << 30) {
+  // The device build's sort (CUB's segmented sort) counts items in an int.
+  if (builder == CodeBuilder::kDevice && plan.listed_capacity > uint64_t{1} << 30) {
     return absl::UnimplementedError("too many frames for one GPU batch");
   }
   return plan;

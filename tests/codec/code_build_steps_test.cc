@@ -175,7 +175,7 @@ TEST(CodeBuildSteps, FlatteningRoundsAgree) {
   // Fibonacci weights make the deepest tree a total below 2^32 allows, and
   // a long tail of ones under a few huge counts needs several halvings.
   std::vector<uint64_t> fib = {1, 1};
-  while (fib.size() < 44) fib.push_back(fib[fib.size() - 1] + fib[fib.size() - 2]);
+  while (fib.size() < 50) fib.push_back(fib[fib.size() - 1] + fib[fib.size() - 2]);
   uint64_t total = 0;
   std::vector<SymbolCount> used;
   for (size_t i = 0; i < fib.size() && total + fib[i] < (uint64_t{1} << 32); ++i) {

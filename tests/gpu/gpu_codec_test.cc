@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "codec/byte_io.h"
 #include "codec/crc32c.h"
 #include "codec/huffman_code.h"
+#include "codec/lorenzo.h"
 #include "gpu/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/bound_checker.h"
@@ -394,37 +396,89 @@ TEST(GpuCodec, BatchWithHostBuiltCodesMatchesOneByOne) {
   ExpectBatchMatchesOneByOne(CodeBuilder::kHost);
 }
 
-// Residuals whose magnitudes halve in frequency (as trailing zeros of random
-// words do) make a Huffman tree deeper than the 20-bit limit, so the device
-// must flatten it in the same rounds as the host, or the code lengths, and
-// so the archives, differ.
-TEST(GpuCodec, DeepCodesAreFlattenedAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
-  constexpr uint64_t kN = uint64_t{1} << 22;
-  std::vector<float> v(kN);
-  std::mt19937_64 rng(17);
-  std::vector<uint32_t> histogram(128, 0);  // of steps + 64
+// A 1-D float32 array whose Lorenzo residuals are exactly `draw()`'s: with
+// an absolute bound of 0.5 the quantization step is 1, integers quantize
+// to themselves, and each block's first element (predicted from nothing)
+// is 0. *histogram counts the residuals, so the frame's symbol counts are
+// known exactly.
+template <typename Draw>
+std::vector<uint8_t> WalkWithResiduals(uint64_t n, Draw draw, std::map<int64_t, uint32_t>* histogram) {
+  const uint64_t block = DefaultBlock(1)[0];
+  std::vector<float> v(n);
   float x = 0;
-  for (uint64_t i = 0; i < kN; ++i) {
-    const uint64_t r = rng();
-    const int step = __builtin_ctzll(r | (uint64_t{1} << 40));
-    const int residual = (r >> 63) ? step : -step;
-    x += residual;  // integers: exact in float, and each residual is exact
+  for (uint64_t i = 0; i < n; ++i) {
+    const int64_t r = i % block == 0 ? 0 : draw();
+    x = i % block == 0 ? 0 : x + static_cast<float>(r);
     v[i] = x;
-    ++histogram[64 + residual];
+    ++(*histogram)[r];
   }
-  // The premise: unlimited, a code for these steps is deeper than the limit
-  // (the frame's own histogram has them all, and the Lorenzo blocks' first
-  // elements besides).
-  const std::vector<uint8_t> unlimited = BuildCodeLengths(histogram, 60);
-  ASSERT_GT(*std::max_element(unlimited.begin(), unlimited.end()), 20);
-  std::vector<uint8_t> data(kN * 4);
+  std::vector<uint8_t> data(n * 4);
   std::memcpy(data.data(), v.data(), data.size());
+  return data;
+}
+
+// The premise of the tests below: unlimited, this histogram's Huffman code
+// is deeper than the 20-bit limit, so the frame's code must be flattened.
+int UnlimitedDepth(const std::map<int64_t, uint32_t>& histogram) {
+  std::vector<uint32_t> counts;
+  for (const auto& [residual, count] : histogram) counts.push_back(count);
+  const std::vector<uint8_t> lengths = BuildCodeLengths(counts, 60);
+  return *std::max_element(lengths.begin(), lengths.end());
+}
+
+void ExpectFlattenedAsOnTheCpu(uint64_t n, const std::vector<uint8_t>& data) {
   CompressOptions options;
   options.mode = BoundMode::kAbs;
-  options.bound = 0.5;  // quantization step 1: each residual is its own symbol
-  options.frame_elements = kN;
-  ExpectSameAsCpu({DType::kFloat32, {kN}}, data, options);
+  options.bound = 0.5;
+  options.frame_elements = n;
+  ExpectSameAsCpu({DType::kFloat32, {n}}, data, options);
+}
+
+// Residual counts in Fibonacci proportions over a small alphabet: the
+// device tries several halvings at once, a warp each (frames of up to
+// 1,024 symbols), and must keep the fewest that fit, as the host does.
+TEST(GpuCodec, SmallAlphabetsAreFlattenedAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  std::vector<uint64_t> weight = {1, 1};
+  while (weight.size() < 27) weight.push_back(weight[weight.size() - 1] + weight[weight.size() - 2]);
+  std::vector<int64_t> pool;  // residual j + 1 as often as weight[j]
+  for (size_t j = 0; j < weight.size(); ++j) pool.insert(pool.end(), weight[j], static_cast<int64_t>(j) + 1);
+  for (const uint64_t seed : {1u, 2u}) {
+    std::mt19937_64 rng(seed);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    std::map<int64_t, uint32_t> histogram;
+    size_t next = 0;
+    // Enough elements that every entry of the pool is drawn (blocks' first
+    // elements draw none), the rarest residuals included.
+    const uint64_t block = DefaultBlock(1)[0];
+    const uint64_t n = pool.size() + pool.size() / (block - 1) + block + 1;
+    const auto data = WalkWithResiduals(n, [&] { return pool[next++ % pool.size()]; }, &histogram);
+    ASSERT_GE(next, pool.size());
+    ASSERT_LE(histogram.size(), 1024u);
+    ASSERT_GT(UnlimitedDepth(histogram), 20);
+    ExpectFlattenedAsOnTheCpu(n, data);
+  }
+}
+
+// Tens of thousands of rare residuals under a core whose counts halve (as
+// trailing zeros of random words do): the device's trials run one after
+// another over a tree partly in global memory, and the fitting tree's keys
+// are re-sorted in global memory too.
+TEST(GpuCodec, LargeAlphabetsAreFlattenedAsOnTheCpu) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kN = uint64_t{1} << 22;
+  std::mt19937_64 rng(17);
+  auto draw = [&]() -> int64_t {
+    const uint64_t r = rng();
+    if (r % 128 == 0) return static_cast<int64_t>((r >> 8) % 30000) - 15000;  // rare
+    const int64_t step = __builtin_ctzll((r >> 7) | (uint64_t{1} << 40));
+    return (r >> 63) ? step : -step;
+  };
+  std::map<int64_t, uint32_t> histogram;
+  const auto data = WalkWithResiduals(kN, draw, &histogram);
+  ASSERT_GT(histogram.size(), 12288u);  // over what shared memory re-sorts
+  ASSERT_GT(UnlimitedDepth(histogram), 20);
+  ExpectFlattenedAsOnTheCpu(kN, data);
 }
 
 // Where two archives first differ, in FORMAT.md's terms.
