@@ -61,8 +61,7 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
       l.section_crc[k] = 0;
       job.expected = 0;
       job.segment = static_cast<uint32_t>(s);
-      crc_job_pieces[s * kSections + k] =
-          (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
+      crc_job_pieces[s * kSections + k] = (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
     }
   }
   *item.archive_size = offset + format::FrameIndexSize(item.num_segments) + format::kTrailerSize;

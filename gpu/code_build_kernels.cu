@@ -8,8 +8,8 @@
 // when it is too deep, and writes the encoder's tables and the section.
 #include <atomic>
 #include <cub/block/block_scan.cuh>
-#include <type_traits>
 #include <cub/device/device_segmented_sort.cuh>
+#include <type_traits>
 
 #include "codec/huffman_code.h"
 #include "gpu/code_build_steps.h"
@@ -319,7 +319,8 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
     const uint64_t* keys = a.keys + u.offset;
     const uint32_t limit = seg.max_code_length;
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const uint32_t parallel = m <= kParallelTrialSymbols ? min(kWarps, a.shared_bytes / TreeBytes(m)) : 1;
+    const uint32_t parallel =
+        m <= kParallelTrialSymbols ? min(kWarps, a.shared_bytes / TreeBytes(m)) : 1;
     // The limit admits the alphabet (2^20 >= 65536 symbols), so halving ends
     // by the time every weight is 1; the bound on trials is only a guard.
     constexpr uint32_t kMaxTrials = 40;
@@ -450,7 +451,6 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
   }
 }
 
-
 // The dynamic shared memory BuildCodesKernel may use on the current device:
 // what a block may opt into, less the kernel's static arrays, at most
 // kMaxSharedTreeBytes. Asked once per device; the kernel's attribute is set
@@ -472,13 +472,12 @@ cudaError_t TreeSharedLimit(uint32_t* limit) {
   if (cudaError_t e = cudaFuncGetAttributes(&attributes, BuildCodesKernel); e != cudaSuccess) {
     return e;
   }
-  const uint64_t room = optin > static_cast<int>(attributes.sharedSizeBytes)
-                            ? optin - attributes.sharedSizeBytes
-                            : 0;
+  const uint64_t room =
+      optin > static_cast<int>(attributes.sharedSizeBytes) ? optin - attributes.sharedSizeBytes : 0;
   *limit = static_cast<uint32_t>(std::min<uint64_t>(room, kMaxSharedTreeBytes)) &
            ~(kSharedAlignment - 1);
-  if (cudaError_t e = cudaFuncSetAttribute(
-          BuildCodesKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, *limit);
+  if (cudaError_t e = cudaFuncSetAttribute(BuildCodesKernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, *limit);
       e != cudaSuccess) {
     return e;
   }
@@ -496,10 +495,10 @@ cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, 
 }
 
 cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
-                             uint64_t listed_capacity, uint32_t max_symbols, const UsedSymbols* info,
-                             const SymbolCount* list, const CodeBuildScratch& scratch,
-                             uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
-                             uint8_t* sections, cudaStream_t stream) {
+                             uint64_t listed_capacity, uint32_t max_symbols,
+                             const UsedSymbols* info, const SymbolCount* list,
+                             const CodeBuildScratch& scratch, uint8_t* lengths, uint32_t* codes,
+                             Codebook* codebooks, uint8_t* sections, cudaStream_t stream) {
   MakeKeysKernel<<<dim3(num_segments, kKeyBlocksPerSegment), 256, 0, stream>>>(
       info, list, scratch.keys[0], scratch.sort_begin, scratch.sort_end);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -521,11 +520,11 @@ cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
   // small ones), as far as the device allows.
   uint32_t limit = 0;
   if (cudaError_t e = TreeSharedLimit(&limit); e != cudaSuccess) return e;
-  const uint64_t wanted =
-      max_symbols <= kParallelTrialSymbols ? uint64_t{kWarps} * TreeBytes(max_symbols)
-                                           : uint64_t{TreeBytes(max_symbols)};
+  const uint64_t wanted = max_symbols <= kParallelTrialSymbols
+                              ? uint64_t{kWarps} * TreeBytes(max_symbols)
+                              : uint64_t{TreeBytes(max_symbols)};
   const uint32_t shared_bytes = static_cast<uint32_t>(std::min<uint64_t>(wanted, limit));
-  const BuildArgs a{segments, info,    list,  keys.Current(), keys.Alternate(), scratch,
+  const BuildArgs a{segments,     info,    list,  keys.Current(), keys.Alternate(), scratch,
                     shared_bytes, lengths, codes, codebooks,      sections};
   BuildCodesKernel<<<num_segments, kThreads, shared_bytes, stream>>>(a);
   return cudaGetLastError();

@@ -111,9 +111,8 @@ EBZIP_HD inline Round PlanRound(const uint32_t* leaf_weight, uint32_t m,
     // The one left over is the last in merge order: an internal node unless
     // a leaf weighs more (on a tie the leaf goes first).
     const bool last_is_node =
-        r.internals > 0 &&
-        (r.leaves == 0 ||
-         internal_weight[q.internal + r.internals - 1] >= leaf_weight[q.leaf + r.leaves - 1]);
+        r.internals > 0 && (r.leaves == 0 || internal_weight[q.internal + r.internals - 1] >=
+                                                 leaf_weight[q.leaf + r.leaves - 1]);
     if (!last_is_node) --r.leaves_taken;
   }
   return r;
@@ -164,8 +163,9 @@ EBZIP_HD inline uint32_t HalvedIndex(const uint64_t* keys, uint32_t m, uint32_t 
   // run of one weight is a search for this key's place under that weight.
   const bool odd = w % 2 == 1;
   const uint32_t own_start = odd ? odd_run : even_run;
-  const uint32_t before = odd ? first_at_least(even_run, end, Key(2 * h, PlaceOf(keys[i]))) - even_run
-                              : first_at_least(odd_run, even_run, Key(2 * h - 1, PlaceOf(keys[i]))) - odd_run;
+  const uint32_t before =
+      odd ? first_at_least(even_run, end, Key(2 * h, PlaceOf(keys[i]))) - even_run
+          : first_at_least(odd_run, even_run, Key(2 * h - 1, PlaceOf(keys[i]))) - odd_run;
   return odd_run + (i - own_start) + before;
 }
 // A weight halved (rounding up) `times` times: ceil(w / 2^times).

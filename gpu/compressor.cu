@@ -60,7 +60,7 @@ struct Plan {
   // Room for every segment's used symbols (at most its symbols and its
   // alphabet, at most 65536), listed one segment after another.
   uint64_t listed_capacity = 0;
-  uint32_t max_used = 0;  // of any segment
+  uint32_t max_used = 0;       // of any segment
   uint64_t section_bytes = 0;  // device-built codes: every segment's section room
 };
 
@@ -383,7 +383,6 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
                                          reinterpret_cast<const uint32_t*>(b.upload + up.codes),
                                          b.lengths, b.codes, st));
   return up;
-
 }
 
 }  // namespace
@@ -481,9 +480,8 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   if (plan.builder == CodeBuilder::kDevice) {
     CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
     CUDA_RETURN_IF_ERROR(LaunchBuildCodes(b.segments, S, plan.listed_capacity, plan.max_used,
-                                          b.info, b.list,
-                                          b.build, b.lengths, b.codes, b.codebooks, b.sections,
-                                          st));
+                                          b.info, b.list, b.build, b.lengths, b.codes, b.codebooks,
+                                          b.sections, st));
     mark("huffman code (device)");
   } else {
     auto up = BuildCodesOnHost(plan, b, st, timer);

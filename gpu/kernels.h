@@ -86,10 +86,10 @@ cudaError_t CodeBuildSortBytes(uint64_t listed_capacity, uint32_t num_segments, 
 // Segment::code_section_at, and the section's place and size in codebooks.
 // max_symbols: the most symbols any segment can use (sizes shared memory).
 cudaError_t LaunchBuildCodes(const Segment* segments, uint32_t num_segments,
-                             uint64_t listed_capacity, uint32_t max_symbols, const UsedSymbols* info,
-                             const SymbolCount* list, const CodeBuildScratch& scratch,
-                             uint8_t* lengths, uint32_t* codes, Codebook* codebooks,
-                             uint8_t* sections, cudaStream_t stream);
+                             uint64_t listed_capacity, uint32_t max_symbols,
+                             const UsedSymbols* info, const SymbolCount* list,
+                             const CodeBuildScratch& scratch, uint8_t* lengths, uint32_t* codes,
+                             Codebook* codebooks, uint8_t* sections, cudaStream_t stream);
 
 // --- encode_kernels.cu: chunked Huffman encoding with gap array.
 // Bits per chunk, and the words and gap entries each chunk takes.

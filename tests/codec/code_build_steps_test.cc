@@ -49,8 +49,7 @@ Simulated SimulateBlock(const std::vector<SymbolCount>& used, int max_length) {
     Queues q{0, 0, 0};
     bool too_deep = false;  // as the kernel, give up at the first node over the limit
     while (q.made < m - 1 && !too_deep) {
-      const Round r =
-          PlanRound(leaf_weight.data(), m, internal_weight.data(), q, FirstHeavier);
+      const Round r = PlanRound(leaf_weight.data(), m, internal_weight.data(), q, FirstHeavier);
       EXPECT_GE(r.pairs, 1u);
       auto take = [&](uint32_t node, uint32_t rank, uint32_t weight) {
         if (rank >= 2 * r.pairs) return;
@@ -155,9 +154,15 @@ TEST(CodeBuildSteps, RandomHistogramsOfEveryShape) {
     for (uint32_t s = 0; s < alphabet; ++s) {
       if (rng() % 3 == 0) continue;
       switch (shape) {
-        case 0: counts[s] = 1 + rng() % 10; break;         // flat, many ties
-        case 1: counts[s] = 1 + rng() % 1000000; break;    // wide
-        case 2: counts[s] = 1 + (rng() >> (rng() % 64)) % 100000; break;  // heavy-tailed
+        case 0:
+          counts[s] = 1 + rng() % 10;
+          break;  // flat, many ties
+        case 1:
+          counts[s] = 1 + rng() % 1000000;
+          break;  // wide
+        case 2:
+          counts[s] = 1 + (rng() >> (rng() % 64)) % 100000;
+          break;    // heavy-tailed
         default: {  // Laplacian around the middle, as a quantizer's codes are
           const double x = std::abs(static_cast<double>(s) - alphabet / 2.0);
           counts[s] = static_cast<uint64_t>(1e7 * std::exp(-x / (1 + rng() % 50))) + rng() % 2;

@@ -402,7 +402,8 @@ TEST(GpuCodec, BatchWithHostBuiltCodesMatchesOneByOne) {
 // is 0. *histogram counts the residuals, so the frame's symbol counts are
 // known exactly.
 template <typename Draw>
-std::vector<uint8_t> WalkWithResiduals(uint64_t n, Draw draw, std::map<int64_t, uint32_t>* histogram) {
+std::vector<uint8_t> WalkWithResiduals(uint64_t n, Draw draw,
+                                       std::map<int64_t, uint32_t>* histogram) {
   const uint64_t block = DefaultBlock(1)[0];
   std::vector<float> v(n);
   float x = 0;
@@ -440,9 +441,11 @@ void ExpectFlattenedAsOnTheCpu(uint64_t n, const std::vector<uint8_t>& data) {
 TEST(GpuCodec, SmallAlphabetsAreFlattenedAsOnTheCpu) {
   SKIP_WITHOUT_GPU();
   std::vector<uint64_t> weight = {1, 1};
-  while (weight.size() < 27) weight.push_back(weight[weight.size() - 1] + weight[weight.size() - 2]);
+  while (weight.size() < 27)
+    weight.push_back(weight[weight.size() - 1] + weight[weight.size() - 2]);
   std::vector<int64_t> pool;  // residual j + 1 as often as weight[j]
-  for (size_t j = 0; j < weight.size(); ++j) pool.insert(pool.end(), weight[j], static_cast<int64_t>(j) + 1);
+  for (size_t j = 0; j < weight.size(); ++j)
+    pool.insert(pool.end(), weight[j], static_cast<int64_t>(j) + 1);
   for (const uint64_t seed : {1u, 2u}) {
     std::mt19937_64 rng(seed);
     std::shuffle(pool.begin(), pool.end(), rng);
@@ -452,7 +455,8 @@ TEST(GpuCodec, SmallAlphabetsAreFlattenedAsOnTheCpu) {
     // elements draw none), the rarest residuals included.
     const uint64_t block = DefaultBlock(1)[0];
     const uint64_t n = pool.size() + pool.size() / (block - 1) + block + 1;
-    const auto data = WalkWithResiduals(n, [&] { return pool[next++ % pool.size()]; }, &histogram);
+    const auto data = WalkWithResiduals(
+        n, [&] { return pool[next++ % pool.size()]; }, &histogram);
     ASSERT_GE(next, pool.size());
     ASSERT_LE(histogram.size(), 1024u);
     ASSERT_GT(UnlimitedDepth(histogram), 20);
