@@ -294,101 +294,107 @@ __device__ void LengthsByPlace(const BuildArgs& a, uint32_t m, uint64_t offset, 
     place_length[cb::PlaceOf(keys[i])] = leaf_depth[i];
   }
 }
-__global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
-  using Scan = cub::BlockScan<uint32_t, kThreads>;
-  extern __shared__ __align__(16) uint8_t dynamic_shared[];
-  __shared__ typename Scan::TempStorage scan;
-  __shared__ Shared sh;
-  __shared__ Shared warp_sh[kWarps];
-  __shared__ uint32_t fits;
-  __shared__ uint32_t length_count[kMaxLength + 1];
-  __shared__ uint32_t next_code[kMaxLength + 1];
-  __shared__ uint32_t warp_count[kWarps][kMaxLength + 1];
-  __shared__ uint32_t carry;
+// The kernel's shared memory besides the trees.
+struct BlockShared {
+  typename cub::BlockScan<uint32_t, kThreads>::TempStorage scan;
+  Shared tree;          // the block's own rounds
+  Shared warp[kWarps];  // each warp's, when warps try halvings side by side
+  uint32_t fits;        // which of them fit
+  uint32_t length_count[kMaxLength + 1];
+  uint32_t next_code[kMaxLength + 1];
+  uint32_t warp_count[kWarps][kMaxLength + 1];
+  uint32_t carry;
+};
 
-  const uint32_t s = blockIdx.x;
-  const Segment& seg = a.segments[s];
-  const UsedSymbols u = a.info[s];
+// Each used symbol's code length, by place: the fewest halvings whose tree
+// fits the limit, tried a warp each at once for small frames, else one
+// after another by the whole block; then the fitting tree's depths.
+__device__ void CodeLengths(const BuildArgs& a, const Segment& seg, const UsedSymbols& u,
+                            uint8_t* dynamic_shared, BlockShared& bs, uint8_t* place_length) {
+  const uint32_t m = u.count;
+  if (m == 1 && threadIdx.x == 0) place_length[0] = 1;
+  if (m < 2) return;
+  const uint64_t* keys = a.keys + u.offset;
+  const uint32_t limit = seg.max_code_length;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t parallel =
+      m <= kParallelTrialSymbols ? min(kWarps, a.shared_bytes / TreeBytes(m)) : 1;
+  // The limit admits the alphabet (MakePlan checks), so halving ends by the
+  // time every weight is 1; the bound on trials is only a guard.
+  constexpr uint32_t kMaxTrials = 40;
+  uint32_t halvings = 0;
+  Tree t;
+  const Shared* built = &bs.tree;
+  if (parallel >= 2) {
+    // Warp w tries base + w halvings; the fewest that fit win.
+    for (uint32_t base = 0; base < kMaxTrials; base += parallel) {
+      if (threadIdx.x == 0) bs.fits = 0;
+      __syncthreads();
+      if (warp < parallel) {
+        const Tree mine =
+            PlaceTree(a, m, u.offset, dynamic_shared + warp * TreeBytes(m), TreeBytes(m));
+        for (uint32_t i = lane; i < m; i += 32) {
+          mine.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), base + warp);
+          mine.height[i] = 0;
+        }
+        __syncwarp();
+        if (WarpBuildTree(mine, limit, bs.warp[warp]) && lane == 0) atomicOr(&bs.fits, 1u << warp);
+      }
+      __syncthreads();
+      const uint32_t fitting = bs.fits;
+      __syncthreads();  // all have read it before it is cleared
+      if (fitting != 0) {
+        const uint32_t winner = __ffs(fitting) - 1;
+        halvings = base + winner;
+        t = PlaceTree(a, m, u.offset, dynamic_shared + winner * TreeBytes(m), TreeBytes(m));
+        built = &bs.warp[winner];
+        break;
+      }
+    }
+  } else {
+    t = PlaceTree(a, m, u.offset, dynamic_shared, a.shared_bytes);
+    for (; halvings < kMaxTrials; ++halvings) {
+      for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+        t.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), halvings);
+        t.height[i] = 0;
+      }
+      __syncthreads();
+      if (BuildTree(t, limit, bs.tree)) break;
+    }
+  }
+  uint8_t* leaf_depth = a.scratch.leaf_depth + u.offset;
+  if (m <= kWarpDepthSymbols) {
+    if (threadIdx.x < 32) Depths(t, *built, leaf_depth, threadIdx.x, 32, [] { __syncwarp(); });
+  } else {
+    Depths(t, *built, leaf_depth, threadIdx.x, kThreads, [] { __syncthreads(); });
+  }
+  __syncthreads();  // the tree's shared memory is free again
+  LengthsByPlace(a, m, u.offset, halvings, dynamic_shared, place_length);
+}
+
+// Canonical codes (as codec/huffman_code.cc's CanonicalCodes) into the
+// segment's tables: first codes per length, then each symbol's rank among
+// those of its length in symbol order, a tile of 1024 places at a time,
+// within the warp and then across warps.
+__device__ void AssignCodes(const BuildArgs& a, uint32_t s, const UsedSymbols& u,
+                            const uint8_t* place_length, BlockShared& bs) {
   const uint32_t m = u.count;
   const SymbolCount* list = a.list + u.offset;
-  uint8_t* place_length = a.scratch.place_length + u.offset;
-
-  // Lengths, by place.
-  if (m == 1 && threadIdx.x == 0) place_length[0] = 1;
-  if (m >= 2) {
-    const uint64_t* keys = a.keys + u.offset;
-    const uint32_t limit = seg.max_code_length;
-    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const uint32_t parallel =
-        m <= kParallelTrialSymbols ? min(kWarps, a.shared_bytes / TreeBytes(m)) : 1;
-    // The limit admits the alphabet (2^20 >= 65536 symbols), so halving ends
-    // by the time every weight is 1; the bound on trials is only a guard.
-    constexpr uint32_t kMaxTrials = 40;
-    uint32_t halvings = 0;
-    Tree t;
-    const Shared* built = &sh;
-    if (parallel >= 2) {
-      // Warp w tries base + w halvings; the fewest that fit win.
-      for (uint32_t base = 0; base < kMaxTrials; base += parallel) {
-        if (threadIdx.x == 0) fits = 0;
-        __syncthreads();
-        if (warp < parallel) {
-          const Tree mine =
-              PlaceTree(a, m, u.offset, dynamic_shared + warp * TreeBytes(m), TreeBytes(m));
-          for (uint32_t i = lane; i < m; i += 32) {
-            mine.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), base + warp);
-            mine.height[i] = 0;
-          }
-          __syncwarp();
-          if (WarpBuildTree(mine, limit, warp_sh[warp]) && lane == 0) atomicOr(&fits, 1u << warp);
-        }
-        __syncthreads();
-        const uint32_t fitting = fits;
-        __syncthreads();  // all have read it before it is cleared
-        if (fitting != 0) {
-          const uint32_t winner = __ffs(fitting) - 1;
-          halvings = base + winner;
-          t = PlaceTree(a, m, u.offset, dynamic_shared + winner * TreeBytes(m), TreeBytes(m));
-          built = &warp_sh[winner];
-          break;
-        }
-      }
-    } else {
-      t = PlaceTree(a, m, u.offset, dynamic_shared, a.shared_bytes);
-      for (; halvings < kMaxTrials; ++halvings) {
-        for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
-          t.leaf_weight[i] = cb::HalvedWeight(cb::WeightOf(keys[i]), halvings);
-          t.height[i] = 0;
-        }
-        __syncthreads();
-        if (BuildTree(t, limit, sh)) break;
-      }
-    }
-    uint8_t* leaf_depth = a.scratch.leaf_depth + u.offset;
-    if (m <= kWarpDepthSymbols) {
-      if (threadIdx.x < 32) Depths(t, *built, leaf_depth, threadIdx.x, 32, [] { __syncwarp(); });
-    } else {
-      Depths(t, *built, leaf_depth, threadIdx.x, kThreads, [] { __syncthreads(); });
-    }
-    __syncthreads();  // the tree's shared memory is free again
-    LengthsByPlace(a, m, u.offset, halvings, dynamic_shared, place_length);
+  if (threadIdx.x <= kMaxLength) bs.length_count[threadIdx.x] = 0;
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < m; i += kThreads) {
+    atomicAdd(&bs.length_count[place_length[i]], 1);
   }
-  if (threadIdx.x <= kMaxLength) length_count[threadIdx.x] = 0;
   __syncthreads();
-  for (uint32_t i = threadIdx.x; i < m; i += kThreads) atomicAdd(&length_count[place_length[i]], 1);
-  __syncthreads();
-  if (threadIdx.x == 0) {  // canonical first codes, as CanonicalCodes
+  if (threadIdx.x == 0) {
     uint32_t code = 0;
-    length_count[0] = 0;
+    bs.length_count[0] = 0;
     for (int l = 1; l <= kMaxLength; ++l) {
-      code = (code + length_count[l - 1]) << 1;
-      next_code[l] = code;
+      code = (code + bs.length_count[l - 1]) << 1;
+      bs.next_code[l] = code;
     }
   }
   __syncthreads();
-
-  // Codes in symbol order within each length: a tile of 1024 places at a
-  // time, ranked among equal lengths in the warp, then across warps.
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint64_t table = uint64_t{s} * kHistogramBins;
   for (uint32_t base = 0; base < m; base += kThreads) {
@@ -397,34 +403,40 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
     const uint32_t same = __match_any_sync(0xFFFFFFFFu, len);
     const uint32_t rank = __popc(same & ((1u << lane) - 1));
     for (uint32_t x = threadIdx.x; x < kWarps * (kMaxLength + 1); x += kThreads) {
-      warp_count[x / (kMaxLength + 1)][x % (kMaxLength + 1)] = 0;
+      bs.warp_count[x / (kMaxLength + 1)][x % (kMaxLength + 1)] = 0;
     }
     __syncthreads();
-    if (rank == 0) warp_count[warp][len] = __popc(same);
+    if (rank == 0) bs.warp_count[warp][len] = __popc(same);
     __syncthreads();
     if (threadIdx.x >= 1 && threadIdx.x <= kMaxLength) {  // per length, over warps
       const uint32_t l = threadIdx.x;
-      uint32_t next = next_code[l];
+      uint32_t next = bs.next_code[l];
       for (int w = 0; w < kWarps; ++w) {
-        const uint32_t n = warp_count[w][l];
-        warp_count[w][l] = next;
+        const uint32_t n = bs.warp_count[w][l];
+        bs.warp_count[w][l] = next;
         next += n;
       }
-      next_code[l] = next;
+      bs.next_code[l] = next;
     }
     __syncthreads();
     if (i < m) {
       const uint32_t symbol = list[i].symbol;
       a.lengths[table + symbol] = static_cast<uint8_t>(len);
-      a.codes[table + symbol] = warp_count[warp][len] + rank;
+      a.codes[table + symbol] = bs.warp_count[warp][len] + rank;
     }
     __syncthreads();
   }
+}
 
-  // The code-length section: each used symbol's zero run (if any) and
-  // length, placed by a scan, then the run to the alphabet's end.
+// The code-length section (FORMAT.md §5.1): each used symbol's zero run (if
+// any) and length, placed by a scan, then the run to the alphabet's end.
+__device__ void WriteSection(const BuildArgs& a, uint32_t s, const Segment& seg,
+                             const UsedSymbols& u, const uint8_t* place_length, BlockShared& bs) {
+  using Scan = cub::BlockScan<uint32_t, kThreads>;
+  const uint32_t m = u.count;
+  const SymbolCount* list = a.list + u.offset;
   uint8_t* section = a.sections + seg.code_section_at;
-  if (threadIdx.x == 0) carry = 0;
+  if (threadIdx.x == 0) bs.carry = 0;
   __syncthreads();
   for (uint32_t base = 0; base < m; base += kThreads) {
     const uint32_t i = base + threadIdx.x;
@@ -434,21 +446,34 @@ __global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
       bytes = cb::ZeroRunBytes(gap) + 1;
     }
     uint32_t at, total;
-    Scan(scan).ExclusiveSum(bytes, at, total);
+    Scan(bs.scan).ExclusiveSum(bytes, at, total);
     if (i < m) {
-      uint8_t* out = cb::WriteZeroRun(gap, section + carry + at);
+      uint8_t* out = cb::WriteZeroRun(gap, section + bs.carry + at);
       *out = place_length[i];
     }
     __syncthreads();
-    if (threadIdx.x == 0) carry += total;
+    if (threadIdx.x == 0) bs.carry += total;
     __syncthreads();
   }
   if (threadIdx.x == 0) {
     const uint32_t alphabet = 2 * seg.radius;
     const uint32_t tail = alphabet - (m ? list[m - 1].symbol + 1 : 0);
-    const uint8_t* end = cb::WriteZeroRun(tail, section + carry);
-    a.codebooks[s] = {seg.code_section_at, static_cast<uint32_t>(end - section)};
+    const uint8_t* end = cb::WriteZeroRun(tail, section + bs.carry);
+    a.codebooks[s] = {seg.code_section_at, static_cast<uint64_t>(end - section)};
   }
+}
+
+// One block per segment: lengths, codes, section.
+__global__ void __launch_bounds__(kThreads) BuildCodesKernel(BuildArgs a) {
+  extern __shared__ __align__(16) uint8_t dynamic_shared[];
+  __shared__ BlockShared bs;
+  const uint32_t s = blockIdx.x;
+  const Segment& seg = a.segments[s];
+  const UsedSymbols u = a.info[s];
+  uint8_t* place_length = a.scratch.place_length + u.offset;
+  CodeLengths(a, seg, u, dynamic_shared, bs, place_length);
+  AssignCodes(a, s, u, place_length, bs);
+  WriteSection(a, s, seg, u, place_length, bs);
 }
 
 // The dynamic shared memory BuildCodesKernel may use on the current device:
