@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/format.h"
+#include "codec/zero_run.h"
 
 namespace ebzip {
 namespace {
@@ -101,14 +102,10 @@ void LeafDepths(size_t m, const std::vector<uint32_t>& parent, std::vector<uint3
   for (size_t i = 2 * m - 2; i-- > 0;) d[i] = d[parent[i]] + 1;
 }
 
-// A run of zero lengths: a 0, then the run's length in LEB128.
+// A run of zero lengths (codec/zero_run.h) at the end of *out.
 void AppendZeroRun(uint64_t run, std::vector<uint8_t>* out) {
-  out->push_back(0);
-  do {
-    uint8_t byte = run & 0x7F;
-    run >>= 7;
-    out->push_back(byte | (run ? 0x80 : 0));
-  } while (run);
+  uint8_t bytes[kMaxZeroRunBytes];
+  out->insert(out->end(), bytes, WriteZeroRun(run, bytes));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "codec/huffman_code.h"
+#include "codec/zero_run.h"
 #include "gpu/code_build_steps.h"
 #include "gpu/kernels.h"
 
@@ -443,12 +444,12 @@ __device__ void WriteSection(const BuildArgs& a, uint32_t s, const Segment& seg,
     uint32_t gap = 0, bytes = 0;
     if (i < m) {
       gap = list[i].symbol - (i ? list[i - 1].symbol + 1 : 0);
-      bytes = cb::ZeroRunBytes(gap) + 1;
+      bytes = ZeroRunBytes(gap) + 1;
     }
     uint32_t at, total;
     Scan(bs.scan).ExclusiveSum(bytes, at, total);
     if (i < m) {
-      uint8_t* out = cb::WriteZeroRun(gap, section + bs.carry + at);
+      uint8_t* out = WriteZeroRun(gap, section + bs.carry + at);
       *out = place_length[i];
     }
     __syncthreads();
@@ -458,7 +459,7 @@ __device__ void WriteSection(const BuildArgs& a, uint32_t s, const Segment& seg,
   if (threadIdx.x == 0) {
     const uint32_t alphabet = 2 * seg.radius;
     const uint32_t tail = alphabet - (m ? list[m - 1].symbol + 1 : 0);
-    const uint8_t* end = cb::WriteZeroRun(tail, section + bs.carry);
+    const uint8_t* end = WriteZeroRun(tail, section + bs.carry);
     a.codebooks[s] = {seg.code_section_at, static_cast<uint64_t>(end - section)};
   }
 }

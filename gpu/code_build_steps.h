@@ -178,26 +178,6 @@ EBZIP_HD inline uint64_t Halved(uint64_t key) {
   return Key(w / 2 + w % 2, PlaceOf(key));
 }
 
-// The code-length section (FORMAT.md §5.1) item by item: before used symbol
-// `symbol`, whose predecessor in the list ends at `next` (its symbol + 1, or
-// 0), a zero run if there is a gap; then its length.
-EBZIP_HD inline uint32_t LebBytes(uint64_t v) {
-  uint32_t n = 1;
-  while (v >= 0x80) v >>= 7, ++n;
-  return n;
-}
-EBZIP_HD inline uint32_t ZeroRunBytes(uint64_t run) { return run ? 1 + LebBytes(run) : 0; }
-EBZIP_HD inline uint8_t* WriteZeroRun(uint64_t run, uint8_t* out) {
-  if (run == 0) return out;
-  *out++ = 0;
-  do {
-    const uint8_t b = run & 0x7F;
-    run >>= 7;
-    *out++ = b | (run ? 0x80 : 0);
-  } while (run);
-  return out;
-}
-
 }  // namespace ebzip::gpu::code_build
 
 #endif  // EBZIP_GPU_CODE_BUILD_STEPS_H_

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codec/huffman_code.h"
+#include "codec/zero_run.h"
 #include "gtest/gtest.h"
 
 namespace ebzip::gpu::code_build {
@@ -246,7 +247,40 @@ TEST(CodeBuildSteps, SectionItemsMatchTheHostWriter) {
     size += WriteZeroRun(tail, out) - out;
     got.resize(size);
     ASSERT_EQ(got, expected);
+    // Both writers share WriteZeroRun: the parser, written apart from it,
+    // must read every length back in its place. It rejects a code with no
+    // symbol or one over Kraft's sum, which random lengths may be; lengths
+    // of 20 for these under 2^20 symbols are neither.
+    if (symbols.empty()) continue;
+    for (auto& l : lengths) l = 20;
+    expected.clear();
+    AppendCodeLengths(symbols, lengths, alphabet, &expected);
+    auto parsed = ParseCodeLengths(expected, alphabet, 20);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    std::vector<uint8_t> by_symbol(alphabet, 0);
+    for (size_t i = 0; i < symbols.size(); ++i) by_symbol[symbols[i]] = lengths[i];
+    ASSERT_EQ(*parsed, by_symbol);
   }
+}
+
+// The run encoding as FORMAT.md §5.1 defines it: a 0, then LEB128.
+TEST(CodeBuildSteps, ZeroRunsAreLeb128) {
+  const std::vector<std::pair<uint64_t, std::vector<uint8_t>>> cases = {
+      {1, {0, 0x01}},
+      {127, {0, 0x7F}},
+      {128, {0, 0x80, 0x01}},
+      {300, {0, 0xAC, 0x02}},
+      {65536, {0, 0x80, 0x80, 0x04}}};
+  for (const auto& [run, bytes] : cases) {
+    uint8_t out[kMaxZeroRunBytes];
+    uint8_t* end = WriteZeroRun(run, out);
+    EXPECT_EQ(std::vector<uint8_t>(out, end), bytes) << run;
+    EXPECT_EQ(ZeroRunBytes(run), bytes.size()) << run;
+  }
+  uint8_t out[kMaxZeroRunBytes];
+  EXPECT_EQ(WriteZeroRun(0, out), out);
+  EXPECT_EQ(ZeroRunBytes(0), 0u);
+  EXPECT_EQ(WriteZeroRun(~uint64_t{0}, out) - out, kMaxZeroRunBytes);
 }
 
 }  // namespace
