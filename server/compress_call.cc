@@ -23,7 +23,9 @@ namespace {
 class CompressCall final : public StreamingCall<v1::CompressRequest, v1::CompressResponse> {
  public:
   CompressCall(CallEnv& env, grpc::CallbackServerContext* context)
-      : StreamingCall(env, context, Method::kCompress) {
+      : StreamingCall(
+            env, context, Method::kCompress,
+            {v1::CompressRequest::kDataFieldNumber, v1::CompressResponse::kArchiveFieldNumber}) {
     Begin();
   }
 
@@ -34,7 +36,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       case v1::CompressRequest::kHeader:
         return OnHeader(message.header());
       case v1::CompressRequest::kData:
-        return OnData(message.data());
+        return OnPayload(Payload::Of(message.data()));
       default:
         return absl::InvalidArgumentError("a CompressRequest with neither header nor data");
     }
@@ -116,7 +118,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     return absl::OkStatus();
   }
 
-  absl::Status OnData(const std::string& data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // A data message.
+  absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!have_header_) {
       return absl::InvalidArgumentError("data before the header: send the header first");
     }
@@ -129,11 +132,13 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     }
     received_ += data.size();
     if (!plan_) {
-      if (data.empty()) return absl::OkStatus();  // also once the work is queued
-      if (current_->input_block) {
-        current_->input_block.Append(data.data(), data.size());
-      } else {
-        AppendBytes(data, 0, data.size(), &current_->input);
+      if (data.size() == 0) return absl::OkStatus();  // also once the work is queued
+      for (absl::Span<const uint8_t> piece : data.pieces()) {
+        if (current_->input_block) {
+          current_->input_block.Append(piece.data(), piece.size());
+        } else {
+          AppendBytes(piece, &current_->input);
+        }
       }
       // Queued with its last byte, not at the half-close that follows it:
       // the read that brings the half-close overlaps the work. The summary
@@ -142,16 +147,17 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       return absl::OkStatus();
     }
     // Streamed: cut the bytes into frames, queueing each as it fills.
-    size_t used = 0;
-    while (used < data.size()) {
-      const size_t room = current_->spec.num_bytes() - current_->input.size();
-      const size_t n = std::min(room, data.size() - used);
-      AppendBytes(data, used, n, &current_->input);
-      used += n;
-      if (current_->input.size() == current_->spec.num_bytes()) {
-        Submit(std::move(current_));
-        if (++next_frame_ < plan_->frame_count()) {
-          if (absl::Status s = StartFrame(); !s.ok()) return s;
+    for (absl::Span<const uint8_t> piece : data.pieces()) {
+      while (!piece.empty()) {
+        const size_t room = current_->spec.num_bytes() - current_->input.size();
+        const size_t n = std::min(room, piece.size());
+        AppendBytes(piece.first(n), &current_->input);
+        piece.remove_prefix(n);
+        if (current_->input.size() == current_->spec.num_bytes()) {
+          Submit(std::move(current_));
+          if (++next_frame_ < plan_->frame_count()) {
+            if (absl::Status s = StartFrame(); !s.ok()) return s;
+          }
         }
       }
     }
@@ -172,7 +178,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
 
   absl::StatusOr<Next> NextResponse(v1::CompressResponse* message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (sending_bytes()) return SendArchive(message);
+    if (sending_bytes()) return SendArchive();
     if (plan_) return NextStreamed(message);
     if (summary_sent_) return Next::kDone;
     Work* work = FrontWork();
@@ -181,7 +187,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       archive_taken_ = true;
       Account(*work);
       QueueBytes(std::move(work->output));
-      if (sending_bytes()) return SendArchive(message);
+      if (sending_bytes()) return SendArchive();
     }
     if (!input_done()) return Next::kWait;
     PopFront();
@@ -193,7 +199,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (!file_header_sent_) {
       file_header_sent_ = true;
       QueueBytes(writer_->Begin());
-      return SendArchive(message);
+      return SendArchive();
     }
     if (frames_sent_ < plan_->frame_count()) {
       Work* work = FrontWork();
@@ -208,12 +214,12 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       ++frames_sent_;
       writer_->AddFrame(frame->size());
       QueueBytes(*std::move(frame));
-      return SendArchive(message);
+      return SendArchive();
     }
     if (!index_sent_) {
       index_sent_ = true;
       QueueBytes(writer_->Finish());
-      return SendArchive(message);
+      return SendArchive();
     }
     // The archive is complete; the summary waits for the client's half-close
     // so that data beyond the shape is still refused.
@@ -226,11 +232,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   // half-close).
   bool ReplyComplete() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return summary_sent_; }
 
-  Next SendArchive(v1::CompressResponse* message) {
-    return SendBytes([&](const uint8_t* data, size_t n) {
-      message->set_archive(data, n);
-      archive_bytes_ += n;
-    });
+  Next SendArchive() {
+    archive_bytes_ += SendBytes();
+    return Next::kSend;
   }
 
   // Adds a finished work's figures to the summary (a streamed array's frames
@@ -299,7 +303,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::CompressRequest, v1::CompressResponse>* NewCompressCall(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewCompressCall(
     CallEnv& env, grpc::CallbackServerContext* context) {
   return new CompressCall(env, context);
 }

@@ -9,7 +9,9 @@
 
 namespace ebzip::server {
 
-grpc::ServerBidiReactor<v1::CompressRequest, v1::CompressResponse>* NewCompressCall(
+// Messages are v1::CompressRequest and CompressResponse, as gRPC byte buffers
+// (streaming_call.h).
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewCompressCall(
     CallEnv& env, grpc::CallbackServerContext* context);
 
 }  // namespace ebzip::server

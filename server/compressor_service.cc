@@ -6,13 +6,13 @@
 
 namespace ebzip::server {
 
-grpc::ServerBidiReactor<v1::CompressRequest, v1::CompressResponse>* CompressorService::Compress(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* CompressorService::Compress(
     grpc::CallbackServerContext* context) {
   return NewCompressCall(env_, context);
 }
 
-grpc::ServerBidiReactor<v1::DecompressRequest, v1::DecompressResponse>*
-CompressorService::Decompress(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* CompressorService::Decompress(
+    grpc::CallbackServerContext* context) {
   return NewDecompressCall(env_, context);
 }
 

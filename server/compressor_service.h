@@ -11,18 +11,24 @@
 
 namespace ebzip::server {
 
-class CompressorService final : public v1::Compressor::CallbackService {
+// Compress and Decompress take gRPC's byte buffers rather than parsed
+// messages, so that their bulk bytes skip protobuf's copies (payload.h).
+using CompressorBase =
+    v1::Compressor::WithRawCallbackMethod_Compress<v1::Compressor::WithRawCallbackMethod_Decompress<
+        v1::Compressor::WithCallbackMethod_GetServerInfo<v1::Compressor::Service>>>;
+
+class CompressorService final : public CompressorBase {
  public:
   CompressorService(CallEnv& env, std::string version) : env_(env), version_(std::move(version)) {}
 
   // The generated base also declares the synchronous overloads.
-  using v1::Compressor::CallbackService::Compress;
-  using v1::Compressor::CallbackService::Decompress;
-  using v1::Compressor::CallbackService::GetServerInfo;
+  using CompressorBase::Compress;
+  using CompressorBase::Decompress;
+  using CompressorBase::GetServerInfo;
 
-  grpc::ServerBidiReactor<v1::CompressRequest, v1::CompressResponse>* Compress(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Compress(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<v1::DecompressRequest, v1::DecompressResponse>* Decompress(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Decompress(
       grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,

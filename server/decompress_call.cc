@@ -24,7 +24,9 @@ namespace {
 class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::DecompressResponse> {
  public:
   DecompressCall(CallEnv& env, grpc::CallbackServerContext* context)
-      : StreamingCall(env, context, Method::kDecompress),
+      : StreamingCall(
+            env, context, Method::kDecompress,
+            {v1::DecompressRequest::kArchiveFieldNumber, v1::DecompressResponse::kDataFieldNumber}),
         priority_(PriorityFromMetadata(*context)) {
     whole_->reservation = env.admission.Empty();
     frame_reservation_ = env.admission.Empty();
@@ -32,11 +34,15 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   }
 
  private:
+  // A DecompressRequest holds nothing but its payload, the archive's bytes.
   absl::Status OnMessage(const v1::DecompressRequest& message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const std::string& data = message.archive();
+    return OnPayload(Payload::Of(message.archive()));
+  }
+
+  absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     count_in(data.size());
-    if (header_) return Feed(reinterpret_cast<const uint8_t*>(data.data()), data.size());
+    if (header_) return Feed(data);
     if (data.size() > env_.limits.max_request_bytes - whole_->input.size()) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the archive is larger than this server takes in one request "
@@ -45,7 +51,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     }
     // Admitted as it arrives: the archive's size is not known in advance.
     if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) return s;
-    AppendBytes(data, 0, data.size(), &whole_->input);
+    for (absl::Span<const uint8_t> piece : data.pieces()) AppendBytes(piece, &whole_->input);
     if (decided_ || whole_->input.size() < format::kFileHeaderSize) return absl::OkStatus();
     decided_ = true;
     auto header = format::ParseFileHeader(whole_->input);
@@ -57,12 +63,21 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     std::vector<uint8_t> rest(whole_->input.begin() + format::kFileHeaderSize, whole_->input.end());
     whole_.reset();  // and its reservation
     offset_ = format::kFileHeaderSize;
-    return Feed(rest.data(), rest.size());
+    return Feed(rest);
+  }
+
+  absl::Status Feed(const Payload& data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (absl::Span<const uint8_t> piece : data.pieces()) {
+      if (absl::Status s = Feed(piece); !s.ok()) return s;
+    }
+    return absl::OkStatus();
   }
 
   // Streamed: cuts the bytes into frames, queueing each as it completes, then
   // keeps the frame index and trailer.
-  absl::Status Feed(const uint8_t* data, size_t size) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status Feed(absl::Span<const uint8_t> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint8_t* data = bytes.data();
+    size_t size = bytes.size();
     while (size > 0) {
       if (next_frame_ == header_->frame_count) {
         const uint64_t tail = format::FrameIndexSize(header_->frame_count) + format::kTrailerSize;
@@ -171,7 +186,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
 
   absl::StatusOr<Next> NextResponse(v1::DecompressResponse* message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (sending_bytes()) return SendRows(message);
+    if (sending_bytes()) return SendRows();
     if (header_ && rows_sent_ == header_->frame_count) {
       return input_done() ? Next::kDone : Next::kWait;
     }
@@ -203,7 +218,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     } else {
       sent_all_ = true;
     }
-    return SendRows(message);
+    return SendRows();
   }
 
   // The last rows, once the client has closed its side (what it sends after
@@ -213,8 +228,9 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     return all_rows && !sending_bytes() && input_done();
   }
 
-  Next SendRows(v1::DecompressResponse* message) {
-    return SendBytes([&](const uint8_t* data, size_t n) { message->set_data(data, n); });
+  Next SendRows() {
+    SendBytes();
+    return Next::kSend;
   }
 
   const int priority_;
@@ -241,7 +257,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
 
 }  // namespace
 
-grpc::ServerBidiReactor<v1::DecompressRequest, v1::DecompressResponse>* NewDecompressCall(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewDecompressCall(
     CallEnv& env, grpc::CallbackServerContext* context) {
   return new DecompressCall(env, context);
 }

@@ -9,7 +9,9 @@
 
 namespace ebzip::server {
 
-grpc::ServerBidiReactor<v1::DecompressRequest, v1::DecompressResponse>* NewDecompressCall(
+// Messages are v1::DecompressRequest and DecompressResponse, as gRPC byte buffers
+// (streaming_call.h).
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewDecompressCall(
     CallEnv& env, grpc::CallbackServerContext* context);
 
 }  // namespace ebzip::server

@@ -20,6 +20,18 @@ namespace {
 constexpr uint64_t kAlign = 256;
 uint64_t AlignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+unsigned ScheduleFlag(GpuWait wait) {
+  switch (wait) {
+    case GpuWait::kSpin:
+      return cudaDeviceScheduleSpin;
+    case GpuWait::kYield:
+      return cudaDeviceScheduleYield;
+    case GpuWait::kBlock:
+      break;
+  }
+  return cudaDeviceScheduleBlockingSync;
+}
+
 // A bump allocator over a device's pool, reset for every batch.
 class Carver {
  public:
@@ -231,6 +243,7 @@ class GpuBackend final : public Backend {
       if (!description.ok()) return description.status();
       g->description = *description;
       CUDA_RETURN_IF_ERROR(cudaSetDevice(i));
+      CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags(ScheduleFlag(options.wait)));
       size_t free_bytes = 0, total_bytes = 0;
       CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
       g->total_bytes = total_bytes;

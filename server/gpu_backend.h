@@ -31,6 +31,17 @@ enum class GpuFailurePolicy {
   kFail,   // finishes with UNAVAILABLE, naming the GPU; the client resends
 };
 
+// How a worker waits for its GPU (cudaDeviceSchedule*). CUDA's default,
+// spinning while the process has fewer contexts than cores, keeps one core
+// busy per worker even while the GPU computes: under the small-request load
+// the workers used two of the host's 16 cores that way while gRPC's threads
+// queued for cores (bench/RESULTS.md, tenth round).
+enum class GpuWait {
+  kBlock,  // sleeps until the GPU signals; wakes some microseconds later
+  kSpin,   // polls
+  kYield,  // polls, yielding the core between polls
+};
+
 struct GpuBackendOptions {
   uint64_t memory_bytes = 0;  // pool per GPU, shared by its workers; 0: 3/4 of its free memory
   uint64_t pinned_bytes = uint64_t{256} << 20;  // per worker
@@ -39,6 +50,7 @@ struct GpuBackendOptions {
   // 0: none, the heap.
   uint64_t host_pool_bytes = uint64_t{256} << 20;
   int workers_per_gpu = 2;
+  GpuWait wait = GpuWait::kBlock;
   GpuFailurePolicy on_failure = GpuFailurePolicy::kRetry;
   // Fault injection for tests: GPU `fail_device` (-1: every GPU) fails, as
   // on a CUDA error, when it starts its batch number `fail_at_batch`

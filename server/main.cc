@@ -44,6 +44,10 @@ ABSL_FLAG(uint64_t, gpu_host_pool_bytes, uint64_t{256} << 20,
 ABSL_FLAG(int32_t, gpu_workers, 2,
           "GPU backend: workers per GPU, each with its own CUDA stream, share of the pool and "
           "pinned memory, so one's copies and host work overlap another's kernels");
+ABSL_FLAG(std::string, gpu_wait, "block",
+          "GPU backend: how a worker waits for its GPU: block (sleeps until the GPU is done, "
+          "leaving the core to gRPC), spin (polls, a few microseconds sooner, one core per "
+          "worker) or yield (polls, yielding the core between polls)");
 ABSL_FLAG(std::string, gpu_failure_policy, "retry",
           "GPU backend: what the work a failed GPU was running does: retry (on the other GPUs, "
           "or the CPU codec when none is left) or fail (UNAVAILABLE, naming the GPU)");
@@ -67,6 +71,7 @@ namespace {
 // argv with EBZIPD_* environment variables put in front as flags, so the
 // command line, parsed after them, overrides them.
 std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::string>* storage) {
+  // clang-format off
   static const char* kFlags[] = {
       "listen",          "metrics_listen",     "backend",           "max_request_bytes",
       "max_queued_bytes", "batching",          "max_batch_bytes",   "max_batch_requests",
@@ -74,7 +79,8 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "gpu_host_pool_bytes",
       "tls_cert",        "tls_key",            "token",             "token_file",
       "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds",
-      "gpu_workers",     "gpu_failure_policy"};
+      "gpu_workers",     "gpu_failure_policy", "gpu_wait"};
+  // clang-format on
   for (const char* flag : kFlags) {
     const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
     if (const char* value = std::getenv(var.c_str()); value != nullptr) {
@@ -155,6 +161,7 @@ int main(int argc, char** argv) {
   o.gpu_host_pool_bytes = absl::GetFlag(FLAGS_gpu_host_pool_bytes);
   o.gpu_workers = absl::GetFlag(FLAGS_gpu_workers);
   o.gpu_failure_policy = absl::GetFlag(FLAGS_gpu_failure_policy);
+  o.gpu_wait = absl::GetFlag(FLAGS_gpu_wait);
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.token = Token();
@@ -163,7 +170,8 @@ int main(int argc, char** argv) {
   o.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_seconds));
   if (o.message_bytes == 0 || o.max_request_bytes == 0 || o.max_queued_bytes == 0 ||
       o.stream_frames == 0) {
-    std::fprintf(stderr, "ebzipd: --message_bytes, --stream_frames and the limits must be positive\n");
+    std::fprintf(stderr,
+                 "ebzipd: --message_bytes, --stream_frames and the limits must be positive\n");
     return 2;
   }
 

@@ -52,6 +52,10 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--gpu_failure_policy must be retry or fail, not \"", o.gpu_failure_policy, "\""));
   }
+  if (o.gpu_wait != "block" && o.gpu_wait != "spin" && o.gpu_wait != "yield") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu_wait must be block, spin or yield, not \"", o.gpu_wait, "\""));
+  }
   if (o.gpu_workers < 1) return absl::InvalidArgumentError("--gpu_workers must be at least 1");
   if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
 #ifdef EBZIP_HAVE_GPU
@@ -64,6 +68,9 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     g.workers_per_gpu = o.gpu_workers;
     g.on_failure =
         o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;
+    g.wait = o.gpu_wait == "spin"    ? GpuWait::kSpin
+             : o.gpu_wait == "yield" ? GpuWait::kYield
+                                     : GpuWait::kBlock;
     g.fail_at_batch = o.gpu_fail_at_batch;
     g.fail_device = o.gpu_fail_device;
     return MakeGpuBackend(g);
@@ -99,8 +106,8 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   limits.message_bytes = o.message_bytes;
   limits.stream_frames = o.stream_frames;
   limits.token = o.token;
-  s->env_ = std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_,
-                                      *s->backend_, limits);
+  s->env_ =
+      std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_, *s->backend_, limits);
   s->service_ = std::make_unique<CompressorService>(*s->env_, ServerVersion());
 
   EbzipServer* self = s.get();

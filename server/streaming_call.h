@@ -14,6 +14,9 @@
 // that sends everything first waits on a streamed request until its
 // deadline (ebzip.proto says so).
 //
+// Messages travel as gRPC byte buffers: payload messages (the bulk bytes)
+// are read and written in place (payload.h), any other through protobuf.
+//
 // Thread safety: gRPC runs the reactor's callbacks on its threads, and the
 // scheduler runs each work's completion on a worker thread; `mu_` orders
 // them, and every subclass hook runs under it. The call finishes only once
@@ -25,21 +28,24 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "server/call_env.h"
+#include "server/payload.h"
 #include "server/work.h"
 
 namespace ebzip::server {
 
 template <class Request, class Response>
-class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
+class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   void OnReadDone(bool ok) override {
     if (!ok && context_->IsCancelled()) {
@@ -55,7 +61,7 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
       if (failed_) {
         // The call is ending: read no more (Pump, below, may finish it now).
       } else if (ok) {
-        status = OnMessage(request_);
+        status = OnReceived();
         request_.Clear();
         read_more = status.ok();
         if (read_more && works_.size() >= window_) {
@@ -108,8 +114,20 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   // finishes or more input arrives, or the end of the reply.
   enum class Next { kSend, kWait, kDone };
 
-  StreamingCall(CallEnv& env, grpc::CallbackServerContext* context, Method method)
-      : env_(env), context_(context), method_(method), start_(absl::Now()) {
+  // The payload fields (payload.h): the request's and the reply's bytes
+  // field numbers.
+  struct PayloadFields {
+    uint32_t request;
+    uint32_t response;
+  };
+
+  StreamingCall(CallEnv& env, grpc::CallbackServerContext* context, Method method,
+                PayloadFields payload_fields)
+      : env_(env),
+        context_(context),
+        method_(method),
+        payload_fields_(payload_fields),
+        start_(absl::Now()) {
     env_.StartCall(method_);
     request_id_ = RequestId(*context_, "");
     peer_ = context_->peer();  // gone once the call is cancelled
@@ -126,12 +144,17 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
     this->StartRead(&request_);
   }
 
-  // Hooks, each called under mu_. One request message; an error ends the call.
+  // Hooks, each called under mu_. One request message other than a payload
+  // message; an error ends the call.
   virtual absl::Status OnMessage(const Request& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
+  // The bytes of one payload message (a message whose only field is the
+  // request's payload field, however it arrived: OnMessage hands on the
+  // others); an error ends the call.
+  virtual absl::Status OnPayload(const Payload& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // The request stream ended; an error ends the call.
   virtual absl::Status OnEndOfInput() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
-  // Fills the next response message from the finished works (FrontWork);
-  // an error ends the call.
+  // Fills the next response message from the finished works (FrontWork), or
+  // calls SendBytes; an error ends the call.
   virtual absl::StatusOr<Next> NextResponse(Response* message)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // After NextResponse made a message: true when it is the reply's last, so
@@ -162,29 +185,34 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
 
   // Bytes to send in messages of at most --message_bytes (an archive, a
   // frame, an array), freed once sent.
+  // Each message that carries some of them shares their ownership with gRPC,
+  // which sends them from where they are.
   void QueueBytes(std::vector<uint8_t> bytes) {
-    out_ = std::move(bytes);
-    out_block_.Release();
+    auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    out_ = absl::MakeConstSpan(*owner);
+    out_owner_ = std::move(owner);
     out_at_ = 0;
   }
   void QueueBytes(HostBlock bytes) {
-    out_.clear();
-    out_.shrink_to_fit();
-    out_block_ = std::move(bytes);
+    auto owner = std::make_shared<const HostBlock>(std::move(bytes));
+    out_ = owner->bytes();
+    out_owner_ = std::move(owner);
     out_at_ = 0;
   }
-  bool sending_bytes() const { return out_at_ < OutBytes().size(); }
-  // Hands the next piece of the queued bytes to put(data, size), which
-  // fills the response message, and counts it as sent.
-  template <class Put>
-  Next SendBytes(Put put) {
-    const absl::Span<const uint8_t> out = OutBytes();
-    const size_t n = std::min<size_t>(env_.limits.message_bytes, out.size() - out_at_);
-    put(out.data() + out_at_, n);
+  bool sending_bytes() const { return out_at_ < out_.size(); }
+  // Makes the next payload message of the queued bytes the one to send;
+  // returns its size.
+  uint64_t SendBytes() {
+    const size_t n = std::min<size_t>(env_.limits.message_bytes, out_.size() - out_at_);
+    payload_message_ =
+        PayloadMessage(payload_fields_.response, out_.subspan(out_at_, n), out_owner_);
     out_at_ += n;
     count_out(n);
-    if (out_at_ == out.size()) QueueBytes(std::vector<uint8_t>());
-    return Next::kSend;
+    if (out_at_ == out_.size()) {
+      out_ = {};
+      out_owner_.reset();
+    }
+    return n;
   }
 
   void set_request_id(std::string id) { request_id_ = std::move(id); }
@@ -283,7 +311,9 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
         }
       } else if (!writing_) {
         response_.Clear();
+        payload_message_.reset();
         absl::StatusOr<Next> next = NextResponse(&response_);
+        if (next.ok() && *next == Next::kSend) next = ToSend();
         if (!next.ok()) {
           cancel = FailLocked(next.status());
           again = true;  // to finish, once nothing is outstanding
@@ -305,13 +335,44 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
     }
     for (const auto& w : cancel) env_.scheduler.Cancel(w);
     if (last) {
-      this->StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+      this->StartWriteAndFinish(&to_send_, grpc::WriteOptions(), grpc::Status::OK);
     } else if (write) {
-      this->StartWrite(&response_);
+      this->StartWrite(&to_send_);
     }
     if (read) this->StartRead(&request_);
     if (finish) this->Finish(ToGrpc(status));
     if (again) Pump();
+  }
+
+  // A request message: a payload message is read where gRPC received it,
+  // any other is parsed by protobuf.
+  absl::Status OnReceived() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (std::optional<Payload> payload = Payload::Of(request_, payload_fields_.request)) {
+      return OnPayload(*payload);
+    }
+    Request message;
+    if (!grpc::SerializationTraits<Request>::Deserialize(&request_, &message).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("a request message that does not parse as ",
+                                                     Request::descriptor()->full_name()));
+    }
+    return OnMessage(message);
+  }
+
+  // The message NextResponse made, in to_send_: the payload message
+  // SendBytes made, or response_ serialized.
+  absl::StatusOr<Next> ToSend() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (payload_message_) {
+      to_send_ = *std::move(payload_message_);
+      payload_message_.reset();
+      return Next::kSend;
+    }
+    bool own = false;
+    to_send_.Clear();
+    if (!grpc::SerializationTraits<Response>::Serialize(response_, &to_send_, &own).ok()) {
+      return absl::InternalError(
+          absl::StrCat("cannot serialize a ", Response::descriptor()->full_name()));
+    }
+    return Next::kSend;
   }
 
   // Why a call that gRPC cancelled ended: its deadline, or its client. The
@@ -326,18 +387,19 @@ class StreamingCall : public grpc::ServerBidiReactor<Request, Response> {
   }
 
   const Method method_;
+  const PayloadFields payload_fields_;
   const absl::Time start_;
   std::string request_id_;
   std::string peer_;
-  Request request_;
+  grpc::ByteBuffer request_;
   Response response_;
+  std::optional<grpc::ByteBuffer> payload_message_;  // made by SendBytes
+  grpc::ByteBuffer to_send_;                         // being written
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
-  absl::Span<const uint8_t> OutBytes() const {
-    return out_block_ ? out_block_.bytes() : absl::Span<const uint8_t>(out_);
-  }
-  std::vector<uint8_t> out_;  // QueueBytes, the one or the other
-  HostBlock out_block_;
+  // The bytes QueueBytes was given, and what keeps them alive.
+  absl::Span<const uint8_t> out_;
+  std::shared_ptr<const void> out_owner_;
   size_t out_at_ = 0;
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
