@@ -11,12 +11,19 @@ bool HigherPriority(const std::shared_ptr<Work>& a, const std::shared_ptr<Work>&
   return a->priority > b->priority;
 }
 
+// Enough that replies of one batch go out side by side; each mostly waits
+// on its socket write.
+constexpr int kCompletionThreads = 4;
+
 }  // namespace
 
 Scheduler::Scheduler(Backend& backend, BatchingOptions batching, Metrics* metrics)
     : backend_(backend), batching_(batching), metrics_(metrics) {
   for (int i = 0; i < backend_.workers(); ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+  for (int i = 0; i < kCompletionThreads; ++i) {
+    completion_threads_.emplace_back([this] { CompletionLoop(); });
   }
 }
 
@@ -57,6 +64,12 @@ void Scheduler::Stop() {
   for (auto& w : left) Finish(w, absl::UnavailableError("the server is shutting down"));
   for (auto& t : threads_) t.join();
   threads_.clear();
+  {
+    absl::MutexLock lock(&done_mu_);
+    done_stopping_ = true;
+  }
+  for (auto& t : completion_threads_) t.join();  // once they have run every completion
+  completion_threads_.clear();
 }
 
 size_t Scheduler::queued() const {
@@ -155,9 +168,31 @@ void Scheduler::WorkerLoop(int worker) {
       if (metrics_ != nullptr && w->status.ok()) {
         metrics_->Computed(w->method, w->device, absl::ToDoubleSeconds(took));
       }
-      if (w->on_done) w->on_done();
     }
+    Complete(std::move(runnable));
     if (backend_.Retired(worker)) return;
+  }
+}
+
+void Scheduler::Complete(std::vector<std::shared_ptr<Work>> works) {
+  absl::MutexLock lock(&done_mu_);
+  for (auto& w : works) done_.push_back(std::move(w));
+}
+
+void Scheduler::CompletionLoop() {
+  for (;;) {
+    std::shared_ptr<Work> work;
+    {
+      absl::MutexLock lock(&done_mu_);
+      done_mu_.Await(absl::Condition(
+          +[](Scheduler* s)
+               ABSL_NO_THREAD_SAFETY_ANALYSIS { return s->done_stopping_ || !s->done_.empty(); },
+          this));
+      if (done_.empty()) return;  // stopping, and nothing left to complete
+      work = std::move(done_.front());
+      done_.pop_front();
+    }
+    if (work->on_done) work->on_done();
   }
 }
 

@@ -5,6 +5,13 @@
 // batch; work at least that large runs alone. Higher priority first, then
 // first come, first served. Work a worker hands back (its GPU failed) goes
 // to the front of the queue for the others.
+//
+// A finished batch's completions (each work's on_done) run on completion
+// threads, not on the worker: a completion starts the call's reply, and gRPC
+// sends a write on the thread that starts it, so a worker that ran them
+// itself sent its batch's replies over the socket before it could take the
+// next batch (a tenth of the GPU workers' time under the small-request load,
+// bench/RESULTS.md, tenth round).
 #ifndef EBZIP_SERVER_SCHEDULER_H_
 #define EBZIP_SERVER_SCHEDULER_H_
 
@@ -37,19 +44,24 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Queues `work`; its on_done runs exactly once, on a scheduler thread or
-  // (after Cancel or Stop) on the caller's.
+  // Queues `work`; its on_done runs exactly once, on a scheduler thread (a
+  // worker or a completion thread) or (after Cancel or Stop) on the
+  // caller's.
   void Submit(std::shared_ptr<Work> work);
   // Finishes `work` with CANCELLED at once if it is still queued; otherwise
   // flags it so the backend may skip it.
   void Cancel(const std::shared_ptr<Work>& work);
-  // Finishes queued work with UNAVAILABLE, waits for running batches, joins.
+  // Finishes queued work with UNAVAILABLE, waits for running batches and
+  // their completions, joins.
   void Stop();
 
   size_t queued() const;
 
  private:
   void WorkerLoop(int worker);
+  void CompletionLoop();
+  // Hands finished works to the completion threads.
+  void Complete(std::vector<std::shared_ptr<Work>> works);
   // With mu_ held: the batch that starts at the head of the queue, removed
   // from the queue; empty when the worker should keep waiting.
   std::vector<std::shared_ptr<Work>> TakeBatch(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -66,6 +78,11 @@ class Scheduler {
   std::deque<std::shared_ptr<Work>> queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
+
+  absl::Mutex done_mu_;
+  std::deque<std::shared_ptr<Work>> done_ ABSL_GUARDED_BY(done_mu_);
+  bool done_stopping_ ABSL_GUARDED_BY(done_mu_) = false;
+  std::vector<std::thread> completion_threads_;
 };
 
 }  // namespace ebzip::server

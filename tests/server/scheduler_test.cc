@@ -163,6 +163,32 @@ TEST(Scheduler, WithoutBatchingEveryWorkRunsAlone) {
   EXPECT_EQ(backend.batches.size(), 5u);
 }
 
+// A completion starts the call's reply, which gRPC may send on that very
+// thread: the worker must be free for the next batch meanwhile. Here the
+// first work's completion waits for the second work to be done, which only
+// the one worker can run.
+TEST(Scheduler, ASlowCompletionDoesNotHoldUpTheWorker) {
+  RecordingBackend backend;
+  backend.gate.Notify();
+  BatchingOptions b;
+  b.enabled = false;
+  Scheduler scheduler(backend, b, nullptr);
+  absl::Notification second_done, first_done;
+  auto first = MakeWork("first", 10);
+  auto second = MakeWork("second", 10);
+  first->on_done = [&] {
+    // Bounded, so that a scheduler that runs completions on its worker fails
+    // the test instead of hanging it.
+    if (second_done.WaitForNotificationWithTimeout(absl::Seconds(10))) first_done.Notify();
+  };
+  second->on_done = [&] { second_done.Notify(); };
+  scheduler.Submit(first);
+  absl::SleepFor(absl::Milliseconds(20));  // the worker has taken `first`
+  scheduler.Submit(second);
+  EXPECT_TRUE(second_done.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_TRUE(first_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+}
+
 TEST(Scheduler, CancelledAndExpiredWorkNeverRuns) {
   RecordingBackend backend;
   BatchingOptions b;
