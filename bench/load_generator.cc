@@ -319,8 +319,6 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
     if (resp.has_summary()) {
       *summary = resp.summary();
       have_summary = true;
-    } else if (archive->empty()) {
-      archive->swap(*resp.mutable_archive());  // most archives are one message
     } else {
       archive->append(resp.archive());
     }
@@ -356,7 +354,7 @@ grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::st
   SendWhileReading sender(archive.size(), send);
   const uint64_t bytes = cfg.field->size() * sizeof(float);
   array->clear();
-  if (bytes > kPrebuiltBytes) array->reserve(bytes);
+  array->reserve(bytes);  // a no-op once a reply's buffer has been swapped in below
   ebzip::v1::DecompressResponse resp;
   bool have_header = false;
   ebzip::v1::DecompressHeader header;

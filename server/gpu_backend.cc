@@ -24,12 +24,12 @@ unsigned ScheduleFlag(GpuWait wait) {
   switch (wait) {
     case GpuWait::kSpin:
       return cudaDeviceScheduleSpin;
-    case GpuWait::kYield:
-      return cudaDeviceScheduleYield;
     case GpuWait::kBlock:
+      return cudaDeviceScheduleBlockingSync;
+    case GpuWait::kYield:
       break;
   }
-  return cudaDeviceScheduleBlockingSync;
+  return cudaDeviceScheduleYield;
 }
 
 // A bump allocator over a device's pool, reset for every batch.

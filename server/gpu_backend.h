@@ -33,13 +33,15 @@ enum class GpuFailurePolicy {
 
 // How a worker waits for its GPU (cudaDeviceSchedule*). CUDA's default,
 // spinning while the process has fewer contexts than cores, keeps one core
-// busy per worker even while the GPU computes: under the small-request load
-// the workers used two of the host's 16 cores that way while gRPC's threads
-// queued for cores (bench/RESULTS.md, tenth round).
+// busy per worker however idle, which gRPC's threads wanted under the
+// small-request load. Blocking gives the core back but wakes late: a batch
+// of small arrays took 0.70-0.80 ms instead of 0.51-0.54 (bench/RESULTS.md,
+// tenth round). Yielding polls as fast while other threads wait for no core,
+// and lets them run when they do.
 enum class GpuWait {
-  kBlock,  // sleeps until the GPU signals; wakes some microseconds later
-  kSpin,   // polls
   kYield,  // polls, yielding the core between polls
+  kBlock,  // sleeps until the GPU signals
+  kSpin,   // polls
 };
 
 struct GpuBackendOptions {
@@ -50,7 +52,7 @@ struct GpuBackendOptions {
   // 0: none, the heap.
   uint64_t host_pool_bytes = uint64_t{256} << 20;
   int workers_per_gpu = 2;
-  GpuWait wait = GpuWait::kBlock;
+  GpuWait wait = GpuWait::kYield;
   GpuFailurePolicy on_failure = GpuFailurePolicy::kRetry;
   // Fault injection for tests: GPU `fail_device` (-1: every GPU) fails, as
   // on a CUDA error, when it starts its batch number `fail_at_batch`

@@ -44,10 +44,10 @@ ABSL_FLAG(uint64_t, gpu_host_pool_bytes, uint64_t{256} << 20,
 ABSL_FLAG(int32_t, gpu_workers, 2,
           "GPU backend: workers per GPU, each with its own CUDA stream, share of the pool and "
           "pinned memory, so one's copies and host work overlap another's kernels");
-ABSL_FLAG(std::string, gpu_wait, "block",
-          "GPU backend: how a worker waits for its GPU: block (sleeps until the GPU is done, "
-          "leaving the core to gRPC), spin (polls, a few microseconds sooner, one core per "
-          "worker) or yield (polls, yielding the core between polls)");
+ABSL_FLAG(std::string, gpu_wait, "yield",
+          "GPU backend: how a worker waits for its GPU: yield (polls, letting other threads "
+          "have the core between polls), block (sleeps until the GPU signals: frees the core, "
+          "wakes later) or spin (polls, keeping one core per worker)");
 ABSL_FLAG(std::string, gpu_failure_policy, "retry",
           "GPU backend: what the work a failed GPU was running does: retry (on the other GPUs, "
           "or the CPU codec when none is left) or fail (UNAVAILABLE, naming the GPU)");

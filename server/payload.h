@@ -30,6 +30,14 @@ namespace ebzip::server {
 // the Payload keeps alive (gRPC's slices, or the caller's string).
 class Payload {
  public:
+  // Moves only: a piece may point into a slice object itself (gRPC keeps
+  // small slices inline), which a move of slices_ keeps in place and a copy
+  // would not.
+  Payload(Payload&&) = default;
+  Payload& operator=(Payload&&) = default;
+  Payload(const Payload&) = delete;
+  Payload& operator=(const Payload&) = delete;
+
   // The payload of `buffer` when it is exactly one length-delimited field
   // numbered `field` (with any valid varint for the tag and the length);
   // nullopt otherwise, for protobuf to parse.
@@ -45,6 +53,8 @@ class Payload {
   std::vector<grpc::Slice> slices_;  // the references that keep pieces_ alive
   std::vector<absl::Span<const uint8_t>> pieces_;
   uint64_t size_ = 0;
+
+  Payload() = default;
 };
 
 // A message holding only `field` = `bytes`, encoded as protobuf would encode

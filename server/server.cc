@@ -52,9 +52,9 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--gpu_failure_policy must be retry or fail, not \"", o.gpu_failure_policy, "\""));
   }
-  if (o.gpu_wait != "block" && o.gpu_wait != "spin" && o.gpu_wait != "yield") {
+  if (o.gpu_wait != "yield" && o.gpu_wait != "block" && o.gpu_wait != "spin") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--gpu_wait must be block, spin or yield, not \"", o.gpu_wait, "\""));
+        absl::StrCat("--gpu_wait must be yield, block or spin, not \"", o.gpu_wait, "\""));
   }
   if (o.gpu_workers < 1) return absl::InvalidArgumentError("--gpu_workers must be at least 1");
   if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
@@ -69,8 +69,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     g.on_failure =
         o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;
     g.wait = o.gpu_wait == "spin"    ? GpuWait::kSpin
-             : o.gpu_wait == "yield" ? GpuWait::kYield
-                                     : GpuWait::kBlock;
+             : o.gpu_wait == "block" ? GpuWait::kBlock
+                                     : GpuWait::kYield;
     g.fail_at_batch = o.gpu_fail_at_batch;
     g.fail_device = o.gpu_fail_device;
     return MakeGpuBackend(g);

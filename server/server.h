@@ -35,13 +35,13 @@ struct ServerOptions {
   // GPU backend (GpuBackendOptions): device memory pooled per GPU (0: 3/4
   // of the free memory at start), shared by its workers; pinned host memory
   // per worker; what a failed GPU's work does: "retry" or "fail"; how a
-  // worker waits for its GPU: "block", "spin" or "yield".
+  // worker waits for its GPU: "yield", "block" or "spin".
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
   uint64_t gpu_host_pool_bytes = uint64_t{256} << 20;
   int gpu_workers = 2;
   std::string gpu_failure_policy = "retry";
-  std::string gpu_wait = "block";
+  std::string gpu_wait = "yield";
   int64_t gpu_fail_at_batch = -1;  // tests only: GpuBackendOptions::fail_at_batch
   int gpu_fail_device = -1;        // tests only: GpuBackendOptions::fail_device
   std::string tls_cert_file;       // PEM; both or neither

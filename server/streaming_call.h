@@ -18,10 +18,12 @@
 // are read and written in place (payload.h), any other through protobuf.
 //
 // Thread safety: gRPC runs the reactor's callbacks on its threads, and the
-// scheduler runs each work's completion on a worker thread; `mu_` orders
+// scheduler runs each work's completion on one of its threads; `mu_` orders
 // them, and every subclass hook runs under it. The call finishes only once
-// no queued work is left and no write is in flight, so the reactor outlives
-// every callback that can reach it.
+// no queued work is left and no write is in flight. gRPC calls OnDone only
+// after its own callbacks have returned, but not after a completion's: so
+// the reactor is counted (refs_), one reference for gRPC until OnDone and
+// one for each completion while it runs, and the last to let go deletes it.
 #ifndef EBZIP_SERVER_STREAMING_CALL_H_
 #define EBZIP_SERVER_STREAMING_CALL_H_
 
@@ -87,6 +89,10 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
+      // gRPC holds its own references to what it still has to send; the
+      // call's would keep the reply's buffer (a pool block, say) alive
+      // until the next message.
+      to_send_.Clear();
     }
     if (!ok) Fail(GoneStatus("the client went away while the result was sent"));
     Pump();
@@ -106,7 +112,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
                                       : final_status_;
     env_.EndCall(method_, request_id_, peer_, recorded, absl::Now() - start_, bytes_in_,
                  bytes_out_);
-    delete this;
+    Unref();
   }
 
  protected:
@@ -240,6 +246,9 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     absl::Status failure;
     {
       absl::MutexLock lock(&mu_);
+      // Held until this completion is done with the call: once outstanding_
+      // falls, another thread may finish it and gRPC may call OnDone.
+      ++refs_;
       --outstanding_;
       for (Slot& slot : works_) {
         if (slot.work.get() == work) slot.done = true;
@@ -254,6 +263,16 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     }
     if (!failure.ok()) Fail(failure);
     Pump();
+    Unref();
+  }
+
+  void Unref() {
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      last = --refs_ == 0;
+    }
+    if (last) delete this;
   }
 
   void SubmitAll(std::vector<std::shared_ptr<Work>> works) {
@@ -411,7 +430,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status final_status_;  // written once, before Finish
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone
+  absl::Status final_status_;          // written once, before Finish
 };
 
 }  // namespace ebzip::server

@@ -135,6 +135,66 @@ TEST(ServerFaults, BadCompressRequestsGetInvalidArgument) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// The server reads a message that holds only the bulk bytes in place
+// (server/payload.h) and leaves any other to protobuf. Messages that encode
+// the same request another valid way (here with a field this server does
+// not know, which protobuf skips) must come to the same result, and one
+// protobuf refuses must be refused with a clear message.
+TEST(ServerFaults, MessagesOutsideThePlainEncodingMeanWhatProtobufSays) {
+  START_TEST_SERVER(server, TestServerOptions());
+  auto stub = StubFor(*server);
+  const std::string unknown_field("\xa0\x06\x01", 3);  // field 100, varint 1
+  auto compress = [&](const std::vector<v1::CompressRequest>& msgs, std::string* archive) {
+    grpc::ClientContext context;
+    auto stream = stub->Compress(&context);
+    for (const auto& m : msgs) stream->Write(m);
+    stream->WritesDone();
+    v1::CompressResponse response;
+    while (stream->Read(&response)) archive->append(response.archive());
+    return stream->Finish();
+  };
+  const auto header = HeaderMessage(Header(v1::FLOAT32, {100}, v1::ABS, 1e-3));
+  v1::CompressRequest data;
+  std::string values(400, '\0');
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<char>(i * 7);
+  data.set_data(values);
+  v1::CompressRequest data_and_more;
+  ASSERT_TRUE(data_and_more.ParseFromString(data.SerializeAsString() + unknown_field));
+  ASSERT_NE(data_and_more.SerializeAsString(), data.SerializeAsString());
+  std::string plain, other;
+  ASSERT_TRUE(compress({header, data}, &plain).ok());
+  const grpc::Status s = compress({header, data_and_more}, &other);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(other, plain);
+
+  // Decompress, the archive with a field more.
+  v1::DecompressRequest archive;
+  ASSERT_TRUE(archive.ParseFromString([&] {
+    v1::DecompressRequest r;
+    r.set_archive(plain);
+    return r.SerializeAsString();
+  }() + unknown_field));
+  grpc::ClientContext context;
+  auto stream = stub->Decompress(&context);
+  stream->Write(archive);
+  stream->WritesDone();
+  v1::DecompressResponse response;
+  std::string array;
+  while (stream->Read(&response)) array.append(response.data());
+  ASSERT_TRUE(stream->Finish().ok());
+  EXPECT_EQ(array.size(), values.size());
+
+  // A string field that is not UTF-8: protobuf does not parse the message.
+  auto bad = header;
+  bad.mutable_header()->set_request_id("\xff\xfe");
+  const grpc::Status refused = RawCompress(*stub, {bad, data});
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.error_message();
+  EXPECT_TRUE(
+      absl::StrContains(refused.error_message(), "does not parse as ebzip.v1.CompressRequest"))
+      << refused.error_message();
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
 TEST(ServerFaults, CorruptAndTruncatedArchivesGetDataLoss) {
   START_TEST_SERVER(server, TestServerOptions());
   auto stub = StubFor(*server);

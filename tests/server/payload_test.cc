@@ -81,19 +81,27 @@ TEST(Payload, OtherMessagesAreLeftToProtobuf) {
   // Truncated, or followed by more fields (protobuf merges those).
   EXPECT_FALSE(Payload::Of(Received(wire.substr(0, wire.size() - 1), 2), kData));
   EXPECT_FALSE(Payload::Of(Received(wire + wire, 2), kData));
+  // A five-byte tag whose bits beyond 32 protobuf drops (reading field 2):
+  // left to protobuf.
+  EXPECT_FALSE(
+      Payload::Of(Received(std::string("\x92\x80\x80\x80\x10\x04", 6) + "abcd", 2), kData));
   // A length longer than protobuf reads (six varint bytes).
   EXPECT_FALSE(
       Payload::Of(Received(std::string("\x12\x84\x80\x80\x80\x80\x00", 7) + "abcd", 3), kData));
 }
 
-TEST(Payload, ANonMinimalLengthIsReadAsProtobufReadsIt) {
-  // Length 4 as a three-byte varint: valid protobuf.
-  const std::string wire = std::string("\x12\x84\x80\x00", 4) + "wxyz";
-  v1::CompressRequest parsed;
-  ASSERT_TRUE(parsed.ParseFromString(wire));
-  std::optional<Payload> p = Payload::Of(Received(wire, 1), kData);
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(Joined(*p), parsed.data());
+TEST(Payload, NonMinimalVarintsAreReadAsProtobufReadsThem) {
+  // Length 4 as a three-byte varint, and the tag as a two-byte one: valid
+  // protobuf, which reads field 2 = "wxyz" from both.
+  for (const std::string& wire :
+       {std::string("\x12\x84\x80\x00", 4) + "wxyz", std::string("\x92\x00\x04", 3) + "wxyz"}) {
+    v1::CompressRequest parsed;
+    ASSERT_TRUE(parsed.ParseFromString(wire));
+    ASSERT_EQ(parsed.data(), "wxyz");
+    std::optional<Payload> p = Payload::Of(Received(wire, 1), kData);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(Joined(*p), "wxyz");
+  }
 }
 
 // Whatever bytes arrive, a payload taken on the fast path is exactly what

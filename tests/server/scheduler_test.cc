@@ -168,12 +168,12 @@ TEST(Scheduler, WithoutBatchingEveryWorkRunsAlone) {
 // first work's completion waits for the second work to be done, which only
 // the one worker can run.
 TEST(Scheduler, ASlowCompletionDoesNotHoldUpTheWorker) {
+  absl::Notification second_done, first_done;  // outlive the scheduler's threads
   RecordingBackend backend;
   backend.gate.Notify();
   BatchingOptions b;
   b.enabled = false;
   Scheduler scheduler(backend, b, nullptr);
-  absl::Notification second_done, first_done;
   auto first = MakeWork("first", 10);
   auto second = MakeWork("second", 10);
   first->on_done = [&] {
