@@ -7,7 +7,8 @@
 # loopback ports, runs these workloads with ebzip_load (--method both: each
 # request compresses a generated smooth float32 field, then decompresses the
 # archive it got back) and prints ebzip_load's tables, plus the batches the
-# server ran (from its /metrics):
+# server ran (from its /metrics) and the CPU time ebzipd and ebzip_load spent
+# per request:
 #   big    BIG_REQUESTS arrays of BIG_BYTES from BIG_STREAMS streams   (3 x 1 GiB, 1)
 #   mid    MID_REQUESTS arrays of MID_BYTES from MID_STREAMS streams   (8 x 256 MiB, 4)
 #   small  SMALL_REQUESTS arrays of SMALL_BYTES from SMALL_STREAMS     (10000 x 256 KiB, 32)
@@ -72,8 +73,22 @@ sys.exit(f"no {key!r} in {path}")
 PYEOF
 }
 
-batch_summary() {  # METRICS_PORT: the batches the server ran since the last call
-  "$PY" - "http://127.0.0.1:$1/metrics" "$work/batches.prev" <<'PYEOF'
+# CPU seconds (user + system) used so far: ebzipd's from /proc; the
+# shell's waited-for children's (ebzip_load's) from a file `times` wrote (in
+# this shell: a subshell has children of its own).
+server_cpu() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+children_cpu() {
+  tail -1 "$1" | awk '{
+    t = 0
+    for (i = 1; i <= 2; ++i) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] }
+    printf "%.3f", t }'
+}
+
+# METRICS_PORT SERVER_CPU_S LOAD_CPU_S: the batches the server ran since the
+# last call, and the CPU time each process spent per request: with the
+# client on the same host, the figure that moves least from run to run.
+batch_summary() {
+  "$PY" - "http://127.0.0.1:$1/metrics" "$work/batches.prev" "$2" "$3" <<'PYEOF'
 import json, os, re, sys, urllib.request
 text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
 def total(name):
@@ -86,6 +101,11 @@ json.dump(now, open(sys.argv[2], "w"))
 batches, requests, busy = (a - b for a, b in zip(now, prev))
 print(f"server: {batches:.0f} batches ran {requests:.0f} requests "
       f"({requests / batches if batches else 0:.2f} per batch), device busy {busy:.2f} s")
+server_cpu, load_cpu = float(sys.argv[3]), float(sys.argv[4])
+if requests:
+    print(f"cpu: ebzipd {server_cpu:.2f} s ({server_cpu / requests * 1e3:.3f} ms per request), "
+          f"ebzip_load {load_cpu:.2f} s ({load_cpu / requests * 1e3:.3f} ms per request), "
+          f"warm-up included")
 PYEOF
 }
 
@@ -122,13 +142,19 @@ for batching in $batchings; do
     echo
     echo "--- $w: $n x $bytes B, $s streams, batching=$batching, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     rc=0
+    server_cpu0=$(server_cpu "$server_pid")
+    times > "$work/times0"
     "${load[@]}" --server "127.0.0.1:$port" --method "$method" --array_bytes "$bytes" \
         --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" "${extra_load[@]}" || rc=$?
     if [[ $rc != 0 ]]; then
       echo "ebzip_load exited $rc"
       status=1
     fi
-    batch_summary "$mport"
+    times > "$work/times1"
+    server_cpu1=$(server_cpu "$server_pid")
+    batch_summary "$mport" \
+        "$(awk -v a="$server_cpu0" -v b="$server_cpu1" 'BEGIN {print b - a}')" \
+        "$(awk -v a="$(children_cpu "$work/times0")" -v b="$(children_cpu "$work/times1")" 'BEGIN {print b - a}')"
   done
   kill -TERM "$server_pid"
   rc=0
