@@ -20,6 +20,18 @@ namespace {
 constexpr uint64_t kAlign = 256;
 uint64_t AlignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
+const char* WaitName(GpuWait wait) {
+  switch (wait) {
+    case GpuWait::kSpin:
+      return "spin";
+    case GpuWait::kBlock:
+      return "block";
+    case GpuWait::kYield:
+      break;
+  }
+  return "yield";
+}
+
 unsigned ScheduleFlag(GpuWait wait) {
   switch (wait) {
     case GpuWait::kSpin:
@@ -265,6 +277,7 @@ class GpuBackend final : public Backend {
                {{"device", g->name},
                 {"description", g->description},
                 {"workers", absl::StrCat(per_gpu)},
+                {"wait", WaitName(options.wait)},
                 {"pool_bytes_per_worker", absl::StrCat(slice)},
                 {"pinned_bytes_per_worker", absl::StrCat(options.pinned_bytes)}});
       gpus_.push_back(std::move(g));
