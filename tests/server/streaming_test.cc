@@ -5,6 +5,7 @@
 // even --max_queued_bytes); and a call that fails or goes away mid-stream
 // leaves nothing behind.
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -235,6 +236,65 @@ TEST(ServerStreaming, BadStreamsFailAndLeaveNothingBehind) {
   }
   EXPECT_TRUE(WaitQuiet(*server)) << "calls " << server->calls_in_progress() << ", held bytes "
                                   << server->held_bytes();
+}
+
+// What the server can send before the client closes its side goes out at
+// once: a client that reads it first must get it. (A reply message held back
+// to share a write with the next, as gRPC's buffer_hint does, stalls such a
+// client; the arrays are small, so that a held message would not leave on
+// its own for a full write buffer.)
+TEST(ServerStreaming, AClientThatReadsBeforeItClosesGetsWhatIsReady) {
+  START_TEST_SERVER(server, TestServerOptions());
+  auto stub = StubFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {64, 64}}, 12);
+  for (uint64_t frame_elements : {uint64_t{64 * 64}, uint64_t{16 * 64}}) {  // one frame, four
+    SCOPED_TRACE(absl::StrCat("frame_elements ", frame_elements));
+    auto local = Compress(a.spec, a.bytes, Abs(1e-3, frame_elements));
+    ASSERT_TRUE(local.ok()) << local.status();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    auto stream = stub->Compress(&context);
+    ASSERT_TRUE(stream->Write(StreamedHeader(a, frame_elements)));
+    ASSERT_TRUE(stream->Write(Data(a, 0, a.bytes.size())));
+    // The whole archive, before the half-close.
+    std::string archive;
+    v1::CompressResponse response;
+    while (archive.size() < local->size() && stream->Read(&response)) {
+      ASSERT_FALSE(response.has_summary()) << "the summary came before the half-close";
+      archive += response.archive();
+    }
+    ASSERT_EQ(archive.size(), local->size()) << "the archive stopped short";
+    EXPECT_TRUE(archive == std::string(local->begin(), local->end()))
+        << "not the local codec's bytes";
+    // Then the summary, after it.
+    stream->WritesDone();
+    ASSERT_TRUE(stream->Read(&response));
+    EXPECT_TRUE(response.has_summary());
+    EXPECT_FALSE(stream->Read(&response));
+    grpc::Status s = stream->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+
+    // Decoding it: a streamed archive's rows come back before the half-close
+    // (a one-frame archive is decoded only once it is whole).
+    if (frame_elements == 64 * 64) continue;
+    grpc::ClientContext context2;
+    context2.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    auto stream2 = stub->Decompress(&context2);
+    v1::DecompressRequest request;
+    request.set_archive(archive);
+    ASSERT_TRUE(stream2->Write(request));
+    v1::DecompressResponse reply;
+    ASSERT_TRUE(stream2->Read(&reply));
+    ASSERT_TRUE(reply.has_header());
+    std::string rows;
+    while (rows.size() < a.bytes.size() && stream2->Read(&reply)) rows += reply.data();
+    ASSERT_EQ(rows.size(), a.bytes.size()) << "the rows stopped short";
+    stream2->WritesDone();
+    EXPECT_FALSE(stream2->Read(&reply));
+    s = stream2->Finish();
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  EXPECT_TRUE(WaitQuiet(*server));
 }
 
 TEST(ServerStreaming, DamagedArchivesOfManyFramesNeverDecodeWrong) {
