@@ -25,6 +25,8 @@ const prometheus::Histogram::BucketBoundaries& SecondsBuckets() {
   return *b;
 }
 
+size_t Index(Method m) { return m == Method::kCompress ? 0 : 1; }
+
 prometheus::ClientMetric Gauge(double value, std::vector<prometheus::ClientMetric::Label> labels) {
   prometheus::ClientMetric m;
   m.label = std::move(labels);
@@ -177,15 +179,18 @@ Metrics::Metrics(const std::string& version, const std::string& backend)
       .Register(*registry_)
       .Add({{"version", version}, {"backend", backend}})
       .Set(1);
+  // Series that exist from the start, so rates and alerts see zeros rather
+  // than nothing before the first request.
   for (Method m : {Method::kCompress, Method::kDecompress}) {
-    // Series that exist from the start, so rates and alerts see zeros
-    // rather than nothing before the first request.
-    requests_.Add({{"method", MethodName(m)}, {"code", "OK"}});
-    inflight_.Add({{"method", MethodName(m)}});
-    bytes_in_.Add({{"method", MethodName(m)}});
-    bytes_out_.Add({{"method", MethodName(m)}});
-    request_seconds_.Add({{"method", MethodName(m)}}, SecondsBuckets());
-    queue_seconds_.Add({{"method", MethodName(m)}}, SecondsBuckets());
+    const std::string method = MethodName(m);
+    methods_[Index(m)] = MethodSeries{
+        .inflight = &inflight_.Add({{"method", method}}),
+        .ok = &requests_.Add({{"method", method}, {"code", "OK"}}),
+        .bytes_in = &bytes_in_.Add({{"method", method}}),
+        .bytes_out = &bytes_out_.Add({{"method", method}}),
+        .request_seconds = &request_seconds_.Add({{"method", method}}, SecondsBuckets()),
+        .queue_seconds = &queue_seconds_.Add({{"method", method}}, SecondsBuckets()),
+    };
   }
 }
 
@@ -220,34 +225,56 @@ std::string Metrics::Render() const {
   return prometheus::TextSerializer().Serialize(families);
 }
 
-void Metrics::RequestStarted(Method m) { inflight_.Add({{"method", MethodName(m)}}).Increment(); }
+void Metrics::RequestStarted(Method m) { methods_[Index(m)].inflight->Increment(); }
 
 void Metrics::RequestFinished(Method m, absl::StatusCode code, double seconds) {
-  inflight_.Add({{"method", MethodName(m)}}).Decrement();
-  requests_.Add({{"method", MethodName(m)}, {"code", absl::StatusCodeToString(code)}})
-      .Increment();
-  request_seconds_.Add({{"method", MethodName(m)}}, SecondsBuckets()).Observe(seconds);
+  const MethodSeries& series = methods_[Index(m)];
+  series.inflight->Decrement();
+  if (code == absl::StatusCode::kOk) {
+    series.ok->Increment();
+  } else {  // rare enough for the family's lookup
+    requests_.Add({{"method", MethodName(m)}, {"code", absl::StatusCodeToString(code)}})
+        .Increment();
+  }
+  series.request_seconds->Observe(seconds);
 }
 
 void Metrics::BytesIn(Method m, uint64_t n) {
-  bytes_in_.Add({{"method", MethodName(m)}}).Increment(static_cast<double>(n));
+  methods_[Index(m)].bytes_in->Increment(static_cast<double>(n));
 }
 void Metrics::BytesOut(Method m, uint64_t n) {
-  bytes_out_.Add({{"method", MethodName(m)}}).Increment(static_cast<double>(n));
+  methods_[Index(m)].bytes_out->Increment(static_cast<double>(n));
 }
 void Metrics::Queued(Method m, double seconds) {
-  queue_seconds_.Add({{"method", MethodName(m)}}, SecondsBuckets()).Observe(seconds);
+  methods_[Index(m)].queue_seconds->Observe(seconds);
 }
 void Metrics::Computed(Method m, const std::string& device, double seconds) {
-  compute_seconds_.Add({{"method", MethodName(m)}, {"device", device}}, SecondsBuckets())
-      .Observe(seconds);
+  ForDevice(device).compute_seconds[Index(m)]->Observe(seconds);
 }
 void Metrics::Batch(const std::string& device, size_t requests, uint64_t bytes) {
-  batch_requests_
-      .Add({{"device", device}},
-           prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024})
-      .Observe(static_cast<double>(requests));
-  batch_bytes_.Add({{"device", device}}, Doubling(65536, 16)).Observe(static_cast<double>(bytes));
+  const DeviceSeries& series = ForDevice(device);
+  series.batch_requests->Observe(static_cast<double>(requests));
+  series.batch_bytes->Observe(static_cast<double>(bytes));
+}
+
+const Metrics::DeviceSeries& Metrics::ForDevice(const std::string& device) {
+  {
+    absl::ReaderMutexLock lock(&devices_mu_);
+    if (auto it = devices_.find(device); it != devices_.end()) return it->second;
+  }
+  absl::MutexLock lock(&devices_mu_);
+  auto [it, added] = devices_.try_emplace(device);
+  if (added) {
+    for (Method m : {Method::kCompress, Method::kDecompress}) {
+      it->second.compute_seconds[Index(m)] =
+          &compute_seconds_.Add({{"method", MethodName(m)}, {"device", device}}, SecondsBuckets());
+    }
+    it->second.batch_requests = &batch_requests_.Add(
+        {{"device", device}},
+        prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+    it->second.batch_bytes = &batch_bytes_.Add({{"device", device}}, Doubling(65536, 16));
+  }
+  return it->second;
 }
 void Metrics::Ratio(double ratio) { ratio_.Observe(ratio); }
 

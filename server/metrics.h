@@ -5,14 +5,17 @@
 #ifndef EBZIP_SERVER_METRICS_H_
 #define EBZIP_SERVER_METRICS_H_
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -74,6 +77,29 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& batch_requests_;
   prometheus::Family<prometheus::Histogram>& batch_bytes_;
   prometheus::Histogram& ratio_;
+
+  // The series each request updates, looked up once: a family's Add builds a
+  // label map and takes the family's lock, and every gRPC and scheduler
+  // thread would meet there several times a request.
+  struct MethodSeries {
+    prometheus::Gauge* inflight;
+    prometheus::Counter* ok;
+    prometheus::Counter* bytes_in;
+    prometheus::Counter* bytes_out;
+    prometheus::Histogram* request_seconds;
+    prometheus::Histogram* queue_seconds;
+  };
+  struct DeviceSeries {
+    std::array<prometheus::Histogram*, 2> compute_seconds;  // by method
+    prometheus::Histogram* batch_requests;
+    prometheus::Histogram* batch_bytes;
+  };
+  const DeviceSeries& ForDevice(const std::string& device);
+
+  std::array<MethodSeries, 2> methods_;  // by Method
+  absl::Mutex devices_mu_;
+  // Values never move (node map): callers keep references after the lock.
+  absl::node_hash_map<std::string, DeviceSeries> devices_ ABSL_GUARDED_BY(devices_mu_);
 };
 
 }  // namespace ebzip::server
