@@ -5,9 +5,16 @@
 #   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
 #                        server_gpu_*_test, ebzipd, ebzip_load), or bundle.txz (xz)
 #   .device/data/*.gz    ferret-datasets files, gzipped (or *.xz)
-# usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|soak]...
-# (soak: bench/soak.sh for SOAK_SECONDS, default 600; under the device tool's
-# 10-minute limit set it lower)
+# usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|
+#                                   soak|soak-start|soak-collect]...
+# soak: bench/soak.sh for SOAK_SECONDS (600) in the foreground: under the
+#   device tool's 10-minute limit per command, set it lower.
+# soak-start, then soak-collect in the next command: the full 10 minutes. The
+#   soak runs detached and outlives the command that started it, provided the
+#   next command comes before the host is given back (the tool holds it
+#   about 30 s after a command ends, so call soak-collect at once).
+#   soak-collect fails at once when this host has no soak (a fresh host),
+#   else waits for the verdict (up to COLLECT_SECONDS, 560).
 # (logs to $OUT)
 set -uo pipefail
 out=${OUT:-/tmp/gpu_out}
@@ -45,6 +52,26 @@ for step in "$@"; do
     soak)
       EBZIP_RUN="$run" EBZIP_BACKEND=gpu timeout 590 bench/soak.sh 2>&1 | tee "$out/soak.log"
       status=$((status | PIPESTATUS[0]));;
+    soak-start)
+      rm -rf /tmp/ebzip_soak && mkdir -p /tmp/ebzip_soak
+      OUT=/tmp/ebzip_soak EBZIP_RUN="$run" EBZIP_BACKEND=gpu \
+        setsid nohup bench/soak.sh > /tmp/ebzip_soak/soak.log 2>&1 < /dev/null &
+      sleep 10
+      head -2 /tmp/ebzip_soak/soak.log;;
+    soak-collect)
+      if [[ ! -f /tmp/ebzip_soak/soak.log ]]; then
+        echo "soak-collect: no soak on this host (it was given back after soak-start?)"
+        status=1
+        continue
+      fi
+      for _ in $(seq "${COLLECT_SECONDS:-560}"); do
+        grep -q "^codes:" /tmp/ebzip_soak/soak.log && break
+        pgrep -f bench/soak.sh > /dev/null || break
+        sleep 1
+      done
+      cp /tmp/ebzip_soak/soak.log /tmp/ebzip_soak/soak.csv "$out/" 2>/dev/null
+      tail -4 /tmp/ebzip_soak/soak.log
+      grep -q "^codes:" /tmp/ebzip_soak/soak.log || status=1;;
     servicebench)
       EBZIP_RUN="$run" EBZIP_BACKEND=gpu timeout 500 bench/service_bench.sh 2>&1 | tee "$out/service_bench.log"
       status=$((status | PIPESTATUS[0]));;
