@@ -61,10 +61,21 @@ start_ebzipd() {
   echo "ebzipd pid $EBZIPD_PID: gRPC 127.0.0.1:$GRPC_PORT, metrics 127.0.0.1:$METRICS_PORT"
 }
 
-# stop_ebzipd: SIGTERM, and the exit status must be 0 (a clean drain).
+# stop_ebzipd: SIGTERM, and the exit status must be 0 (a clean drain) within
+# the drain's 30 s grace and some: a server that hangs on its way out fails
+# here, with its log, instead of at ctest's timeout with nothing said.
 stop_ebzipd() {
   kill -TERM "$EBZIPD_PID"
-  local rc=0
+  local rc=0 _
+  for _ in $(seq 450); do kill -0 "$EBZIPD_PID" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$EBZIPD_PID" 2>/dev/null; then
+    echo "FAIL: ebzipd still running 45 s after SIGTERM; its threads:" >&2
+    command -v gdb > /dev/null &&
+      gdb -p "$EBZIPD_PID" -batch -ex "thread apply all bt" 2>/dev/null | grep -E "^(Thread|#)" | head -150 >&2
+    tail -20 "$WORK/ebzipd.log" >&2
+    kill -KILL "$EBZIPD_PID"
+    return 1
+  fi
   wait "$EBZIPD_PID" || rc=$?
   local keep=()
   for pid in "${PIDS[@]}"; do [[ $pid == "$EBZIPD_PID" ]] || keep+=("$pid"); done
