@@ -27,6 +27,11 @@
 #   BATCHING        which settings (default "true false")
 #   EBZIPD_FLAGS    more ebzipd flags;  LOAD_FLAGS  more ebzip_load flags
 #   SMALL_WARMUP    warm-up requests before the small workload (default 200)
+#   SERVER_CPUS, LOAD_CPUS  taskset -c lists that keep ebzipd and ebzip_load on
+#                   cores of their own (e.g. 0-9 and 10-15): with both on one
+#                   host, what the server does with the cores it would have
+#                   alone, the client being on another host in deployment
+#                   (gRPC sizes its thread pools by the cores it may use)
 # Needs python3 (standard library only) to read ports and metrics.
 set -euo pipefail
 build=${1:-build}
@@ -41,6 +46,8 @@ read -r -a extra_load <<< "${LOAD_FLAGS:-}"
 # shellcheck source=bench/binaries.sh
 source "$(dirname "$0")/binaries.sh"
 find_binaries "$build"
+if [[ -n ${SERVER_CPUS:-} ]]; then ebzipd=(taskset -c "$SERVER_CPUS" "${ebzipd[@]}"); fi
+if [[ -n ${LOAD_CPUS:-} ]]; then load=(taskset -c "$LOAD_CPUS" "${load[@]}"); fi
 PY=$(command -v python3)
 
 work=$(mktemp -d)
@@ -117,6 +124,7 @@ if command -v nvidia-smi > /dev/null; then
   echo "gpu:     $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)"
 fi
 echo "backend: $backend, method: $method, REL $rel"
+echo "cores:   ebzipd ${SERVER_CPUS:-any}, ebzip_load ${LOAD_CPUS:-any}"
 
 status=0
 for batching in $batchings; do
