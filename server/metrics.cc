@@ -262,18 +262,19 @@ const Metrics::DeviceSeries& Metrics::ForDevice(const std::string& device) {
     absl::ReaderMutexLock lock(&devices_mu_);
     if (auto it = devices_.find(device); it != devices_.end()) return it->second;
   }
-  absl::MutexLock lock(&devices_mu_);
-  auto [it, added] = devices_.try_emplace(device);
-  if (added) {
-    for (Method m : {Method::kCompress, Method::kDecompress}) {
-      it->second.compute_seconds[Index(m)] =
-          &compute_seconds_.Add({{"method", MethodName(m)}, {"device", device}}, SecondsBuckets());
-    }
-    it->second.batch_requests = &batch_requests_.Add(
-        {{"device", device}},
-        prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
-    it->second.batch_bytes = &batch_bytes_.Add({{"device", device}}, Doubling(65536, 16));
+  // Resolved before it is published, so that no reader meets a half-made
+  // entry (nor one that Add left half-made by throwing).
+  DeviceSeries series;
+  for (Method m : {Method::kCompress, Method::kDecompress}) {
+    series.compute_seconds[Index(m)] =
+        &compute_seconds_.Add({{"method", MethodName(m)}, {"device", device}}, SecondsBuckets());
   }
+  series.batch_requests = &batch_requests_.Add(
+      {{"device", device}},
+      prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+  series.batch_bytes = &batch_bytes_.Add({{"device", device}}, Doubling(65536, 16));
+  absl::MutexLock lock(&devices_mu_);
+  auto it = devices_.try_emplace(device, series).first;  // or the one a racer added
   return it->second;
 }
 void Metrics::Ratio(double ratio) { ratio_.Observe(ratio); }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -82,17 +83,17 @@ class Metrics {
   // label map and takes the family's lock, and every gRPC and scheduler
   // thread would meet there several times a request.
   struct MethodSeries {
-    prometheus::Gauge* inflight;
-    prometheus::Counter* ok;
-    prometheus::Counter* bytes_in;
-    prometheus::Counter* bytes_out;
-    prometheus::Histogram* request_seconds;
-    prometheus::Histogram* queue_seconds;
+    prometheus::Gauge* inflight = nullptr;
+    prometheus::Counter* ok = nullptr;
+    prometheus::Counter* bytes_in = nullptr;
+    prometheus::Counter* bytes_out = nullptr;
+    prometheus::Histogram* request_seconds = nullptr;
+    prometheus::Histogram* queue_seconds = nullptr;
   };
   struct DeviceSeries {
-    std::array<prometheus::Histogram*, 2> compute_seconds;  // by method
-    prometheus::Histogram* batch_requests;
-    prometheus::Histogram* batch_bytes;
+    std::array<prometheus::Histogram*, 2> compute_seconds{};  // by method
+    prometheus::Histogram* batch_requests = nullptr;
+    prometheus::Histogram* batch_bytes = nullptr;
   };
   const DeviceSeries& ForDevice(const std::string& device);
 
