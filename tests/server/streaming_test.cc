@@ -239,10 +239,10 @@ TEST(ServerStreaming, BadStreamsFailAndLeaveNothingBehind) {
 }
 
 // What the server can send before the client closes its side goes out at
-// once: a client that reads it first must get it. (A reply message held back
-// to share a write with the next, as gRPC's buffer_hint does, stalls such a
-// client; the arrays are small, so that a held message would not leave on
-// its own for a full write buffer.)
+// once: a client that reads it first must get it. A server that held the
+// archive back until the summary (with gRPC's buffer_hint, say) would stall
+// such a client; the arrays are small, so that a held message would not
+// leave on its own for a full write buffer.
 TEST(ServerStreaming, AClientThatReadsBeforeItClosesGetsWhatIsReady) {
   START_TEST_SERVER(server, TestServerOptions());
   auto stub = StubFor(*server);
@@ -289,6 +289,11 @@ TEST(ServerStreaming, AClientThatReadsBeforeItClosesGetsWhatIsReady) {
     std::string rows;
     while (rows.size() < a.bytes.size() && stream2->Read(&reply)) rows += reply.data();
     ASSERT_EQ(rows.size(), a.bytes.size()) << "the rows stopped short";
+    const CheckResult r =
+        CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
+                   reinterpret_cast<const float*>(rows.data()), a.spec.num_elements(), 1e-3,
+                   std::nullopt);
+    EXPECT_TRUE(r.ok()) << r.Describe();
     stream2->WritesDone();
     EXPECT_FALSE(stream2->Read(&reply));
     s = stream2->Finish();
