@@ -13,8 +13,10 @@
 #   soak runs detached and outlives the command that started it, provided the
 #   next command comes before the host is given back (the tool holds it
 #   about 30 s after a command ends, so call soak-collect at once).
-#   soak-collect fails at once when this host has no soak (a fresh host),
-#   else waits for the verdict (up to COLLECT_SECONDS, 560).
+#   soak-start stays SOAK_HOLD seconds (300) to spend the first command's
+#   time; soak-collect fails at once when this host has no soak (a fresh
+#   host), else waits for the verdict (up to COLLECT_SECONDS, 560). A soak
+#   takes SOAK_SECONDS plus about 20 s.
 # (logs to $OUT)
 set -uo pipefail
 out=${OUT:-/tmp/gpu_out}
@@ -23,7 +25,11 @@ cd "$(dirname "$0")/.."
 # xz packs the bundle and the fields a third smaller than gzip (the device
 # tool carries 64 MiB); python3 unpacks it where the host has no xz.
 unxz_to() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"; }
-if [[ -f .device/bundle.txz ]]; then
+# soak-collect alone leaves the bundle as it is: a running soak's ebzipd
+# uses its libraries.
+if [[ "$*" == soak-collect ]]; then
+  :
+elif [[ -f .device/bundle.txz ]]; then
   unxz_to .device/bundle.txz /tmp/ebzip_gpu/bundle.tar && tar xf /tmp/ebzip_gpu/bundle.tar -C /tmp/ebzip_gpu
 else
   tar xzf .device/bundle.tgz -C /tmp/ebzip_gpu
@@ -56,17 +62,25 @@ for step in "$@"; do
       rm -rf /tmp/ebzip_soak && mkdir -p /tmp/ebzip_soak
       OUT=/tmp/ebzip_soak EBZIP_RUN="$run" EBZIP_BACKEND=gpu \
         setsid nohup bench/soak.sh > /tmp/ebzip_soak/soak.log 2>&1 < /dev/null &
+      echo $! > /tmp/ebzip_soak/pid
       sleep 10
-      head -2 /tmp/ebzip_soak/soak.log;;
+      head -2 /tmp/ebzip_soak/soak.log
+      if ! kill -0 "$(cat /tmp/ebzip_soak/pid)" 2>/dev/null; then
+        echo "soak-start: the soak ended at once"
+        status=1
+        continue
+      fi
+      sleep "${SOAK_HOLD:-300}"
+      tail -1 /tmp/ebzip_soak/soak.log;;
     soak-collect)
-      if [[ ! -f /tmp/ebzip_soak/soak.log ]]; then
+      if [[ ! -f /tmp/ebzip_soak/pid ]]; then
         echo "soak-collect: no soak on this host (it was given back after soak-start?)"
         status=1
         continue
       fi
       for _ in $(seq "${COLLECT_SECONDS:-560}"); do
         grep -q "^codes:" /tmp/ebzip_soak/soak.log && break
-        pgrep -f bench/soak.sh > /dev/null || break
+        kill -0 "$(cat /tmp/ebzip_soak/pid)" 2>/dev/null || break
         sleep 1
       done
       cp /tmp/ebzip_soak/soak.log /tmp/ebzip_soak/soak.csv "$out/" 2>/dev/null
