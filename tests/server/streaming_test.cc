@@ -289,10 +289,9 @@ TEST(ServerStreaming, AClientThatReadsBeforeItClosesGetsWhatIsReady) {
     std::string rows;
     while (rows.size() < a.bytes.size() && stream2->Read(&reply)) rows += reply.data();
     ASSERT_EQ(rows.size(), a.bytes.size()) << "the rows stopped short";
-    const CheckResult r =
-        CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
-                   reinterpret_cast<const float*>(rows.data()), a.spec.num_elements(), 1e-3,
-                   std::nullopt);
+    const CheckResult r = CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
+                                     reinterpret_cast<const float*>(rows.data()),
+                                     a.spec.num_elements(), 1e-3, std::nullopt);
     EXPECT_TRUE(r.ok()) << r.Describe();
     stream2->WritesDone();
     EXPECT_FALSE(stream2->Read(&reply));
