@@ -1,14 +1,21 @@
 #include "codec/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 
 namespace ebzip {
 namespace {
@@ -93,9 +100,39 @@ int DefaultThreadCount() {
       int v = std::atoi(env);
       if (v > 0) return v;
     }
+    if (const int cores = AvailableCores(); cores > 0) return cores;
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }();
   return count;
+}
+
+int AvailableCores() {
+  int cores = 0;
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) cores = CPU_COUNT(&set);
+#endif
+  std::ifstream cpu_max("/sys/fs/cgroup/cpu.max");
+  std::string line;
+  if (cpu_max && std::getline(cpu_max, line)) {
+    if (const int quota = CoresFromCpuMax(line); quota > 0) {
+      cores = cores > 0 ? std::min(cores, quota) : quota;
+    }
+  }
+  return cores;
+}
+
+int CoresFromCpuMax(std::string_view cpu_max) {
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(absl::string_view(cpu_max.data(), cpu_max.size()), absl::ByAnyChar(" \t\n"),
+                     absl::SkipEmpty());
+  uint64_t quota = 0, period = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &quota) ||
+      !absl::SimpleAtoi(parts[1], &period) || quota == 0 || period == 0) {
+    return 0;  // "max": no limit; or not a cpu.max line
+  }
+  const uint64_t cores = (quota + period - 1) / period;
+  return static_cast<int>(std::min<uint64_t>(cores, 1 << 16));
 }
 
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 namespace ebzip {
 
@@ -13,8 +14,20 @@ namespace ebzip {
 // (0: every hardware thread). Returns when all calls have returned.
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads = 0);
 
-// Threads ParallelFor uses by default: hardware threads, or $EBZIP_THREADS.
+// Threads ParallelFor uses by default: $EBZIP_THREADS, else AvailableCores(),
+// else the hardware threads.
 int DefaultThreadCount();
+
+// The cores this process may use: the CPUs its calling thread may run on
+// (taskset, Kubernetes' static CPU manager), capped by the cgroup v2 CPU
+// quota (docker --cpus, a Kubernetes CPU limit); 0 when neither is known.
+// A pool sized by the machine's cores under a smaller quota is throttled.
+int AvailableCores();
+
+// The whole cores a cgroup v2 cpu.max line ("QUOTA PERIOD") allows, rounded
+// up ("150000 100000": 2); 0 for no limit ("max 100000") or a line that
+// does not parse.
+int CoresFromCpuMax(std::string_view cpu_max);
 
 }  // namespace ebzip
 

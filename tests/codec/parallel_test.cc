@@ -1,0 +1,59 @@
+// ParallelFor runs every index once, and the pool is sized by the cores the
+// process may use: its CPU affinity and its cgroup's CPU quota.
+#include "codec/parallel.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace ebzip {
+namespace {
+
+TEST(ParallelFor, RunsEveryIndexOnce) {
+  for (uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{10000}}) {
+    std::vector<std::atomic<int>> hits(n);
+    ParallelFor(n, [&](uint64_t i) { hits[i].fetch_add(1); });
+    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
+  }
+}
+
+TEST(CoresFromCpuMax, QuotaOverPeriodRoundedUp) {
+  EXPECT_EQ(CoresFromCpuMax("400000 100000"), 4);
+  EXPECT_EQ(CoresFromCpuMax("400000 100000\n"), 4);
+  EXPECT_EQ(CoresFromCpuMax("150000 100000"), 2);
+  EXPECT_EQ(CoresFromCpuMax("50000 100000"), 1);
+  EXPECT_EQ(CoresFromCpuMax("max 100000"), 0);  // no limit
+  EXPECT_EQ(CoresFromCpuMax(""), 0);
+  EXPECT_EQ(CoresFromCpuMax("0 100000"), 0);
+  EXPECT_EQ(CoresFromCpuMax("100000 0"), 0);
+  EXPECT_EQ(CoresFromCpuMax("400000"), 0);
+  EXPECT_EQ(CoresFromCpuMax("-1 100000"), 0);
+  EXPECT_EQ(CoresFromCpuMax("400000 100000 7"), 0);
+}
+
+// The calling thread's affinity is what a taskset, or Kubernetes' static CPU
+// manager, gives the process.
+TEST(AvailableCores, FollowsTheAffinity) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  const int all = AvailableCores();
+  EXPECT_GE(all, 1);
+  EXPECT_LE(all, CPU_COUNT(&saved));
+
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(AvailableCores(), 1);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(AvailableCores(), all);
+}
+
+}  // namespace
+}  // namespace ebzip
