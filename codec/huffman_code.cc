@@ -145,21 +145,21 @@ std::vector<uint8_t> BuildCodeLengths(absl::Span<const SymbolCount> used, int ma
 }
 
 std::vector<uint32_t> CanonicalCodes(absl::Span<const uint8_t> lengths) {
+  // Locals, not vectors: a length is a uint8_t, which may alias anything, so
+  // counting through a vector's pointer would reload it at every symbol.
+  uint32_t count[257] = {}, next[257] = {};
   int max_len = 0;
-  for (uint8_t l : lengths) max_len = std::max<int>(max_len, l);
-  std::vector<uint32_t> count(max_len + 2, 0), next(max_len + 2, 0);
-  for (uint8_t l : lengths) {
-    if (l) ++count[l];
-  }
+  ForEachCodedSymbol(lengths, [&](uint32_t, uint8_t l) {
+    ++count[l];
+    max_len = std::max<int>(max_len, l);
+  });
   uint32_t code = 0;
   for (int l = 1; l <= max_len; ++l) {
     code = (code + count[l - 1]) << 1;
     next[l] = code;
   }
   std::vector<uint32_t> codes(lengths.size(), 0);
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    if (lengths[s]) codes[s] = next[lengths[s]]++;
-  }
+  ForEachCodedSymbol(lengths, [&](uint32_t s, uint8_t l) { codes[s] = next[l]++; });
   return codes;
 }
 

@@ -5,6 +5,7 @@
 #define EBZIP_CODEC_HUFFMAN_CODE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,28 @@ std::vector<uint8_t> BuildCodeLengths(absl::Span<const SymbolCount> used, int ma
 
 // Canonical codewords (right-aligned, MSB first) for the given lengths.
 std::vector<uint32_t> CanonicalCodes(absl::Span<const uint8_t> lengths);
+
+// Calls fn(symbol, length) for every symbol with a code, in symbol order.
+// Most of an alphabet (65,536 symbols at the default radius) has none, and
+// each frame's code and decode table pass over all of it: runs of zeros go
+// by eight lengths at a time.
+template <typename Fn>
+void ForEachCodedSymbol(absl::Span<const uint8_t> lengths, Fn&& fn) {
+  const uint8_t* p = lengths.data();
+  const size_t n = lengths.size();
+  size_t s = 0;
+  for (; s + 8 <= n; s += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + s, 8);
+    if (word == 0) continue;
+    for (size_t i = s; i < s + 8; ++i) {
+      if (p[i] != 0) fn(static_cast<uint32_t>(i), p[i]);
+    }
+  }
+  for (; s < n; ++s) {
+    if (p[s] != 0) fn(static_cast<uint32_t>(s), p[s]);
+  }
+}
 
 // The code-length section (FORMAT.md §Code lengths).
 void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* out);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/format.h"
+#include "codec/huffman_code.h"
 #include "codec/parallel.h"
 
 namespace ebzip {
@@ -181,13 +182,16 @@ const char* DecoderKindName(DecoderKind kind) {
 }
 
 HuffmanTable::HuffmanTable(absl::Span<const uint8_t> lengths) {
-  for (uint8_t l : lengths) max_length_ = std::max<int>(max_length_, l);
-  count_.assign(max_length_ + 1, 0);
+  uint32_t count[256] = {};  // a local: see CanonicalCodes
+  int max_length = 0;
+  ForEachCodedSymbol(lengths, [&](uint32_t, uint8_t l) {
+    ++count[l];
+    max_length = std::max<int>(max_length, l);
+  });
+  max_length_ = max_length;
+  count_.assign(count, count + max_length_ + 1);
   first_code_.assign(max_length_ + 1, 0);
   offset_.assign(max_length_ + 1, 0);
-  for (uint8_t l : lengths) {
-    if (l) ++count_[l];
-  }
   uint32_t code = 0;
   uint32_t offset = 0;
   for (int l = 1; l <= max_length_; ++l) {
@@ -199,9 +203,10 @@ HuffmanTable::HuffmanTable(absl::Span<const uint8_t> lengths) {
   count_[0] = 0;
   sorted_.resize(offset);
   std::vector<uint32_t> fill = offset_;
-  for (size_t s = 0; s < lengths.size(); ++s) {
-    if (lengths[s]) sorted_[fill[lengths[s]]++] = static_cast<uint16_t>(s);
-  }
+  uint16_t* sorted = sorted_.data();
+  uint32_t* at = fill.data();
+  ForEachCodedSymbol(lengths,
+                     [&](uint32_t s, uint8_t l) { sorted[at[l]++] = static_cast<uint16_t>(s); });
   lookup_.assign(size_t{1} << kLookupBits, 0);
   for (int l = 1; l <= std::min(max_length_, kLookupBits); ++l) {
     for (uint32_t i = 0; i < count_[l]; ++i) {
