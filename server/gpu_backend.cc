@@ -21,15 +21,10 @@ constexpr uint64_t kAlign = 256;
 uint64_t AlignUp(uint64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 const char* WaitName(GpuWait wait) {
-  switch (wait) {
-    case GpuWait::kSpin:
-      return "spin";
-    case GpuWait::kBlock:
-      return "block";
-    case GpuWait::kYield:
-      break;
+  for (const GpuWaitName& w : kGpuWaitNames) {
+    if (w.wait == wait) return w.name;
   }
-  return "yield";
+  return "?";
 }
 
 unsigned ScheduleFlag(GpuWait wait) {

@@ -43,6 +43,13 @@ enum class GpuWait {
   kBlock,  // sleeps until the GPU signals
   kSpin,   // polls
 };
+// Their names (--gpu_wait, the "gpu ready" log line), the default first.
+struct GpuWaitName {
+  GpuWait wait;
+  const char* name;
+};
+inline constexpr GpuWaitName kGpuWaitNames[] = {
+    {GpuWait::kYield, "yield"}, {GpuWait::kBlock, "block"}, {GpuWait::kSpin, "spin"}};
 
 struct GpuBackendOptions {
   uint64_t memory_bytes = 0;  // pool per GPU, shared by its workers; 0: 3/4 of its free memory

@@ -10,10 +10,10 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/compressor_service.h"
 #include "server/cpu_backend.h"
+#include "server/gpu_backend.h"  // its options, checked with or without CUDA
 #include "server/log.h"
 #ifdef EBZIP_HAVE_GPU
 #include "gpu/gpu_codec.h"
-#include "server/gpu_backend.h"
 #endif
 
 namespace ebzip::server {
@@ -52,7 +52,11 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--gpu_failure_policy must be retry or fail, not \"", o.gpu_failure_policy, "\""));
   }
-  if (o.gpu_wait != "yield" && o.gpu_wait != "block" && o.gpu_wait != "spin") {
+  const GpuWaitName* wait = nullptr;
+  for (const GpuWaitName& w : kGpuWaitNames) {
+    if (o.gpu_wait == w.name) wait = &w;
+  }
+  if (wait == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("--gpu_wait must be yield, block or spin, not \"", o.gpu_wait, "\""));
   }
@@ -68,9 +72,7 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     g.workers_per_gpu = o.gpu_workers;
     g.on_failure =
         o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;
-    g.wait = o.gpu_wait == "spin"    ? GpuWait::kSpin
-             : o.gpu_wait == "block" ? GpuWait::kBlock
-                                     : GpuWait::kYield;
+    g.wait = wait->wait;
     g.fail_at_batch = o.gpu_fail_at_batch;
     g.fail_device = o.gpu_fail_device;
     return MakeGpuBackend(g);

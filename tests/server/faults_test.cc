@@ -362,6 +362,38 @@ TEST(ServerFaults, DeadlinesAreHonoured) {
   EXPECT_TRUE(patient->Compress(big.spec, big.bytes, o).ok());
 }
 
+// Options a server cannot run with are refused when it starts, naming the
+// flag, whatever backend it would have used.
+TEST(ServerFaults, BadOptionsAreRefusedAtStart) {
+  server::SetLogQuiet(true);
+  struct Case {
+    const char* flag;
+    std::function<void(server::ServerOptions&)> set;
+  };
+  const Case cases[] = {
+      {"--gpu_wait", [](server::ServerOptions& o) { o.gpu_wait = "sometimes"; }},
+      {"--gpu_wait", [](server::ServerOptions& o) { o.gpu_wait = ""; }},
+      {"--gpu_failure_policy", [](server::ServerOptions& o) { o.gpu_failure_policy = "ignore"; }},
+      {"--gpu_workers", [](server::ServerOptions& o) { o.gpu_workers = 0; }},
+  };
+  for (const Case& c : cases) {
+    server::ServerOptions o = TestServerOptions();
+    c.set(o);
+    auto s = server::EbzipServer::Start(o);
+    ASSERT_FALSE(s.ok()) << c.flag;
+    EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument) << s.status();
+    EXPECT_TRUE(absl::StrContains(s.status().message(), c.flag)) << s.status();
+  }
+  // Every wait mode is taken (a GPU build without a GPU says so instead).
+  for (const char* wait : {"yield", "block", "spin"}) {
+    server::ServerOptions o = TestServerOptions();
+    o.gpu_wait = wait;
+    auto s = server::EbzipServer::Start(o);
+    EXPECT_TRUE(s.ok() || s.status().code() == absl::StatusCode::kFailedPrecondition)
+        << wait << ": " << s.status();
+  }
+}
+
 TEST(ServerFaults, TokenIsRequiredWhenConfigured) {
   auto options = TestServerOptions();
   options.token = "s3cret";
