@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -29,10 +30,20 @@ struct Job {
   std::mutex mu;
   std::condition_variable finished;
 
+  // The first exception fn threw, for the caller to rethrow: one escaping a
+  // pool thread would end the process (an allocation failing in a server's
+  // request, say, instead of that request).
+  std::exception_ptr error;
+
   void Work() {
     uint64_t completed = 0;
     for (uint64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
-      (*fn)(i);
+      try {
+        (*fn)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!error) error = std::current_exception();
+      }
       ++completed;
     }
     if (completed != 0 && done.fetch_add(completed) + completed == n) {
@@ -150,6 +161,7 @@ void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_th
   job->Work();
   std::unique_lock<std::mutex> lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == n; });
+  if (job->error) std::rethrow_exception(job->error);
 }
 
 }  // namespace ebzip

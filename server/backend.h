@@ -36,8 +36,9 @@ class Backend {
   virtual bool Compatible(const Work& a, const Work& b) const = 0;
   // Runs the works of the batch, setting their status and results, except
   // those it returns: the worker could not run them (its device failed), so
-  // the scheduler queues them again for the other workers, untouched. Must
-  // not throw; a failure of one work must not fail the server.
+  // the scheduler queues them again for the other workers, untouched. A
+  // failure of one work sets its status; should Run throw anyway (an
+  // allocation failing), the scheduler fails the whole batch with it.
   virtual std::vector<std::shared_ptr<Work>> Run(int worker,
                                                  absl::Span<const std::shared_ptr<Work>> batch) = 0;
   // Whether `worker` has stopped for good (its device failed while others

@@ -1,6 +1,12 @@
 #include "server/scheduler.h"
 
 #include <algorithm>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "server/log.h"
 
 namespace ebzip::server {
 namespace {
@@ -14,6 +20,32 @@ bool HigherPriority(const std::shared_ptr<Work>& a, const std::shared_ptr<Work>&
 // Enough that replies of one batch go out side by side; each mostly waits
 // on its socket write.
 constexpr int kCompletionThreads = 4;
+
+// Backend::Run does not throw by contract, but the codecs allocate, and an
+// allocation that fails (or a bug that throws) must fail its batch, not end
+// the server and every call it holds.
+std::vector<std::shared_ptr<Work>> RunCatching(Backend& backend, int worker,
+                                               absl::Span<const std::shared_ptr<Work>> batch) {
+  absl::Status failed;
+  try {
+    return backend.Run(worker, batch);
+  } catch (const std::bad_alloc&) {
+    failed = absl::ResourceExhaustedError(
+        "the server ran out of memory running this request; send it again later or in "
+        "smaller pieces");
+  } catch (const std::exception& e) {
+    failed =
+        absl::InternalError(absl::StrCat("the server failed running this request: ", e.what()));
+  } catch (...) {
+    failed = absl::InternalError("the server failed running this request");
+  }
+  LogEvent(LogLevel::kError, "a batch failed with an exception",
+           {{"error", std::string(failed.message())},
+            {"requests", absl::StrCat(batch.size())},
+            {"backend", backend.name()}});
+  for (const auto& w : batch) w->status = failed;
+  return {};
+}
 
 }  // namespace
 
@@ -152,7 +184,7 @@ void Scheduler::WorkerLoop(int worker) {
       }
     }
     if (runnable.empty()) continue;
-    std::vector<std::shared_ptr<Work>> returned = backend_.Run(worker, runnable);
+    std::vector<std::shared_ptr<Work>> returned = RunCatching(backend_, worker, runnable);
     const absl::Duration took = absl::Now() - start;
     if (!returned.empty()) {
       Requeue(returned);

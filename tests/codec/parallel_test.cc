@@ -5,6 +5,9 @@
 #include <sched.h>
 
 #include <atomic>
+#include <new>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -19,6 +22,30 @@ TEST(ParallelFor, RunsEveryIndexOnce) {
     ParallelFor(n, [&](uint64_t i) { hits[i].fetch_add(1); });
     for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i << " of " << n;
   }
+}
+
+// An exception on a pool thread reaches the caller instead of ending the
+// process, through nested calls too, and leaves the pool working.
+TEST(ParallelFor, AnExceptionReachesTheCaller) {
+  std::atomic<int> ran{0};
+  EXPECT_THROW(ParallelFor(1000,
+                           [&](uint64_t i) {
+                             ran.fetch_add(1);
+                             if (i % 100 == 37)
+                               throw std::runtime_error("index " + std::to_string(i));
+                           }),
+               std::runtime_error);
+  EXPECT_GE(ran.load(), 38);
+  EXPECT_THROW(ParallelFor(8,
+                           [&](uint64_t) {
+                             ParallelFor(64, [](uint64_t j) {
+                               if (j == 63) throw std::bad_alloc();
+                             });
+                           }),
+               std::bad_alloc);
+  std::vector<std::atomic<int>> hits(5000);
+  ParallelFor(hits.size(), [&](uint64_t i) { hits[i].fetch_add(1); });
+  for (uint64_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
 }
 
 TEST(CoresFromCpuMax, QuotaOverPeriodRoundedUp) {

@@ -5,7 +5,9 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -80,6 +82,37 @@ class FailingBackend final : public Backend {
   bool failed = false;
   int worker0_batches = 0;
   std::vector<std::string> order;
+};
+
+// Throws what `next` says on each batch: the allocation failure or bug that
+// Backend::Run should not let out, but might.
+class ThrowingBackend final : public Backend {
+ public:
+  enum class Throw { kBadAlloc, kRuntimeError, kNothing };
+  std::string name() const override { return "test"; }
+  std::vector<std::string> devices() const override { return {"test"}; }
+  int workers() const override { return 1; }
+  bool Compatible(const Work&, const Work&) const override { return true; }
+  std::vector<std::shared_ptr<Work>> Run(int,
+                                         absl::Span<const std::shared_ptr<Work>> batch) override {
+    absl::MutexLock lock(&mu);
+    ++runs;
+    switch (next) {
+      case Throw::kBadAlloc:
+        throw std::bad_alloc();
+      case Throw::kRuntimeError:
+        throw std::runtime_error("a bug");
+      case Throw::kNothing:
+        break;
+    }
+    for (const auto& w : batch) w->status = absl::OkStatus();
+    return {};
+  }
+  std::vector<DeviceState> DeviceStates() const override { return {}; }
+
+  absl::Mutex mu;
+  Throw next = Throw::kNothing;
+  int runs = 0;
 };
 
 std::shared_ptr<Work> MakeWork(const std::string& id, uint64_t elements, int priority = 0,
@@ -218,6 +251,38 @@ TEST(Scheduler, CancelledAndExpiredWorkNeverRuns) {
   EXPECT_EQ(done.status["expired"].code(), absl::StatusCode::kDeadlineExceeded);
   absl::MutexLock backend_lock(&backend.mu);
   EXPECT_EQ(backend.batches, (std::vector<std::vector<std::string>>{{"blocker"}}));
+}
+
+TEST(Scheduler, ABatchThatThrowsFailsAloneAndTheWorkerGoesOn) {
+  ThrowingBackend backend;
+  BatchingOptions b;
+  b.enabled = false;
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  const std::pair<const char*, ThrowingBackend::Throw> steps[] = {
+      {"out of memory", ThrowingBackend::Throw::kBadAlloc},
+      {"bug", ThrowingBackend::Throw::kRuntimeError},
+      {"fine", ThrowingBackend::Throw::kNothing},
+  };
+  size_t n = 0;
+  for (const auto& [id, what] : steps) {
+    {
+      absl::MutexLock lock(&backend.mu);
+      backend.next = what;
+    }
+    auto w = MakeWork(id, 10);
+    w->status = absl::OkStatus();
+    done.Attach(w);
+    scheduler.Submit(w);
+    ASSERT_TRUE(done.WaitFor(++n)) << id;
+  }
+  absl::MutexLock lock(&done.mu);
+  EXPECT_EQ(done.status["out of memory"].code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(done.status["bug"].code(), absl::StatusCode::kInternal);
+  EXPECT_NE(done.status["bug"].message().find("a bug"), std::string::npos) << done.status["bug"];
+  EXPECT_TRUE(done.status["fine"].ok()) << done.status["fine"];
+  absl::MutexLock backend_lock(&backend.mu);
+  EXPECT_EQ(backend.runs, 3);
 }
 
 TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
