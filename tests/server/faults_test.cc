@@ -1,19 +1,32 @@
 // What ebzipd does with bad input and bad clients (DESIGN §4, issue #4 §3):
 // clear statuses, nothing lost, nothing leaked, never a crash.
+#include <arpa/inet.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "codec/archive.h"
+#include "codec/format.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "tests/server/test_arrays.h"
@@ -333,6 +346,472 @@ TEST(ServerFaults, ThousandCancelledCallsLeaveNothingBehind) {
   o.bound = 1e-4;
   auto archive = client->Compress(a.spec, a.bytes, o);
   EXPECT_TRUE(archive.ok()) << archive.status();
+}
+
+// The host memory the server's gauges say calls still hold: bytes admitted
+// (ebzip_queued_bytes) and, on the GPU backend, page-locked pool blocks
+// given out (ebzip_host_pool_used_bytes; -1, absent, where the backend has
+// no pool).
+struct HeldGauges {
+  double queued = 0;
+  double pool_used = 0;
+  bool operator==(const HeldGauges&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const HeldGauges& g) {
+  return os << "queued " << g.queued << ", host pool used " << g.pool_used;
+}
+
+HeldGauges ReadHeldGauges(server::EbzipServer& s) {
+  const std::string text = s.metrics().Render();
+  return {MetricValue(text, "ebzip_queued_bytes"), MetricValue(text, "ebzip_host_pool_used_bytes")};
+}
+
+// Calls of `method` ("compress" or "decompress") the server has ended,
+// whatever their status.
+double EndedCalls(server::EbzipServer& s, const std::string& method) {
+  const std::string label = absl::StrCat("method=\"", method, "\"");
+  double n = 0;
+  for (absl::string_view line : absl::StrSplit(s.metrics().Render(), '\n')) {
+    if (absl::StartsWith(line, "ebzip_requests_total{") && absl::StrContains(line, label)) {
+      n += std::stod(std::string(line.substr(line.rfind(' ') + 1)));
+    }
+  }
+  return n;
+}
+
+// What the server holds before a round of calls, to compare with after it.
+struct MemorySnapshot {
+  uint64_t resident = 0;
+  HeldGauges gauges;
+  std::vector<server::DeviceState> devices;
+};
+
+MemorySnapshot TakeSnapshot(server::EbzipServer& s) {
+  return {ResidentBytes(), ReadHeldGauges(s), s.backend().DeviceStates()};
+}
+
+// Expects the server to come back to `before` once its calls have ended:
+// the gauges and each device's memory exactly, resident bytes within
+// `slack` (less than a leak of a fraction of the round's calls would add).
+// The gauges are polled rather than read once: a pool block a reply was
+// sent from goes back only when gRPC lets go of the message, which can be
+// after the call has ended.
+void ExpectBackTo(server::EbzipServer& s, const MemorySnapshot& before, uint64_t slack) {
+  ASSERT_TRUE(WaitQuiet(s)) << "calls " << s.calls_in_progress() << ", held bytes "
+                            << s.held_bytes() << ", queued requests " << s.queued_requests();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  HeldGauges now = ReadHeldGauges(s);
+  while (!(now == before.gauges) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+    now = ReadHeldGauges(s);
+  }
+  EXPECT_EQ(now, before.gauges);
+  const uint64_t resident = ResidentBytes();
+  EXPECT_LT(resident, before.resident + slack) << before.resident << " -> " << resident;
+  const auto devices = s.backend().DeviceStates();
+  ASSERT_EQ(devices.size(), before.devices.size());
+  for (size_t i = 0; i < devices.size(); ++i) {
+    EXPECT_EQ(devices[i].memory_used_bytes, before.devices[i].memory_used_bytes)
+        << devices[i].device;
+  }
+}
+
+// The server still serves: an array compressed to the local codec's bytes
+// and decoded to what the local codec decodes.
+void ExpectRoundTrip(const server::EbzipServer& s, const TestArray& a, const CompressOptions& o) {
+  auto client = ClientFor(s);
+  ASSERT_NE(client, nullptr);
+  auto archive = client->Compress(a.spec, a.bytes, o);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto local = Compress(a.spec, a.bytes, o);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_TRUE(*archive == *local) << "the server's archive differs from the local codec's";
+  auto decoded = client->Decompress(*archive);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  auto reference = Decompress(*local);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  EXPECT_TRUE(decoded->data == reference->data) << "the server decodes differently";
+}
+
+// The archive's bytes as Decompress messages: the file header alone (the
+// server then knows which way it decodes), the rest of the first half, the
+// second half.
+std::vector<v1::DecompressRequest> ArchiveMessages(const std::vector<uint8_t>& archive) {
+  const std::string bytes(archive.begin(), archive.end());
+  const size_t half = bytes.size() / 2;
+  std::vector<v1::DecompressRequest> messages(3);
+  messages[0].set_archive(bytes.substr(0, format::kFileHeaderSize));
+  messages[1].set_archive(bytes.substr(format::kFileHeaderSize, half - format::kFileHeaderSize));
+  messages[2].set_archive(bytes.substr(half));
+  return messages;
+}
+
+// Takes a call part of the way: writes its first `sent` messages (having
+// written all of them, closes its side), then reads up to `replies`.
+template <class Request, class Response>
+void Drive(grpc::ClientReaderWriter<Request, Response>& stream,
+           const std::vector<Request>& messages, size_t sent, int replies) {
+  for (size_t i = 0; i < sent; ++i) {
+    if (!stream.Write(messages[i])) return;  // the call has ended
+  }
+  if (sent == messages.size()) stream.WritesDone();
+  Response response;
+  for (int i = 0; i < replies && stream.Read(&response); ++i) {
+  }
+}
+
+// How far a call gets before its client lets it go: messages sent (3 of 3:
+// and its side closed) and replies read.
+struct Stage {
+  const char* name;
+  size_t sent;
+  int replies;
+};
+
+// An archive of `a` and the messages of a Decompress call that sends it;
+// `frames` is how many frames the archive must have: one takes the
+// buffered way through the server, more the streamed way
+// (server/decompress_call.cc).
+struct DecompressInput {
+  std::vector<uint8_t> archive;
+  std::vector<v1::DecompressRequest> messages;
+};
+
+DecompressInput MakeDecompressInput(const TestArray& a, const CompressOptions& o, size_t frames) {
+  auto archive = Compress(a.spec, a.bytes, o);
+  EXPECT_TRUE(archive.ok()) << archive.status();
+  if (!archive.ok()) return {};
+  auto info = ReadArchiveInfo(*archive);
+  EXPECT_TRUE(info.ok() && info->frames.size() == frames) << "the archive has the wrong frames";
+  DecompressInput in{*archive, ArchiveMessages(*archive)};
+  return in;
+}
+
+// Options for the two ways through either method: one frame (a relative
+// bound) and four 64 KiB frames of a 256x256 float32 array (an absolute
+// bound and frame_elements).
+CompressOptions OneFrame() {
+  CompressOptions o;
+  o.mode = BoundMode::kRel;
+  o.bound = 1e-4;
+  return o;
+}
+
+CompressOptions FourFrames() {
+  CompressOptions o;
+  o.mode = BoundMode::kAbs;
+  o.bound = 1e-3;
+  o.frame_elements = 64 * 256;
+  return o;
+}
+
+TEST(ServerFaults, ThousandCancelledDecompressCallsLeaveNothingBehind) {
+  auto options = TestServerOptions();
+  // Replies of several messages, so that a cancellation can land mid-reply.
+  options.message_bytes = 64 << 10;
+  START_TEST_SERVER(server, options);
+  auto stub = StubFor(*server);
+  TestArray a = SmoothArray({DType::kFloat32, {256, 256}}, 6);
+  const DecompressInput inputs[] = {MakeDecompressInput(a, OneFrame(), 1),
+                                    MakeDecompressInput(a, FourFrames(), 4)};
+  ASSERT_FALSE(inputs[0].messages.empty() || inputs[1].messages.empty());
+  // Cancel at every stage: the call opened and nothing sent; the file header
+  // sent (the server has chosen its way); half the archive; all of it, the
+  // server decoding it or about to; the reply's header and first rows read,
+  // the rest on their way.
+  const Stage stages[] = {
+      {"nothing sent", 0, 0}, {"file header", 1, 0}, {"half", 2, 0}, {"all", 3, 0},
+      {"replying", 3, 2},
+  };
+  auto cancelled_call = [&](int i, int* cancelled) {
+    const DecompressInput& in = inputs[(i / 5) % 2];
+    const Stage& stage = stages[i % 5];
+    grpc::ClientContext context;
+    // Never a hang: a call the server does not end fails on its deadline.
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto stream = stub->Decompress(&context);
+    Drive(*stream, in.messages, stage.sent, stage.replies);
+    context.TryCancel();
+    const grpc::Status s = stream->Finish();
+    // Before the whole archive is in, the server cannot have ended the call
+    // (it only learns then whether the archive is sound); after, it may
+    // have sent the whole reply before the cancellation reached it. Any
+    // other status is a fault.
+    const bool whole = stage.sent == in.messages.size();
+    if (s.error_code() == grpc::StatusCode::CANCELLED) {
+      ++*cancelled;
+    } else {
+      EXPECT_TRUE(whole && s.ok()) << stage.name << " of a " << (i / 5) % 2 * 3 + 1
+                                   << "-frame archive: " << s.error_code() << " "
+                                   << s.error_message();
+    }
+  };
+  // As in ThousandCancelledCallsLeaveNothingBehind: the first round may
+  // grow the process once; a leak grows it in every round.
+  int cancelled = 0;
+  for (int i = 0; i < 1000; ++i) cancelled_call(i, &cancelled);
+  ASSERT_TRUE(WaitQuiet(*server));
+  const MemorySnapshot before = TakeSnapshot(*server);
+  EXPECT_EQ(before.gauges.queued, 0);
+  const double ended_before = EndedCalls(*server, "decompress");
+  cancelled = 0;
+  for (int i = 0; i < 1000; ++i) cancelled_call(i, &cancelled);
+  // The first three stages (600 calls) can only end cancelled.
+  EXPECT_GE(cancelled, 600);
+  // Each call a fault, say, or a client that never reached the server, would
+  // leave the server a call short; every call that sent anything reached it.
+  EXPECT_GE(EndedCalls(*server, "decompress") - ended_before, 800);
+  // Each call held a 256 KiB array or its archive; a leak of an eighth of
+  // them would show.
+  ExpectBackTo(*server, before, 32u << 20);
+  ExpectRoundTrip(*server, a, OneFrame());
+  ExpectRoundTrip(*server, a, FourFrames());
+}
+
+// A TCP relay for one client connection to the server, which the test cuts
+// the way a crashed client or a failed network does: the server's socket
+// closes with no HTTP/2 goodbye (no RST_STREAM, no GOAWAY), which no
+// cancellation by a live gRPC client produces.
+class CuttableRelay {
+ public:
+  explicit CuttableRelay(int server_port) : server_port_(server_port) {
+    listener_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address = Loopback(0);
+    socklen_t size = sizeof(address);
+    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&address), size) != 0 ||
+        listen(listener_, 1) != 0 ||
+        getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      ADD_FAILURE() << "relay: " << std::strerror(errno);
+      return;
+    }
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~CuttableRelay() {
+    Cut();
+    if (thread_.joinable()) thread_.join();
+    for (int fd : {listener_, client_, upstream_}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  CuttableRelay(const CuttableRelay&) = delete;
+  CuttableRelay& operator=(const CuttableRelay&) = delete;
+
+  int port() const { return port_; }
+
+  // Closes both connections, as the kernel of a client process that died
+  // closes its sockets. Shutting them down (not closing them) also wakes the
+  // relay's thread wherever it waits; they close once it has returned.
+  void Cut() {
+    absl::MutexLock lock(&mu_);
+    cut_ = true;
+    for (int fd : {listener_, client_, upstream_}) {
+      if (fd >= 0) shutdown(fd, SHUT_RDWR);
+    }
+  }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    return a;
+  }
+
+  static bool SendAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+      const ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void Run() {
+    const int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) return;  // cut before the client connected
+    const int upstream = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const sockaddr_in server = Loopback(server_port_);
+    const bool connected =
+        upstream >= 0 &&
+        connect(upstream, reinterpret_cast<const sockaddr*>(&server), sizeof(server)) == 0;
+    {
+      absl::MutexLock lock(&mu_);
+      client_ = client;
+      upstream_ = upstream;
+      if (cut_ || !connected) {
+        for (int fd : {client_, upstream_}) {
+          if (fd >= 0) shutdown(fd, SHUT_RDWR);
+        }
+        return;
+      }
+    }
+    pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
+    std::vector<char> buffer(64 << 10);
+    for (;;) {
+      if (poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        const ssize_t n = recv(fds[i].fd, buffer.data(), buffer.size(), 0);
+        if (n <= 0 || !SendAll(fds[1 - i].fd, buffer.data(), static_cast<size_t>(n))) return;
+      }
+    }
+  }
+
+  const int server_port_;
+  int port_ = 0;
+  int listener_ = -1;
+  std::thread thread_;
+  absl::Mutex mu_;
+  bool cut_ ABSL_GUARDED_BY(mu_) = false;
+  // Written once by the relay's thread; closed by the destructor after it.
+  int client_ ABSL_GUARDED_BY(mu_) = -1;
+  int upstream_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+// A channel with a connection of its own (gRPC otherwise shares one among
+// channels to an address), which closes when the channel goes.
+std::shared_ptr<grpc::Channel> OwnChannel(int port) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
+                                   grpc::InsecureChannelCredentials(), args);
+}
+
+// Payload bytes the server has read for `method` (its received-bytes counter).
+double ReceivedBytes(server::EbzipServer& s, const std::string& method) {
+  return MetricValue(s.metrics().Render(),
+                     absl::StrCat("ebzip_received_bytes_total{method=\"", method, "\"}"));
+}
+
+// Calls whose client goes away without cancelling them. Its code drops the
+// call (stream and context destroyed mid-call, no TryCancel, no Finish:
+// gRPC then resets the stream on its own); drops the call's channel too,
+// and with it the connection; or its process or network dies under it
+// (CuttableRelay), so that only the socket's end tells the server. Each of
+// the three, for both methods and both ways through each (one frame, four),
+// mid-upload, after the upload (queued or running) and while the reply
+// streams back.
+TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
+  auto options = TestServerOptions();
+  options.message_bytes = 64 << 10;  // replies of several messages
+  START_TEST_SERVER(server, options);
+  auto shared_channel = grpc::CreateChannel(Address(*server), grpc::InsecureChannelCredentials());
+  TestArray a = SmoothArray({DType::kFloat32, {256, 256}}, 7);
+  // Compress: the header, the first half of the array (not on a frame
+  // boundary), the rest.
+  auto compress_messages = [&](const CompressOptions& o) {
+    const size_t half = a.bytes.size() / 2 + 1000;
+    std::vector<v1::CompressRequest> m(3);
+    auto* h = m[0].mutable_header();
+    h->mutable_array()->set_dtype(v1::FLOAT32);
+    for (uint64_t d : a.spec.shape) h->mutable_array()->add_shape(d);
+    h->mutable_error_bound()->set_mode(o.mode == BoundMode::kRel ? v1::REL : v1::ABS);
+    h->mutable_error_bound()->set_value(o.bound);
+    h->mutable_options()->set_frame_elements(o.frame_elements);
+    m[1].set_data(a.bytes.data(), half);
+    m[2].set_data(a.bytes.data() + half, a.bytes.size() - half);
+    return m;
+  };
+  const std::vector<v1::CompressRequest> compress_inputs[] = {compress_messages(OneFrame()),
+                                                              compress_messages(FourFrames())};
+  const DecompressInput decompress_inputs[] = {MakeDecompressInput(a, OneFrame(), 1),
+                                               MakeDecompressInput(a, FourFrames(), 4)};
+  ASSERT_FALSE(decompress_inputs[0].messages.empty() || decompress_inputs[1].messages.empty());
+  const Stage stages[] = {{"uploading", 2, 0}, {"uploaded", 3, 0}, {"replying", 3, 2}};
+  enum How { kDropped, kChannelDropped, kConnectionCut, kHows };
+  const char* const how_names[] = {"call dropped", "channel dropped", "connection cut"};
+
+  // The bytes a stage's messages carry, as the server counts them.
+  auto payload_bytes = [](const auto& messages, size_t sent) {
+    double n = 0;
+    for (size_t i = 0; i < sent; ++i) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(messages[i])>, v1::CompressRequest>) {
+        n += static_cast<double>(messages[i].data().size());
+      } else {
+        n += static_cast<double>(messages[i].archive().size());
+      }
+    }
+    return n;
+  };
+  // One call of `method`, taken to `stage` and let go `how`.
+  auto abandoned_call = [&](const std::string& method, const auto& messages, const Stage& stage,
+                            How how) {
+    std::unique_ptr<CuttableRelay> relay;
+    std::shared_ptr<grpc::Channel> channel = shared_channel;
+    if (how == kChannelDropped) channel = OwnChannel(server->port());
+    if (how == kConnectionCut) {
+      relay = std::make_unique<CuttableRelay>(server->port());
+      channel = OwnChannel(relay->port());
+    }
+    auto stub = v1::Compressor::NewStub(channel);
+    channel.reset();  // the stub's is the last reference
+    const double received = ReceivedBytes(*server, method);
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto drive = [&](auto stream) {
+      Drive(*stream, messages, stage.sent, stage.replies);
+      if (relay) {
+        // The relay may not have passed everything on yet; cut it once the
+        // server has read what was sent, so that the cut lands where the
+        // stage says.
+        const double want = received + payload_bytes(messages, stage.sent);
+        const absl::Time deadline = absl::Now() + absl::Seconds(30);
+        while (ReceivedBytes(*server, method) < want && absl::Now() < deadline) {
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+        EXPECT_GE(ReceivedBytes(*server, method), want) << method << " " << stage.name;
+        relay->Cut();
+      }
+      // `stream` goes here, unfinished, then the context, then the stub and
+      // with it the channel.
+    };
+    if (method == "compress") {
+      drive(stub->Compress(context.get()));
+    } else {
+      drive(stub->Decompress(context.get()));
+    }
+  };
+  // Every kind of call, at every stage, let go every way; `cycles` times.
+  int calls = 0;
+  auto round = [&](int cycles) {
+    for (int c = 0; c < cycles; ++c) {
+      for (int how = 0; how < kHows; ++how) {
+        SCOPED_TRACE(how_names[how]);
+        for (const Stage& stage : stages) {
+          for (int way = 0; way < 2; ++way) {
+            abandoned_call("compress", compress_inputs[way], stage, static_cast<How>(how));
+            abandoned_call("decompress", decompress_inputs[way].messages, stage,
+                           static_cast<How>(how));
+            calls += 2;
+          }
+        }
+      }
+    }
+  };
+  round(10);  // the process grows once (see above)
+  ASSERT_TRUE(WaitQuiet(*server));
+  const MemorySnapshot before = TakeSnapshot(*server);
+  EXPECT_EQ(before.gauges.queued, 0);
+  const double ended_before = EndedCalls(*server, "compress") + EndedCalls(*server, "decompress");
+  calls = 0;
+  round(10);
+  ASSERT_TRUE(WaitQuiet(*server));
+  // Every call wrote at least its first message before it was let go: each
+  // reached the server, which must have ended each.
+  EXPECT_EQ(EndedCalls(*server, "compress") + EndedCalls(*server, "decompress") - ended_before,
+            calls);
+  // 360 calls, each holding a 256 KiB array or its archive; a leak of a
+  // sixth of them would show.
+  ExpectBackTo(*server, before, 16u << 20);
+  ExpectRoundTrip(*server, a, OneFrame());
+  ExpectRoundTrip(*server, a, FourFrames());
 }
 
 TEST(ServerFaults, DeadlinesAreHonoured) {
