@@ -17,6 +17,9 @@ against the bound (given, or recomputed from the data for REL), with NaN,
 +-Inf, -0.0, subnormals and the fill value compared bit for bit. Interoperability is checked against the
 `ebzip` command line on the same raw files, byte for byte.
 
+ReflectionTest asks the server's reflection service (as grpcurl does) for
+its services and the Compressor's descriptor.
+
 The tests in ClientSideTest need no server: argument checks and the request
 stream the client builds.
 
@@ -722,6 +725,89 @@ class RoundTripTest(ServerTestBase):
         archive = ebzip.compress(x, self.server.address, rel=1e-3)
         y = ebzip.decompress(archive, self.server.address)
         self.assert_within(x, y, rel_to_abs(x, 1e-3))
+
+
+def _varint(buf, i):
+    value = shift = 0
+    while True:
+        byte = buf[i]
+        i += 1
+        value |= (byte & 0x7f) << shift
+        if byte < 0x80:
+            return value, i
+        shift += 7
+
+
+def _fields(buf):
+    """(field number, bytes) of a protobuf message's length-delimited fields,
+    in order; fields of other wire types are skipped."""
+    out, i = [], 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        wire = key & 7
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        elif wire == 2:
+            n, i = _varint(buf, i)
+            out.append((key >> 3, bytes(buf[i:i + n])))
+            i += n
+        else:
+            raise ValueError('wire type %d' % wire)
+    return out
+
+
+class ReflectionTest(ServerTestBase):
+    """Server reflection, which grpcurl and grpc_cli use to call ebzipd
+    without its proto. Debian's Python has no reflection client, so the
+    messages are spelled out here, with the field numbers of
+    grpc/reflection/v1alpha/reflection.proto."""
+
+    METHOD = '/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo'
+
+    def ask(self, field, text):
+        """Sends one ServerReflectionRequest with string `field` set to
+        `text`; returns the reply's fields."""
+        data = text.encode()
+        request = bytes([field << 3 | 2, len(data)]) + data
+        with grpc.insecure_channel(self.server.address) as channel:
+            call = channel.stream_stream(self.METHOD)
+            replies = list(call(iter([request]), timeout=30))
+        self.assertEqual(len(replies), 1)
+        return _fields(replies[0])
+
+    def test_lists_the_services(self):
+        reply = self.ask(7, '*')  # list_services
+        lists = [v for f, v in reply if f == 6]  # list_services_response
+        self.assertEqual(len(lists), 1, reply)
+        names = {dict(_fields(service))[1].decode()
+                 for f, service in _fields(lists[0]) if f == 1}
+        self.assertLessEqual({'ebzip.v1.Compressor', 'grpc.health.v1.Health'},
+                             names)
+
+    def test_describes_the_compressor(self):
+        from google.protobuf import descriptor_pb2  # pylint: disable=import-outside-toplevel
+        reply = self.ask(4, 'ebzip.v1.Compressor')  # file_containing_symbol
+        files = [v for f, v in reply if f == 4]  # file_descriptor_response
+        self.assertEqual(len(files), 1, reply)
+        methods = {}
+        for f, raw in _fields(files[0]):
+            if f != 1:
+                continue
+            proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+            for service in proto.service:
+                if proto.package == 'ebzip.v1' and service.name == 'Compressor':
+                    methods = {m.name: (m.client_streaming, m.server_streaming)
+                               for m in service.method}
+        self.assertEqual(methods, {'Compress': (True, True),
+                                   'Decompress': (True, True),
+                                   'GetServerInfo': (False, False)})
+        # An unknown symbol is an error reply, not a broken stream.
+        reply = self.ask(4, 'no.such.Symbol')
+        self.assertEqual([f for f, _ in reply if f in (4, 7)], [7])
 
 
 class InteropTest(ServerTestBase):
