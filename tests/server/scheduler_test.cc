@@ -296,11 +296,18 @@ TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
     done.Attach(w);
     scheduler->Submit(w);
   }
-  absl::SleepFor(absl::Milliseconds(20));
+  // The worker has taken "running" (and waits on the gate) when one work is
+  // left in the queue; Stop finishes the queued one before it waits for the
+  // worker. Waiting for each, not for a fixed time, keeps a loaded machine
+  // from reordering them.
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (scheduler->queued() != 1 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_EQ(scheduler->queued(), 1u);
   std::thread stop([&] { scheduler->Stop(); });
-  absl::SleepFor(absl::Milliseconds(20));
+  const bool queued_finished = done.WaitFor(1);
   backend.gate.Notify();
   stop.join();
+  ASSERT_TRUE(queued_finished);
   ASSERT_TRUE(done.WaitFor(2));
   absl::MutexLock lock(&done.mu);
   EXPECT_TRUE(done.status["running"].ok());
