@@ -323,7 +323,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       if (failed_) {
-        if (outstanding_ == 0 && !writing_) {
+        if (outstanding_ == 0 && !writing_ && !starting_read_) {
           finished_ = true;
           finish = true;
           status = final_status_;
@@ -349,7 +349,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       }
       if (!failed_ && read_paused_ && works_.size() < window_) {
         read_paused_ = false;
-        read = true;
+        read = starting_read_ = true;
       }
     }
     for (const auto& w : cancel) env_.scheduler.Cancel(w);
@@ -363,7 +363,15 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     } else if (write) {
       this->StartWrite(&to_send_);
     }
-    if (read) this->StartRead(&request_);
+    if (read) {
+      // Pump may run on a scheduler thread, outside any reaction: until the
+      // read has started, a call that fails meanwhile (OnCancel) must not
+      // finish, or gRPC could free the stream under StartRead.
+      this->StartRead(&request_);
+      absl::MutexLock lock(&mu_);
+      starting_read_ = false;
+      again = again || failed_;
+    }
     if (finish) this->Finish(ToGrpc(status));
     if (again) Pump();
   }
@@ -433,6 +441,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool starting_read_ ABSL_GUARDED_BY(mu_) = false;  // Pump's, outside mu_
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone

@@ -388,7 +388,13 @@ struct MemorySnapshot {
 };
 
 MemorySnapshot TakeSnapshot(server::EbzipServer& s) {
-  return {ResidentBytes(), ReadHeldGauges(s), s.backend().DeviceStates()};
+  MemorySnapshot m{ResidentBytes(), ReadHeldGauges(s), s.backend().DeviceStates()};
+  // The GPU backend always has its pool (--gpu_host_pool_bytes is not 0
+  // here): without its gauge the pool's check would say nothing.
+  if (s.backend().name() == "gpu") {
+    EXPECT_GE(m.gauges.pool_used, 0) << "no ebzip_host_pool_used_bytes on the GPU backend";
+  }
+  return m;
 }
 
 // Expects the server to come back to `before` once its calls have ended:
@@ -469,23 +475,17 @@ struct Stage {
   int replies;
 };
 
-// An archive of `a` and the messages of a Decompress call that sends it;
-// `frames` is how many frames the archive must have: one takes the
-// buffered way through the server, more the streamed way
-// (server/decompress_call.cc).
-struct DecompressInput {
-  std::vector<uint8_t> archive;
-  std::vector<v1::DecompressRequest> messages;
-};
-
-DecompressInput MakeDecompressInput(const TestArray& a, const CompressOptions& o, size_t frames) {
+// The messages of a Decompress call that sends an archive of `a`, which
+// must have `frames` frames: one takes the buffered way through the server,
+// more the streamed way (server/decompress_call.cc). None on failure.
+std::vector<v1::DecompressRequest> DecompressMessages(const TestArray& a, const CompressOptions& o,
+                                                      size_t frames) {
   auto archive = Compress(a.spec, a.bytes, o);
   EXPECT_TRUE(archive.ok()) << archive.status();
   if (!archive.ok()) return {};
   auto info = ReadArchiveInfo(*archive);
   EXPECT_TRUE(info.ok() && info->frames.size() == frames) << "the archive has the wrong frames";
-  DecompressInput in{*archive, ArchiveMessages(*archive)};
-  return in;
+  return ArchiveMessages(*archive);
 }
 
 // Options for the two ways through either method: one frame (a relative
@@ -513,55 +513,50 @@ TEST(ServerFaults, ThousandCancelledDecompressCallsLeaveNothingBehind) {
   START_TEST_SERVER(server, options);
   auto stub = StubFor(*server);
   TestArray a = SmoothArray({DType::kFloat32, {256, 256}}, 6);
-  const DecompressInput inputs[] = {MakeDecompressInput(a, OneFrame(), 1),
-                                    MakeDecompressInput(a, FourFrames(), 4)};
-  ASSERT_FALSE(inputs[0].messages.empty() || inputs[1].messages.empty());
+  const std::vector<v1::DecompressRequest> inputs[] = {DecompressMessages(a, OneFrame(), 1),
+                                                       DecompressMessages(a, FourFrames(), 4)};
+  ASSERT_FALSE(inputs[0].empty() || inputs[1].empty());
   // Cancel at every stage: the call opened and nothing sent; the file header
   // sent (the server has chosen its way); half the archive; all of it, the
   // server decoding it or about to; the reply's header and first rows read,
   // the rest on their way.
   const Stage stages[] = {
-      {"nothing sent", 0, 0}, {"file header", 1, 0}, {"half", 2, 0}, {"all", 3, 0},
-      {"replying", 3, 2},
+      {"nothing sent", 0, 0}, {"file header", 1, 0}, {"half", 2, 0},
+      {"all", 3, 0},          {"replying", 3, 2},
   };
-  auto cancelled_call = [&](int i, int* cancelled) {
-    const DecompressInput& in = inputs[(i / 5) % 2];
+  auto cancelled_call = [&](int i) {
+    const bool streamed = (i / 5) % 2 == 1;
+    const std::vector<v1::DecompressRequest>& messages = inputs[streamed];
     const Stage& stage = stages[i % 5];
     grpc::ClientContext context;
     // Never a hang: a call the server does not end fails on its deadline.
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     auto stream = stub->Decompress(&context);
-    Drive(*stream, in.messages, stage.sent, stage.replies);
+    Drive(*stream, messages, stage.sent, stage.replies);
     context.TryCancel();
     const grpc::Status s = stream->Finish();
     // Before the whole archive is in, the server cannot have ended the call
     // (it only learns then whether the archive is sound); after, it may
     // have sent the whole reply before the cancellation reached it. Any
     // other status is a fault.
-    const bool whole = stage.sent == in.messages.size();
-    if (s.error_code() == grpc::StatusCode::CANCELLED) {
-      ++*cancelled;
-    } else {
-      EXPECT_TRUE(whole && s.ok()) << stage.name << " of a " << (i / 5) % 2 * 3 + 1
-                                   << "-frame archive: " << s.error_code() << " "
-                                   << s.error_message();
+    if (s.error_code() != grpc::StatusCode::CANCELLED) {
+      EXPECT_TRUE(stage.sent == messages.size() && s.ok())
+          << stage.name << ", " << (streamed ? "four frames" : "one frame") << ": "
+          << s.error_code() << " " << s.error_message();
     }
   };
   // As in ThousandCancelledCallsLeaveNothingBehind: the first round may
   // grow the process once; a leak grows it in every round.
-  int cancelled = 0;
-  for (int i = 0; i < 1000; ++i) cancelled_call(i, &cancelled);
+  for (int i = 0; i < 1000; ++i) cancelled_call(i);
   ASSERT_TRUE(WaitQuiet(*server));
   const MemorySnapshot before = TakeSnapshot(*server);
   EXPECT_EQ(before.gauges.queued, 0);
   const double ended_before = EndedCalls(*server, "decompress");
-  cancelled = 0;
-  for (int i = 0; i < 1000; ++i) cancelled_call(i, &cancelled);
-  // The first three stages (600 calls) can only end cancelled.
-  EXPECT_GE(cancelled, 600);
-  // Each call a fault, say, or a client that never reached the server, would
-  // leave the server a call short; every call that sent anything reached it.
-  EXPECT_GE(EndedCalls(*server, "decompress") - ended_before, 800);
+  for (int i = 0; i < 1000; ++i) cancelled_call(i);
+  // The calls reached the server, so that the checks below mean something
+  // (999 or 1,000 did in every run seen: a call cancelled before it sent
+  // anything may not).
+  EXPECT_GE(EndedCalls(*server, "decompress") - ended_before, 900);
   // Each call held a 256 KiB array or its archive; a leak of an eighth of
   // them would show.
   ExpectBackTo(*server, before, 32u << 20);
@@ -721,28 +716,28 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
   };
   const std::vector<v1::CompressRequest> compress_inputs[] = {compress_messages(OneFrame()),
                                                               compress_messages(FourFrames())};
-  const DecompressInput decompress_inputs[] = {MakeDecompressInput(a, OneFrame(), 1),
-                                               MakeDecompressInput(a, FourFrames(), 4)};
-  ASSERT_FALSE(decompress_inputs[0].messages.empty() || decompress_inputs[1].messages.empty());
+  const std::vector<v1::DecompressRequest> decompress_inputs[] = {
+      DecompressMessages(a, OneFrame(), 1), DecompressMessages(a, FourFrames(), 4)};
+  ASSERT_FALSE(decompress_inputs[0].empty() || decompress_inputs[1].empty());
   const Stage stages[] = {{"uploading", 2, 0}, {"uploaded", 3, 0}, {"replying", 3, 2}};
   enum How { kDropped, kChannelDropped, kConnectionCut, kHows };
   const char* const how_names[] = {"call dropped", "channel dropped", "connection cut"};
 
-  // The bytes a stage's messages carry, as the server counts them.
-  auto payload_bytes = [](const auto& messages, size_t sent) {
-    double n = 0;
-    for (size_t i = 0; i < sent; ++i) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(messages[i])>, v1::CompressRequest>) {
-        n += static_cast<double>(messages[i].data().size());
+  // One call (Compress or Decompress, as `messages` are), taken to `stage`
+  // and let go `how`.
+  auto abandoned_call = [&](const auto& messages, const Stage& stage, How how) {
+    constexpr bool kCompress =
+        std::is_same_v<std::decay_t<decltype(messages)>, std::vector<v1::CompressRequest>>;
+    const std::string method = kCompress ? "compress" : "decompress";
+    // The bytes the stage's messages carry, as the server counts them.
+    double sent_bytes = 0;
+    for (size_t i = 0; i < stage.sent; ++i) {
+      if constexpr (kCompress) {
+        sent_bytes += static_cast<double>(messages[i].data().size());
       } else {
-        n += static_cast<double>(messages[i].archive().size());
+        sent_bytes += static_cast<double>(messages[i].archive().size());
       }
     }
-    return n;
-  };
-  // One call of `method`, taken to `stage` and let go `how`.
-  auto abandoned_call = [&](const std::string& method, const auto& messages, const Stage& stage,
-                            How how) {
     std::unique_ptr<CuttableRelay> relay;
     std::shared_ptr<grpc::Channel> channel = shared_channel;
     if (how == kChannelDropped) channel = OwnChannel(server->port());
@@ -761,7 +756,7 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
         // The relay may not have passed everything on yet; cut it once the
         // server has read what was sent, so that the cut lands where the
         // stage says.
-        const double want = received + payload_bytes(messages, stage.sent);
+        const double want = received + sent_bytes;
         const absl::Time deadline = absl::Now() + absl::Seconds(30);
         while (ReceivedBytes(*server, method) < want && absl::Now() < deadline) {
           absl::SleepFor(absl::Milliseconds(1));
@@ -772,7 +767,7 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
       // `stream` goes here, unfinished, then the context, then the stub and
       // with it the channel.
     };
-    if (method == "compress") {
+    if constexpr (kCompress) {
       drive(stub->Compress(context.get()));
     } else {
       drive(stub->Decompress(context.get()));
@@ -786,16 +781,15 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
         SCOPED_TRACE(how_names[how]);
         for (const Stage& stage : stages) {
           for (int way = 0; way < 2; ++way) {
-            abandoned_call("compress", compress_inputs[way], stage, static_cast<How>(how));
-            abandoned_call("decompress", decompress_inputs[way].messages, stage,
-                           static_cast<How>(how));
+            abandoned_call(compress_inputs[way], stage, static_cast<How>(how));
+            abandoned_call(decompress_inputs[way], stage, static_cast<How>(how));
             calls += 2;
           }
         }
       }
     }
   };
-  round(10);  // the process grows once (see above)
+  round(10);  // the process grows once (ThousandCancelledCallsLeaveNothingBehind)
   ASSERT_TRUE(WaitQuiet(*server));
   const MemorySnapshot before = TakeSnapshot(*server);
   EXPECT_EQ(before.gauges.queued, 0);
@@ -803,10 +797,11 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
   calls = 0;
   round(10);
   ASSERT_TRUE(WaitQuiet(*server));
-  // Every call wrote at least its first message before it was let go: each
-  // reached the server, which must have ended each.
-  EXPECT_EQ(EndedCalls(*server, "compress") + EndedCalls(*server, "decompress") - ended_before,
-            calls);
+  // Every call had written two messages before it was let go, so the server
+  // saw it (all 360 did in every run seen): that the calls reached it is
+  // what makes the checks below mean something.
+  EXPECT_GE(EndedCalls(*server, "compress") + EndedCalls(*server, "decompress") - ended_before,
+            0.9 * calls);
   // 360 calls, each holding a 256 KiB array or its archive; a leak of a
   // sixth of them would show.
   ExpectBackTo(*server, before, 16u << 20);
