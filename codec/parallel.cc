@@ -157,7 +157,12 @@ void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_th
   auto job = std::make_shared<Job>();
   job->n = n;
   job->fn = &fn;
-  GlobalPool().Offer(job, static_cast<int>(std::min<uint64_t>(threads - 1, n - 1)));
+  try {
+    GlobalPool().Offer(job, static_cast<int>(std::min<uint64_t>(threads - 1, n - 1)));
+  } catch (...) {
+    // Helpers are optional, but an offer already queued points at fn: the
+    // caller runs the job with whatever was offered and waits, as ever.
+  }
   job->Work();
   std::unique_lock<std::mutex> lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == n; });

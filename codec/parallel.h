@@ -12,7 +12,8 @@ namespace ebzip {
 
 // Runs fn(i) for every i in [0, n), on up to `max_threads` threads
 // (0: every hardware thread). Returns when all calls have returned; if any
-// threw, rethrows the first exception on the calling thread.
+// threw, rethrows the first exception on the calling thread (on one thread,
+// the indices after it do not run; on several, the others still do).
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads = 0);
 
 // Threads ParallelFor uses by default: $EBZIP_THREADS, else AvailableCores(),

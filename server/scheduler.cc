@@ -21,29 +21,50 @@ bool HigherPriority(const std::shared_ptr<Work>& a, const std::shared_ptr<Work>&
 // on its socket write.
 constexpr int kCompletionThreads = 4;
 
+// Statuses for a batch that threw, made before any is needed: copying one
+// takes no memory, which may be short just then.
+const absl::Status& OutOfMemory() {
+  static const absl::Status* const status = new absl::Status(absl::ResourceExhaustedError(
+      "the server ran out of memory running this request; send it again later or in smaller "
+      "pieces"));
+  return *status;
+}
+const absl::Status& UnexplainedFailure() {
+  static const absl::Status* const status =
+      new absl::Status(absl::InternalError("the server failed running this request"));
+  return *status;
+}
+
 // Backend::Run does not throw by contract, but the codecs allocate, and an
 // allocation that fails (or a bug that throws) must fail its batch, not end
-// the server and every call it holds.
+// the server and every call it holds. Sets *threw when it did.
 std::vector<std::shared_ptr<Work>> RunCatching(Backend& backend, int worker,
-                                               absl::Span<const std::shared_ptr<Work>> batch) {
-  absl::Status failed;
+                                               absl::Span<const std::shared_ptr<Work>> batch,
+                                               bool* threw) {
+  *threw = false;
+  absl::Status failed = OutOfMemory();
   try {
     return backend.Run(worker, batch);
   } catch (const std::bad_alloc&) {
-    failed = absl::ResourceExhaustedError(
-        "the server ran out of memory running this request; send it again later or in "
-        "smaller pieces");
   } catch (const std::exception& e) {
-    failed =
-        absl::InternalError(absl::StrCat("the server failed running this request: ", e.what()));
+    failed = UnexplainedFailure();
+    try {
+      failed =
+          absl::InternalError(absl::StrCat("the server failed running this request: ", e.what()));
+    } catch (...) {
+    }
   } catch (...) {
-    failed = absl::InternalError("the server failed running this request");
+    failed = UnexplainedFailure();
   }
-  LogEvent(LogLevel::kError, "a batch failed with an exception",
-           {{"error", std::string(failed.message())},
-            {"requests", absl::StrCat(batch.size())},
-            {"backend", backend.name()}});
+  *threw = true;
   for (const auto& w : batch) w->status = failed;
+  try {
+    LogEvent(LogLevel::kError, "a batch failed with an exception",
+             {{"error", std::string(failed.message())},
+              {"requests", absl::StrCat(batch.size())},
+              {"backend", backend.name()}});
+  } catch (...) {  // the log line is not worth the server
+  }
   return {};
 }
 
@@ -51,6 +72,8 @@ std::vector<std::shared_ptr<Work>> RunCatching(Backend& backend, int worker,
 
 Scheduler::Scheduler(Backend& backend, BatchingOptions batching, Metrics* metrics)
     : backend_(backend), batching_(batching), metrics_(metrics) {
+  OutOfMemory();  // made now, while memory is plentiful
+  UnexplainedFailure();
   for (int i = 0; i < backend_.workers(); ++i) {
     threads_.emplace_back([this, i] { WorkerLoop(i); });
   }
@@ -184,7 +207,8 @@ void Scheduler::WorkerLoop(int worker) {
       }
     }
     if (runnable.empty()) continue;
-    std::vector<std::shared_ptr<Work>> returned = RunCatching(backend_, worker, runnable);
+    bool threw = false;
+    std::vector<std::shared_ptr<Work>> returned = RunCatching(backend_, worker, runnable, &threw);
     const absl::Duration took = absl::Now() - start;
     if (!returned.empty()) {
       Requeue(returned);
@@ -192,7 +216,7 @@ void Scheduler::WorkerLoop(int worker) {
         return std::find(returned.begin(), returned.end(), w) != returned.end();
       });
     }
-    if (metrics_ != nullptr && !runnable.empty()) {
+    if (metrics_ != nullptr && !runnable.empty() && !threw) {
       metrics_->Batch(runnable.front()->device, runnable.size(), bytes);
     }
     for (auto& w : runnable) {

@@ -285,11 +285,43 @@ TEST(Scheduler, ABatchThatThrowsFailsAloneAndTheWorkerGoesOn) {
   EXPECT_EQ(backend.runs, 3);
 }
 
+TEST(Scheduler, EveryWorkOfABatchThatThrowsFails) {
+  ThrowingBackend backend;
+  backend.next = ThrowingBackend::Throw::kBadAlloc;
+  BatchingOptions b;
+  b.enabled = true;
+  b.max_batch_requests = 3;
+  b.max_queue_delay = absl::Seconds(5);  // the batch fills long before
+  Scheduler scheduler(backend, b, nullptr);
+  Done done;
+  for (const char* id : {"a", "b", "c"}) {
+    auto w = MakeWork(id, 10);
+    w->status = absl::OkStatus();
+    done.Attach(w);
+    scheduler.Submit(w);
+  }
+  ASSERT_TRUE(done.WaitFor(3));
+  absl::MutexLock lock(&done.mu);
+  for (const char* id : {"a", "b", "c"}) {
+    EXPECT_EQ(done.status[id].code(), absl::StatusCode::kResourceExhausted) << id;
+  }
+  absl::MutexLock backend_lock(&backend.mu);
+  EXPECT_EQ(backend.runs, 1) << "the three works did not share one batch";
+}
+
 TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
   RecordingBackend backend;
   BatchingOptions b;
   b.enabled = false;
   auto scheduler = std::make_unique<Scheduler>(backend, b, nullptr);
+  // A failed ASSERT must not leave the worker waiting on the gate, or the
+  // scheduler's destructor would wait for it forever.
+  struct OpenGate {
+    absl::Notification& gate;
+    ~OpenGate() {
+      if (!gate.HasBeenNotified()) gate.Notify();
+    }
+  } open_gate{backend.gate};
   Done done;
   for (const char* id : {"running", "queued"}) {
     auto w = MakeWork(id, 10);
