@@ -1015,6 +1015,41 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   EXPECT_EQ(server->held_bytes(), 0u);
 }
 
+// A call still open when the grace period ends is cancelled: the drain
+// returns (not cleanly), the call ends with an error, and the server holds
+// nothing afterwards (ebzipd then exits 0 all the same, main.cc).
+TEST(ServerFaults, ADrainPastItsGraceCancelsWhatIsLeft) {
+  START_TEST_SERVER(server, TestServerOptions());
+  auto stub = StubFor(*server);
+  grpc::ClientContext held_context;
+  auto held = stub->Compress(&held_context);
+  ASSERT_TRUE(held->Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4))));
+  const absl::Time admitted_by = absl::Now() + absl::Seconds(10);
+  while (server->held_bytes() == 0 && absl::Now() < admitted_by) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_GT(server->held_bytes(), 0u);
+
+  const absl::Time start = absl::Now();
+  EXPECT_FALSE(server->Drain(absl::Milliseconds(1500)));
+  const absl::Duration took = absl::Now() - start;
+  EXPECT_GE(took, absl::Milliseconds(1500));
+  EXPECT_LT(took, absl::Seconds(10)) << "the drain waited well past its grace period";
+
+  // The client never sent its data: its call cannot have succeeded.
+  held->WritesDone();
+  v1::CompressResponse response;
+  while (held->Read(&response)) {
+  }
+  const grpc::Status status = held->Finish();
+  EXPECT_FALSE(status.ok());
+  EXPECT_TRUE(status.error_code() == grpc::StatusCode::CANCELLED ||
+              status.error_code() == grpc::StatusCode::UNAVAILABLE)
+      << status.error_code() << ": " << status.error_message();
+  EXPECT_TRUE(WaitQuiet(*server)) << "calls " << server->calls_in_progress() << ", held bytes "
+                                  << server->held_bytes();
+}
+
 // One client over two replicas, as a dns:/// target over a headless Service
 // gives, while one of them drains: the client leaves it as its health turns
 // NOT_SERVING, and runs again on the other any call it refused. No call may
