@@ -933,6 +933,21 @@ TEST(ServerFaults, TlsWhenConfigured) {
   EXPECT_EQ(insecure->Compress(a.spec, a.bytes, o).status().code(), absl::StatusCode::kUnavailable);
 }
 
+// Sends a Compress header for a 512 x 512 float32 array (REL 1e-4) and
+// holds its data back. The write returns once the header is on its way:
+// this waits until the server has admitted the call (it reserves the
+// array's bytes then), or a drain could refuse it as a new one.
+bool SendHeaderAndWaitForAdmission(
+    grpc::ClientReaderWriter<v1::CompressRequest, v1::CompressResponse>& call,
+    const server::EbzipServer& server) {
+  if (!call.Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4)))) return false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server.held_bytes() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return server.held_bytes() > 0;
+}
+
 TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   START_TEST_SERVER(server, TestServerOptions());
   auto stub = StubFor(*server);
@@ -946,15 +961,7 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   // A call the drain must wait for: header sent, data held back.
   grpc::ClientContext held_context;
   auto held = stub->Compress(&held_context);
-  ASSERT_TRUE(held->Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4))));
-  // The write returns once the header is on its way: wait until the server
-  // has admitted the call (it reserves the array's bytes then), or the drain
-  // could refuse it as a new one.
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (server->held_bytes() == 0 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  ASSERT_GT(server->held_bytes(), 0u);
+  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server));
   // And calls under load.
   std::vector<std::thread> load;
   std::atomic<int> lost{0};
@@ -1023,12 +1030,7 @@ TEST(ServerFaults, ADrainPastItsGraceCancelsWhatIsLeft) {
   auto stub = StubFor(*server);
   grpc::ClientContext held_context;
   auto held = stub->Compress(&held_context);
-  ASSERT_TRUE(held->Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4))));
-  const absl::Time admitted_by = absl::Now() + absl::Seconds(10);
-  while (server->held_bytes() == 0 && absl::Now() < admitted_by) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  ASSERT_GT(server->held_bytes(), 0u);
+  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server));
 
   const absl::Time start = absl::Now();
   EXPECT_FALSE(server->Drain(absl::Milliseconds(1500)));
