@@ -1,5 +1,6 @@
-// ParallelFor runs every index once, and the pool is sized by the cores the
-// process may use: its CPU affinity and its cgroup's CPU quota.
+// ParallelFor runs every index once and hands an exception to its caller,
+// and the pool is sized by the cores the process may use: its CPU affinity
+// and its cgroup's CPU quota.
 #include "codec/parallel.h"
 
 #include <sched.h>

@@ -1,6 +1,6 @@
 // The scheduler against a backend that records what it is given: priority
 // order, batching limits and compatibility, cancellation and deadlines in
-// the queue, and admission control.
+// the queue, a backend that throws, and admission control.
 #include "server/scheduler.h"
 
 #include <map>
@@ -115,6 +115,12 @@ class ThrowingBackend final : public Backend {
   int runs = 0;
 };
 
+BatchingOptions Unbatched() {
+  BatchingOptions b;
+  b.enabled = false;
+  return b;
+}
+
 std::shared_ptr<Work> MakeWork(const std::string& id, uint64_t elements, int priority = 0,
                                DType dtype = DType::kFloat32) {
   auto w = std::make_shared<Work>();
@@ -181,9 +187,7 @@ TEST(Scheduler, BatchesByPriorityThenArrivalWithinLimits) {
 
 TEST(Scheduler, WithoutBatchingEveryWorkRunsAlone) {
   RecordingBackend backend;
-  BatchingOptions b;
-  b.enabled = false;
-  Scheduler scheduler(backend, b, nullptr);
+  Scheduler scheduler(backend, Unbatched(), nullptr);
   Done done;
   for (int i = 0; i < 5; ++i) {
     auto w = MakeWork(std::to_string(i), 10);
@@ -204,9 +208,7 @@ TEST(Scheduler, ASlowCompletionDoesNotHoldUpTheWorker) {
   absl::Notification second_done, first_done;  // outlive the scheduler's threads
   RecordingBackend backend;
   backend.gate.Notify();
-  BatchingOptions b;
-  b.enabled = false;
-  Scheduler scheduler(backend, b, nullptr);
+  Scheduler scheduler(backend, Unbatched(), nullptr);
   auto first = MakeWork("first", 10);
   auto second = MakeWork("second", 10);
   first->on_done = [&] {
@@ -224,9 +226,7 @@ TEST(Scheduler, ASlowCompletionDoesNotHoldUpTheWorker) {
 
 TEST(Scheduler, CancelledAndExpiredWorkNeverRuns) {
   RecordingBackend backend;
-  BatchingOptions b;
-  b.enabled = false;
-  Scheduler scheduler(backend, b, nullptr);
+  Scheduler scheduler(backend, Unbatched(), nullptr);
   Done done;
   auto blocker = MakeWork("blocker", 10);
   auto cancelled = MakeWork("cancelled", 10);
@@ -255,9 +255,7 @@ TEST(Scheduler, CancelledAndExpiredWorkNeverRuns) {
 
 TEST(Scheduler, ABatchThatThrowsFailsAloneAndTheWorkerGoesOn) {
   ThrowingBackend backend;
-  BatchingOptions b;
-  b.enabled = false;
-  Scheduler scheduler(backend, b, nullptr);
+  Scheduler scheduler(backend, Unbatched(), nullptr);
   Done done;
   const std::pair<const char*, ThrowingBackend::Throw> steps[] = {
       {"out of memory", ThrowingBackend::Throw::kBadAlloc},
@@ -311,9 +309,7 @@ TEST(Scheduler, EveryWorkOfABatchThatThrowsFails) {
 
 TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
   RecordingBackend backend;
-  BatchingOptions b;
-  b.enabled = false;
-  auto scheduler = std::make_unique<Scheduler>(backend, b, nullptr);
+  auto scheduler = std::make_unique<Scheduler>(backend, Unbatched(), nullptr);
   // A failed ASSERT must not leave the worker waiting on the gate, or the
   // scheduler's destructor would wait for it forever.
   struct OpenGate {
@@ -348,9 +344,7 @@ TEST(Scheduler, StopFinishesQueuedWorkAsUnavailable) {
 
 TEST(Scheduler, WorkAFailedWorkerHandsBackRunsOnTheOthersOnce) {
   FailingBackend backend;
-  BatchingOptions b;
-  b.enabled = false;
-  Scheduler scheduler(backend, b, nullptr);
+  Scheduler scheduler(backend, Unbatched(), nullptr);
   Done done;
   std::vector<std::shared_ptr<Work>> works;
   for (int i = 0; i < 6; ++i) {
