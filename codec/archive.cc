@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
+#include "codec/cancel.h"
 #include "codec/lorenzo.h"
 #include "codec/parallel.h"
 #include "codec/quantize_point.h"
@@ -20,13 +21,15 @@ namespace {
 absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
 
 template <typename T>
-ValueRange FiniteRangeT(const T* data, uint64_t n, std::optional<double> fill) {
+ValueRange FiniteRangeT(const T* data, uint64_t n, std::optional<double> fill,
+                        const std::atomic<bool>* cancel) {
   constexpr uint64_t kTask = 1 << 20;
   const bool has_fill = fill.has_value();
   const auto fill_bits = ToBits(static_cast<T>(fill.value_or(0)));
   std::mutex mu;
   ValueRange total;
   ParallelFor((n + kTask - 1) / kTask, [&](uint64_t t) {
+    if (Cancelled(cancel)) return;
     ValueRange r{false, INFINITY, -INFINITY};
     const uint64_t end = std::min(n, (t + 1) * kTask);
     for (uint64_t i = t * kTask; i < end; ++i) {
@@ -87,12 +90,12 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
 }
 
 ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
-                       std::optional<double> fill_value) {
+                       std::optional<double> fill_value, const std::atomic<bool>* cancel) {
   const uint64_t n = spec.num_elements();
   if (spec.dtype == DType::kFloat32) {
-    return FiniteRangeT(reinterpret_cast<const float*>(data.data()), n, fill_value);
+    return FiniteRangeT(reinterpret_cast<const float*>(data.data()), n, fill_value, cancel);
   }
-  return FiniteRangeT(reinterpret_cast<const double*>(data.data()), n, fill_value);
+  return FiniteRangeT(reinterpret_cast<const double*>(data.data()), n, fill_value, cancel);
 }
 
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
@@ -179,22 +182,29 @@ std::vector<uint8_t> ArchiveWriter::Finish() const {
 }
 
 absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
-                                              const CompressOptions& options) {
+                                              const CompressOptions& options,
+                                              const std::atomic<bool>* cancel) {
   if (auto s = ValidateCompressOptions(spec, options); !s.ok()) return s;
   if (data.size() != spec.num_bytes()) {
     return absl::InvalidArgumentError(
         absl::StrCat("got ", data.size(), " bytes, but shape ", ShapeToString(spec.shape), " of ",
                      DTypeName(spec.dtype), " needs ", spec.num_bytes()));
   }
+  constexpr absl::string_view kWhat = "compression";
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   ValueRange range;
-  if (options.mode == BoundMode::kRel) range = FiniteRange(spec, data, options.fill_value);
+  if (options.mode == BoundMode::kRel) range = FiniteRange(spec, data, options.fill_value, cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   auto plan = PlanArchive(spec, options, ResolveBound(options, range));
   if (!plan.ok()) return plan.status();
 
   std::vector<std::vector<uint8_t>> frames(plan->frame_count());
   ParallelFor(frames.size(), [&](uint64_t i) {
-    EncodeFrame(plan->ParamsForFrame(i), data.data() + plan->FrameDataOffset(i), &frames[i]);
+    // A cancelled frame leaves its vector empty; the flag is checked after.
+    EncodeFrame(plan->ParamsForFrame(i), data.data() + plan->FrameDataOffset(i), &frames[i], cancel)
+        .IgnoreError();
   });
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   ArchiveWriter writer(*plan);
   std::vector<uint8_t> out = writer.Begin();
   for (const auto& f : frames) {
@@ -270,15 +280,20 @@ absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
 }
 
 absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
-                             uint64_t index, DecoderKind decoder, uint8_t* out) {
+                             uint64_t index, DecoderKind decoder, uint8_t* out,
+                             const std::atomic<bool>* cancel) {
   const format::FrameIndexEntry& e = info.frames[index];
-  return DecodeFrame(archive.subspan(e.offset, e.size), info.frame_headers[index], decoder, out);
+  return DecodeFrame(archive.subspan(e.offset, e.size), info.frame_headers[index], decoder, out,
+                     cancel);
 }
 
-absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
-                                             DecoderKind decoder) {
+absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive, DecoderKind decoder,
+                                             const std::atomic<bool>* cancel) {
+  constexpr absl::string_view kWhat = "decompression";
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   auto info = ReadArchiveInfo(archive);
   if (!info.ok()) return info.status();
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   DecompressedArray result;
   result.spec = info->spec();
   result.abs_bound = info->header.abs_bound;
@@ -288,12 +303,15 @@ absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
   absl::Status first_error;
   ParallelFor(info->frames.size(), [&](uint64_t i) {
     uint8_t* out = result.data.data() + i * info->header.frame_rows * row_bytes;
-    absl::Status s = DecompressFrame(*info, archive, i, decoder, out);
+    absl::Status s = DecompressFrame(*info, archive, i, decoder, out, cancel);
     if (!s.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (first_error.ok()) first_error = s;
     }
   });
+  // Cancellation wins over whatever a frame reported: a frame stopped
+  // midway may report CANCELLED or nothing at all.
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
   if (!first_error.ok()) return first_error;
   return result;
 }

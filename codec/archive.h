@@ -6,6 +6,7 @@
 #define EBZIP_CODEC_ARCHIVE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -40,14 +41,15 @@ struct CompressOptions {
 absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOptions& options);
 
 // The extremes of the finite values that are not the fill value: what a
-// relative bound is relative to.
+// relative bound is relative to. Once *cancel is set the scan stops early
+// and the range is meaningless: the caller checks the flag.
 struct ValueRange {
   bool any = false;
   double min = 0;
   double max = 0;
 };
 ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
-                       std::optional<double> fill_value);
+                       std::optional<double> fill_value, const std::atomic<bool>* cancel = nullptr);
 
 // ResolveBoundFor (codec/resolve_bound.h) applied to the options and range.
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range);
@@ -85,9 +87,14 @@ class ArchiveWriter {
   uint64_t offset_ = 0;
 };
 
-// Compresses a whole array held in memory.
+// Compresses a whole array held in memory. Every entry point below that
+// takes `cancel` returns CANCELLED soon after *cancel is set (codec/cancel.h:
+// checked between frames, between stages and between ranges of the parallel
+// passes inside a frame), having freed what it allocated; a null flag, or
+// one never set, changes nothing.
 absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
-                                              const CompressOptions& options);
+                                              const CompressOptions& options,
+                                              const std::atomic<bool>* cancel = nullptr);
 
 // A parsed archive: its header and where each frame lies.
 struct ArchiveInfo {
@@ -113,7 +120,8 @@ absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
 
 // Decodes frame `index` into `out` (its rows of the array).
 absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
-                             uint64_t index, DecoderKind decoder, uint8_t* out);
+                             uint64_t index, DecoderKind decoder, uint8_t* out,
+                             const std::atomic<bool>* cancel = nullptr);
 
 struct DecompressedArray {
   ArraySpec spec;
@@ -122,7 +130,8 @@ struct DecompressedArray {
 };
 
 absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
-                                             DecoderKind decoder = DecoderKind::kAuto);
+                                             DecoderKind decoder = DecoderKind::kAuto,
+                                             const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ebzip
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
+#include "codec/cancel.h"
 #include "codec/chunk_layout.h"
 #include "codec/crc32c.h"
 #include "codec/huffman_code.h"
@@ -150,7 +151,7 @@ class BlockTiling {
 // quantized and other elements need any work.
 template <typename T>
 void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>>& found,
-                       int32_t* q) {
+                       int32_t* q, const std::atomic<bool>* cancel) {
   bool any = false;
   for (const RangeFindings<T>& f : found) any |= !f.verbatim_index.empty() || !f.fill_runs.empty();
   if (!any) return;  // most frames: nothing to allocate or scan
@@ -179,6 +180,7 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>
   std::vector<int32_t> placeholder(tiling.count(), 0);
   const uint64_t per_task = std::max<uint64_t>(1, kRange / tiling.max_volume());
   ParallelFor((mixed.size() + per_task - 1) / per_task, [&](uint64_t t) {
+    if (Cancelled(cancel)) return;
     const uint64_t end = std::min<uint64_t>(mixed.size(), (t + 1) * per_task);
     for (uint64_t k = t * per_task; k < end; ++k) {
       tiling.ForEachRow(mixed[k], [&](uint64_t first, uint64_t count) {
@@ -194,6 +196,7 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>
   // block by block. Each range's elements are its own, so ranges run in
   // parallel.
   ParallelFor(found.size(), [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
     auto place = [&](uint64_t start, uint64_t length) {
       tiling.ForEachPiece(start, length, [&](uint64_t block, uint64_t first, uint64_t count) {
         if (placeholder[block] != 0) std::fill_n(q + first, count, placeholder[block]);
@@ -204,8 +207,12 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>
   });
 }
 
+constexpr absl::string_view kEncoding = "frame encoding";
+constexpr absl::string_view kDecoding = "frame decoding";
+
 template <typename T>
-void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out) {
+absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out,
+                          const std::atomic<bool>* cancel) {
   uint64_t n = 1;
   for (uint64_t d : p.shape) n *= d;
   const QuantRule rule = MakeRule<T>(p);
@@ -215,6 +222,7 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
   // Dual quantization: every element independently.
   std::vector<int32_t> q(n);
   ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
     RangeFindings<T>& f = found[r];
     const uint64_t end = std::min(n, (r + 1) * kRange);
     for (uint64_t i = r * kRange; i < end; ++i) {
@@ -236,14 +244,17 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     }
   });
 
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   const BlockGrid grid = BlockGrid::Make(p.shape, {p.block.data(), p.shape.size()});
-  ApplyPlaceholders(grid, found, q.data());
+  ApplyPlaceholders(grid, found, q.data(), cancel);
 
   // Lorenzo residuals, then symbols; residuals outside the radius are outliers.
-  LorenzoForward(grid, q.data());
+  LorenzoForward(grid, q.data(), cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   std::vector<uint16_t> symbols(n);
   const int64_t radius = p.radius;
   ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
     RangeFindings<T>& f = found[r];
     const uint64_t end = std::min(n, (r + 1) * kRange);
     for (uint64_t i = r * kRange; i < end; ++i) {
@@ -258,12 +269,14 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     }
   });
   q = {};
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   const uint32_t alphabet = 2 * p.radius;
   std::vector<uint8_t> lengths = BuildCodeLengths(Histogram(symbols, alphabet), p.max_code_length);
   std::vector<uint32_t> codes = CanonicalCodes(lengths);
-  EncodedSymbols encoded =
-      HuffmanEncode(symbols, lengths, codes, p.chunk_symbols, p.subsequence_bits, p.gap_array);
+  EncodedSymbols encoded = HuffmanEncode(symbols, lengths, codes, p.chunk_symbols,
+                                         p.subsequence_bits, p.gap_array, cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   RangeFindings<T> all;
   for (RangeFindings<T>& f : found) {
@@ -325,6 +338,7 @@ void EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out
     w.PutBytes(bytes);
     w.Align(format::kAlignment);
   }
+  return absl::OkStatus();
 }
 
 absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
@@ -332,7 +346,7 @@ absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(wha
 template <typename T>
 absl::Status DecodeFrameT(const FrameHeader& h,
                           const std::array<absl::Span<const uint8_t>, format::kSectionCount>& sec,
-                          DecoderKind decoder, T* out) {
+                          DecoderKind decoder, T* out, const std::atomic<bool>* cancel) {
   const uint64_t n = h.num_elements();
   const uint32_t alphabet = 2 * h.radius;
   auto lengths = ParseCodeLengths(sec[format::kCodeLengths], alphabet, h.max_code_length);
@@ -351,7 +365,9 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   std::vector<uint16_t> symbols(n);
   HuffmanTable table(*lengths);
   BitstreamView view{words, &*layout, sec[format::kGapArray], h.chunk_symbols, h.subsequence_bits};
-  if (auto s = HuffmanDecode(decoder, table, view, absl::MakeSpan(symbols)); !s.ok()) return s;
+  if (auto s = HuffmanDecode(decoder, table, view, absl::MakeSpan(symbols), cancel); !s.ok()) {
+    return s;
+  }
   words = {};
 
   // Outliers: ascending indices, exactly the elements whose symbol is 0.
@@ -361,6 +377,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   std::atomic<uint64_t> zeros{0};
   const int32_t radius = static_cast<int32_t>(h.radius);
   ParallelFor(NumRanges(n), [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
     const uint64_t end = std::min(n, (r + 1) * kRange);
     uint64_t z = 0;
     for (uint64_t i = r * kRange; i < end; ++i) {
@@ -369,6 +386,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
     }
     zeros += z;
   });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (zeros != outlier_count) return Corrupt("outlier count disagrees with the bitstream");
   for (uint64_t k = 0; k < outlier_count; ++k) {
     const uint32_t index = LoadLE<uint32_t>(outliers + 4 * k);
@@ -382,12 +400,15 @@ absl::Status DecodeFrameT(const FrameHeader& h,
 
   LorenzoInverse(BlockGrid::Make({h.shape.data(), static_cast<size_t>(h.ndim)},
                                  {h.block.data(), static_cast<size_t>(h.ndim)}),
-                 q.data());
+                 q.data(), cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   const double step = h.quant_step;
   ParallelFor(NumRanges(n), [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
     const uint64_t end = std::min(n, (r + 1) * kRange);
     for (uint64_t i = r * kRange; i < end; ++i) out[i] = Dequantize<T>(q[i], step);
   });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
 
   // Fill runs, then verbatim values, overwrite what dequantization produced.
   const uint8_t* runs = sec[format::kFillRuns].data();
@@ -438,16 +459,23 @@ FrameHeader FrameHeaderFor(const FrameParams& p) {
   return h;
 }
 
-void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out) {
+absl::Status EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out,
+                         const std::atomic<bool>* cancel) {
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   if (params.dtype == DType::kFloat32) {
-    EncodeFrameT(params, reinterpret_cast<const float*>(data), out);
-  } else {
-    EncodeFrameT(params, reinterpret_cast<const double*>(data), out);
+    return EncodeFrameT(params, reinterpret_cast<const float*>(data), out, cancel);
   }
+  return EncodeFrameT(params, reinterpret_cast<const double*>(data), out, cancel);
+}
+
+void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out) {
+  // Without a flag nothing can stop it: the status is always OK.
+  EncodeFrame(params, data, out, nullptr).IgnoreError();
 }
 
 absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, DecoderKind decoder,
-                         uint8_t* out) {
+                         uint8_t* out, const std::atomic<bool>* cancel) {
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (frame.size() < h.frame_size()) return Corrupt("truncated frame");
   std::array<absl::Span<const uint8_t>, format::kSectionCount> sec;
   uint64_t offset = format::kFrameHeaderSize;
@@ -463,10 +491,11 @@ absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, 
     }
     offset += padded;
   }
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (h.dtype == DType::kFloat32) {
-    return DecodeFrameT(h, sec, decoder, reinterpret_cast<float*>(out));
+    return DecodeFrameT(h, sec, decoder, reinterpret_cast<float*>(out), cancel);
   }
-  return DecodeFrameT(h, sec, decoder, reinterpret_cast<double*>(out));
+  return DecodeFrameT(h, sec, decoder, reinterpret_cast<double*>(out), cancel);
 }
 
 }  // namespace ebzip

@@ -5,6 +5,7 @@
 #define EBZIP_CODEC_FRAME_CODEC_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -43,11 +44,18 @@ format::FrameHeader FrameHeaderFor(const FrameParams& params);
 // Appends the frame's bytes (a multiple of 8 long) to *out. `data` holds the
 // frame's elements, little-endian.
 void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out);
+// The same, stopping with CANCELLED soon after *cancel is set (codec/cancel.h:
+// checked between stages and between ranges of the parallel passes), with
+// *out as it was and everything else freed. A null flag never cancels.
+absl::Status EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out,
+                         const std::atomic<bool>* cancel);
 
 // Decodes a frame into `out` (header.num_elements() elements of its dtype),
-// verifying every checksum and cross-check on the way.
+// verifying every checksum and cross-check on the way. CANCELLED soon after
+// *cancel is set, with `out` partly written.
 absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const format::FrameHeader& header,
-                         DecoderKind decoder, uint8_t* out);
+                         DecoderKind decoder, uint8_t* out,
+                         const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ebzip
 

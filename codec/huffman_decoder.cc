@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "codec/cancel.h"
 #include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
@@ -229,7 +230,7 @@ int HuffmanTable::DecodeLong(uint32_t window, uint16_t* symbol) const {
 }
 
 absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const BitstreamView& in,
-                           absl::Span<uint16_t> out) {
+                           absl::Span<uint16_t> out, const std::atomic<bool>* cancel) {
   const ChunkLayout& layout = *in.layout;
   const uint64_t chunks = layout.bits.size();
   if (chunks != (out.size() + in.chunk_symbols - 1) / in.chunk_symbols) {
@@ -246,7 +247,7 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
   std::mutex mu;
   absl::Status first_error;
   ParallelFor(chunks, [&](uint64_t c) {
-    if (failed.load(std::memory_order_relaxed)) return;
+    if (failed.load(std::memory_order_relaxed) || Cancelled(cancel)) return;
     const uint64_t begin = c * in.chunk_symbols;
     auto chunk_out = out.subspan(begin, std::min<uint64_t>(in.chunk_symbols, out.size() - begin));
     ChunkBits bits(in.words, layout.start_word[c], layout.bits[c]);
@@ -280,6 +281,7 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
     std::lock_guard<std::mutex> lock(mu);
     return first_error;
   }
+  if (Cancelled(cancel)) return CancelledStatus("Huffman decoding");
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #ifndef EBZIP_CODEC_HUFFMAN_DECODER_H_
 #define EBZIP_CODEC_HUFFMAN_DECODER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -63,9 +64,10 @@ struct BitstreamView {
 };
 
 // Decodes out.size() symbols. kAuto picks the chunk-parallel decoder, the
-// fastest on a CPU. kGapArray needs gap entries.
+// fastest on a CPU. kGapArray needs gap entries. CANCELLED once *cancel is
+// set (codec/cancel.h): chunks not yet begun are skipped.
 absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const BitstreamView& in,
-                           absl::Span<uint16_t> out);
+                           absl::Span<uint16_t> out, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ebzip
 

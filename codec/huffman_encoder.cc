@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "codec/cancel.h"
 #include "codec/parallel.h"
 
 namespace ebzip {
@@ -53,7 +54,8 @@ std::vector<uint32_t> Histogram(absl::Span<const uint16_t> symbols, uint32_t alp
 
 EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<const uint8_t> lengths,
                              absl::Span<const uint32_t> codes, uint32_t chunk_symbols,
-                             uint32_t subsequence_bits, bool with_gaps) {
+                             uint32_t subsequence_bits, bool with_gaps,
+                             const std::atomic<bool>* cancel) {
   const uint64_t n = symbols.size();
   const uint64_t chunks = (n + chunk_symbols - 1) / chunk_symbols;
   auto chunk_range = [&](uint64_t c) {
@@ -62,6 +64,7 @@ EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<cons
 
   std::vector<uint32_t> bits(chunks);
   ParallelFor(chunks, [&](uint64_t c) {
+    if (Cancelled(cancel)) return;
     auto [begin, end] = chunk_range(c);
     uint32_t sum = 0;
     for (uint64_t i = begin; i < end; ++i) sum += lengths[symbols[i]];
@@ -74,6 +77,7 @@ EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<cons
   if (with_gaps) out.gaps.assign(out.layout.total_gap_entries, 0);
 
   ParallelFor(chunks, [&](uint64_t c) {
+    if (Cancelled(cancel)) return;
     auto [begin, end] = chunk_range(c);
     BitWriter writer(out.words.data() + out.layout.start_word[c]);
     uint8_t* gap = with_gaps ? out.gaps.data() + out.layout.gap_offset[c] : nullptr;

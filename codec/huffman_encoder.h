@@ -4,6 +4,7 @@
 #ifndef EBZIP_CODEC_HUFFMAN_ENCODER_H_
 #define EBZIP_CODEC_HUFFMAN_ENCODER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -18,10 +19,13 @@ struct EncodedSymbols {
   std::vector<uint8_t> gaps;    // empty unless requested
 };
 
-// Every symbol must have a non-zero length.
+// Every symbol must have a non-zero length. Once *cancel is set
+// (codec/cancel.h) the chunks not yet begun are left unwritten: the caller
+// checks the flag and discards the result.
 EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<const uint8_t> lengths,
                              absl::Span<const uint32_t> codes, uint32_t chunk_symbols,
-                             uint32_t subsequence_bits, bool with_gaps);
+                             uint32_t subsequence_bits, bool with_gaps,
+                             const std::atomic<bool>* cancel = nullptr);
 
 // 256-bin-per-thread histogram of 16-bit symbols over the whole alphabet.
 std::vector<uint32_t> Histogram(absl::Span<const uint16_t> symbols, uint32_t alphabet);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codec/cancel.h"
 #include "codec/parallel.h"
 
 namespace ebzip {
@@ -11,7 +12,7 @@ namespace {
 // within each block along d, row i combines with row i-1. Forward passes
 // subtract, walking each block backwards so they read unmodified rows.
 template <bool kForward>
-void Pass(const BlockGrid& g, int d, int32_t* v) {
+void Pass(const BlockGrid& g, int d, int32_t* v, const std::atomic<bool>* cancel) {
   const uint64_t len = g.dims[d];
   const uint64_t b = g.block[d];
   if (len <= 1 || b <= 1) return;
@@ -26,6 +27,7 @@ void Pass(const BlockGrid& g, int d, int32_t* v) {
   const uint64_t units_per_task = std::max<uint64_t>(1, kPiece / (b * std::min(inner, kPiece)));
   const uint64_t tasks = (units + units_per_task - 1) / units_per_task;
   ParallelFor(tasks, [&](uint64_t t) {
+    if (Cancelled(cancel)) return;
     const uint64_t end = std::min(units, (t + 1) * units_per_task);
     for (uint64_t u = t * units_per_task; u < end; ++u) {
       const uint64_t piece = u % pieces;
@@ -70,12 +72,12 @@ BlockGrid BlockGrid::Make(absl::Span<const uint64_t> shape, absl::Span<const uin
   return g;
 }
 
-void LorenzoForward(const BlockGrid& grid, int32_t* values) {
-  for (int d = 0; d < kMaxDims; ++d) Pass<true>(grid, d, values);
+void LorenzoForward(const BlockGrid& grid, int32_t* values, const std::atomic<bool>* cancel) {
+  for (int d = 0; d < kMaxDims; ++d) Pass<true>(grid, d, values, cancel);
 }
 
-void LorenzoInverse(const BlockGrid& grid, int32_t* values) {
-  for (int d = kMaxDims - 1; d >= 0; --d) Pass<false>(grid, d, values);
+void LorenzoInverse(const BlockGrid& grid, int32_t* values, const std::atomic<bool>* cancel) {
+  for (int d = kMaxDims - 1; d >= 0; --d) Pass<false>(grid, d, values, cancel);
 }
 
 std::array<uint16_t, kMaxDims> DefaultBlock(int ndim) {

@@ -6,6 +6,7 @@
 #define EBZIP_CODEC_LORENZO_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "absl/types/span.h"
@@ -23,11 +24,16 @@ struct BlockGrid {
   uint64_t size() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
 };
 
-// q -> residuals, in place. Inputs must satisfy |q| <= 2^26.
-void LorenzoForward(const BlockGrid& grid, int32_t* values);
+// q -> residuals, in place. Inputs must satisfy |q| <= 2^26. Once *cancel
+// is set (codec/cancel.h) the passes skip their remaining pieces, leaving
+// `values` partly transformed: the caller checks the flag and discards them.
+void LorenzoForward(const BlockGrid& grid, int32_t* values,
+                    const std::atomic<bool>* cancel = nullptr);
 // residuals -> q, in place. Wraps (does not trap) on corrupt input; the
 // caller bounds-checks nothing here because reconstruction is total.
-void LorenzoInverse(const BlockGrid& grid, int32_t* values);
+// Cancelled as LorenzoForward is.
+void LorenzoInverse(const BlockGrid& grid, int32_t* values,
+                    const std::atomic<bool>* cancel = nullptr);
 
 // The default block for a rank: 256 / 16x16 / 8x8x8 / 1x8x8x8 (4-D runs the
 // 3-D predictor on each slice along dimension 0).
