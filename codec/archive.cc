@@ -166,6 +166,7 @@ std::vector<uint8_t> ArchiveWriter::Begin() {
   format::AppendFileHeader(plan_.header, &bytes);
   offset_ = bytes.size();
   entries_.clear();
+  entries_.reserve(plan_.frame_count());
   return bytes;
 }
 
@@ -176,9 +177,14 @@ void ArchiveWriter::AddFrame(uint64_t bytes) {
 
 std::vector<uint8_t> ArchiveWriter::Finish() const {
   std::vector<uint8_t> bytes;
-  format::AppendFrameIndex(entries_, &bytes);
-  format::AppendTrailer(offset_, &bytes);
+  bytes.reserve(format::FrameIndexSize(entries_.size()) + format::kTrailerSize);
+  Finish(&bytes);
   return bytes;
+}
+
+void ArchiveWriter::Finish(std::vector<uint8_t>* out) const {
+  format::AppendFrameIndex(entries_, out);
+  format::AppendTrailer(offset_, out);
 }
 
 absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
@@ -205,14 +211,22 @@ absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<
         .IgnoreError();
   });
   if (Cancelled(cancel)) return CancelledStatus(kWhat);
+  // One allocation of the exact size, and each frame freed once it is in:
+  // the peak is the frames plus the archive, and no reallocation copies the
+  // archive while it grows.
   ArchiveWriter writer(*plan);
-  std::vector<uint8_t> out = writer.Begin();
-  for (const auto& f : frames) {
+  const std::vector<uint8_t> head = writer.Begin();
+  uint64_t total = head.size() + format::FrameIndexSize(frames.size()) + format::kTrailerSize;
+  for (const auto& f : frames) total += f.size();
+  std::vector<uint8_t> out;
+  out.reserve(total);
+  out.insert(out.end(), head.begin(), head.end());
+  for (auto& f : frames) {
     writer.AddFrame(f.size());
     out.insert(out.end(), f.begin(), f.end());
+    std::vector<uint8_t>().swap(f);
   }
-  std::vector<uint8_t> tail = writer.Finish();
-  out.insert(out.end(), tail.begin(), tail.end());
+  writer.Finish(&out);
   return out;
 }
 

@@ -80,6 +80,8 @@ class ArchiveWriter {
   std::vector<uint8_t> Begin();
   void AddFrame(uint64_t bytes);
   std::vector<uint8_t> Finish() const;
+  // The same bytes appended to *out.
+  void Finish(std::vector<uint8_t>* out) const;
 
  private:
   const ArchivePlan& plan_;
