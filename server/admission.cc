@@ -23,8 +23,7 @@ Reservation& Reservation::operator=(Reservation&& other) noexcept {
 }
 
 absl::Status Reservation::Grow(uint64_t bytes) {
-  if (owner_ == nullptr) return absl::FailedPreconditionError("Grow on a default Reservation");
-  if (!owner_->TryAdd(bytes)) {
+  if (owner_ != nullptr && !owner_->TryAdd(bytes)) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "server is full: ", owner_->held(), " of ", owner_->limit(),
         " bytes held by requests in progress, this one needs ", bytes, " more; retry later"));

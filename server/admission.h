@@ -14,9 +14,17 @@ namespace ebzip::server {
 
 class AdmissionControl;
 
+// Costs are summed from headers a client wrote: they saturate, never wrap.
+inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
 // Bytes held from an AdmissionControl, given back when destroyed. A default
-// Reservation belongs to no budget: it records sizes and holds nothing (the
-// frames of a streamed request, whose call holds their budget).
+// Reservation belongs to no budget: it records sizes and holds nothing (works
+// made outside a call: a backend's warm-up, tests).
 class Reservation {
  public:
   Reservation() = default;
@@ -27,16 +35,24 @@ class Reservation {
   ~Reservation() { Release(); }
 
   // Holds `bytes` more; RESOURCE_EXHAUSTED (holding nothing more) if the
-  // budget would be exceeded.
+  // budget would be exceeded. Not thread-safe: one owner at a time.
   absl::Status Grow(uint64_t bytes);
-  // Changes the holding to `bytes` even beyond the budget: for outputs that
-  // replace an input already admitted (an archive may be a little larger).
+  // Changes the holding to `bytes`, even beyond the budget: to shrink it to
+  // the output once the input and working memory are gone.
   void Resize(uint64_t bytes);
   void Release();
   uint64_t bytes() const { return bytes_; }
 
  private:
   friend class AdmissionControl;
+
+  // Costs are summed from headers a client wrote: they saturate, never wrap.
+  inline uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+  }
+  inline uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+    return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+  }
   AdmissionControl* owner_ = nullptr;
   uint64_t bytes_ = 0;
 };

@@ -54,10 +54,6 @@ class Backend {
   virtual std::optional<HostPoolStats> HostPool() const { return std::nullopt; }
 };
 
-// Runs one work on the CPU codec; shared by the CPU backend and by the GPU
-// backend for what the GPU kernels do not take.
-void RunOnCpu(Work& work);
-
 }  // namespace ebzip::server
 
 #endif  // EBZIP_SERVER_BACKEND_H_

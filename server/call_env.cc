@@ -16,17 +16,21 @@ std::string Metadata(const grpc::CallbackServerContext& context, const char* key
   return it == md.end() ? std::string() : std::string(it->second.data(), it->second.size());
 }
 
-// Comparison time independent of where the strings first differ.
-bool SameSecret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+// Whether `given` equals `secret`, in a time that depends only on the
+// secret's length: neither where the strings first differ nor a length
+// mismatch returns early.
+bool SameSecret(const std::string& given, const std::string& secret) {
+  unsigned diff = given.size() == secret.size() ? 0 : 1;
+  for (size_t i = 0; i < secret.size(); ++i) {
+    const unsigned char g = given.empty() ? 0 : given[i % given.size()];
+    diff |= g ^ static_cast<unsigned char>(secret[i]);
+  }
   return diff == 0;
 }
 
 }  // namespace
 
-absl::Status CallEnv::Admit(const grpc::CallbackServerContext& context) const {
+absl::Status CallEnv::Admit(const grpc::CallbackServerContext& context) {
   if (!limits.token.empty() &&
       !SameSecret(Metadata(context, "authorization"), "Bearer " + limits.token)) {
     return absl::UnauthenticatedError(
@@ -35,7 +39,37 @@ absl::Status CallEnv::Admit(const grpc::CallbackServerContext& context) const {
   if (draining_.load()) {
     return absl::UnavailableError("the server is draining; retry on another replica");
   }
+  if (calls_in_progress() > limits.max_calls) {
+    return Refuse(Limit::kCalls, absl::ResourceExhaustedError(absl::StrCat(
+                                     "the server has ", limits.max_calls,
+                                     " calls in progress (--max_calls); retry later")));
+  }
   return absl::OkStatus();
+}
+
+absl::Status CallEnv::CheckCost(uint64_t bytes, const char* what) {
+  if (bytes > admission.limit()) {
+    return Refuse(Limit::kQueuedBytes,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      what, " needs ", bytes,
+                      " bytes of server memory, more than all requests "
+                      "together may hold (--max_queued_bytes ",
+                      admission.limit(),
+                      "); send a smaller array, or larger frames to a server with more memory")));
+  }
+  const uint64_t held = admission.held();
+  if (held > admission.limit() - bytes) {
+    return Refuse(Limit::kQueuedBytes, absl::ResourceExhaustedError(absl::StrCat(
+                                           "server is full: ", held, " of ", admission.limit(),
+                                           " bytes held by requests in progress, ", what, " needs ",
+                                           bytes, "; retry later")));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CallEnv::Refuse(Limit limit, absl::Status status) {
+  metrics.LimitHit(limit);
+  return status;
 }
 
 void CallEnv::StartCall(Method m) {
@@ -45,8 +79,7 @@ void CallEnv::StartCall(Method m) {
 }
 
 void CallEnv::EndCall(Method m, const std::string& request_id, const std::string& peer,
-                      const absl::Status& status, absl::Duration took, uint64_t in,
-                      uint64_t out) {
+                      const absl::Status& status, absl::Duration took, uint64_t in, uint64_t out) {
   metrics.RequestFinished(m, status.code(), absl::ToDoubleSeconds(took));
   const bool bad = status.code() == absl::StatusCode::kInternal ||
                    status.code() == absl::StatusCode::kUnknown ||
@@ -66,8 +99,9 @@ void CallEnv::EndCall(Method m, const std::string& request_id, const std::string
 
 bool CallEnv::WaitIdle(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
-  return mu_.AwaitWithDeadline(
-      absl::Condition(+[](int* calls) { return *calls == 0; }, &calls_), deadline);
+  return mu_.AwaitWithDeadline(absl::Condition(
+                                   +[](int* calls) { return *calls == 0; }, &calls_),
+                               deadline);
 }
 
 int CallEnv::calls_in_progress() const {

@@ -15,25 +15,44 @@
 #include "grpcpp/grpcpp.h"
 #include "server/admission.h"
 #include "server/backend.h"
+#include "server/idle_watch.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
 namespace ebzip::server {
 
+// What one call may do (docs/operations.md, "Limits and abuse").
 struct CallLimits {
-  uint64_t max_request_bytes = uint64_t{4} << 30;
-  size_t message_bytes = size_t{1} << 20;  // payload per outgoing message
-  size_t stream_frames = 4;                // frames of a streamed request in flight
-  std::string token;                       // empty: no authentication
+  uint64_t max_request_bytes = uint64_t{4} << 30;   // an array or archive held whole
+  uint64_t max_output_bytes = uint64_t{64} << 30;   // the array of a Decompress or Compress
+  double max_ratio = 65536;                         // array bytes per archive byte (Decompress)
+  int max_calls = 1024;                             // calls in progress at once
+  uint64_t min_frame_elements = uint64_t{1} << 16;  // smallest frame a Compress may ask for
+  size_t message_bytes = size_t{1} << 20;           // payload per outgoing message
+  size_t stream_frames = 4;                         // frames of a streamed request in flight
+  std::string token;                                // empty: no authentication
 };
 
 class CallEnv {
  public:
-  CallEnv(Scheduler& s, AdmissionControl& a, Metrics& m, const Backend& b, CallLimits l)
-      : scheduler(s), admission(a), metrics(m), backend(b), limits(std::move(l)) {}
+  CallEnv(Scheduler& s, AdmissionControl& a, Metrics& m, const Backend& b, IdleWatch& w,
+          CallLimits l)
+      : scheduler(s), admission(a), metrics(m), backend(b), limits(std::move(l)), idle_(w) {}
 
-  // UNAUTHENTICATED without the right bearer token, UNAVAILABLE while draining.
-  absl::Status Admit(const grpc::CallbackServerContext& context) const;
+  // UNAUTHENTICATED without the right bearer token, UNAVAILABLE while
+  // draining, RESOURCE_EXHAUSTED beyond --max_calls (this call counted).
+  absl::Status Admit(const grpc::CallbackServerContext& context);
+
+  // RESOURCE_EXHAUSTED for a request that needs `bytes` of the budget in
+  // all: at once when it could never fit, or when the server is too full
+  // for it now (it is not reserved: the call grows its reservation as it
+  // goes, so that a client that stalls holds only what it has sent).
+  absl::Status CheckCost(uint64_t bytes, const char* what);
+  // Records a refusal by `limit` and returns `status`.
+  absl::Status Refuse(Limit limit, absl::Status status);
+
+  IdleWatch& idle_watch() { return idle_; }
 
   // A call starts and ends; EndCall records its status and logs it.
   void StartCall(Method m);
@@ -53,6 +72,7 @@ class CallEnv {
   const CallLimits limits;
 
  private:
+  IdleWatch& idle_;
   std::atomic<bool> draining_{false};
   mutable absl::Mutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;

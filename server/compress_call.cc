@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "codec/slab.h"
+#include "server/cpu_codec.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
 
@@ -20,6 +21,13 @@ namespace {
 //   its bytes go out as soon as it and the frames before it are done. The
 //   archive is byte-identical to the buffered one; at most --stream_frames
 //   frames are queued, running or unsent, whatever the array's size.
+//
+// Memory (docs/operations.md, "Limits and abuse"): the header is checked
+// against every limit and the request's whole cost against the budget, so a
+// request that cannot fit is refused before its data is sent. The budget is
+// then taken as the data arrives (a stalled client holds only what it sent,
+// and only until --idle_timeout_seconds), plus each work's working memory
+// when it is queued (cpu_codec.h), plus its output as the codec makes it.
 class CompressCall final : public StreamingCall<v1::CompressRequest, v1::CompressResponse> {
  public:
   CompressCall(CallEnv& env, grpc::CallbackServerContext* context)
@@ -36,7 +44,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       case v1::CompressRequest::kHeader:
         return OnHeader(message.header());
       case v1::CompressRequest::kData:
-        return OnPayload(Payload::Of(message.data()));
+        return ReceivePayload(Payload::Of(message.data()));
       default:
         return absl::InvalidArgumentError("a CompressRequest with neither header nor data");
     }
@@ -46,35 +54,52 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (have_header_) return absl::InvalidArgumentError("a second header");
     auto parsed = ParseCompressHeader(header);
     if (!parsed.ok()) return parsed.status();
+    auto plan =
+        PlanArchive(parsed->spec, parsed->options, ResolveBound(parsed->options, ValueRange{}));
+    if (!plan.ok()) return plan.status();
+    if (absl::Status s = CheckOptionLimits(*parsed, *plan, env_.limits.min_frame_elements);
+        !s.ok()) {
+      return env_.Refuse(Limit::kOptions, s);
+    }
     have_header_ = true;
     if (!header.request_id().empty()) set_request_id(header.request_id());
     spec_ = std::move(parsed->spec);
     options_ = std::move(parsed->options);
     priority_ = header.priority();
-    reservation_ = env_.admission.Empty();
 
-    if (options_.mode == BoundMode::kAbs) {
-      auto plan = PlanArchive(spec_, options_, ResolveBound(options_, ValueRange{}));
-      if (!plan.ok()) return plan.status();
-      if (plan->frame_count() > 1) return StartStreamed(*std::move(plan));
-    }
     const uint64_t bytes = spec_.num_bytes();
-    if (bytes > env_.limits.max_request_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the array holds ", bytes,
-          " bytes, more than this server takes in one request "
-          "(--max_request_bytes ",
-          env_.limits.max_request_bytes,
-          "; with an absolute bound, arrays of many frames stream without this limit)"));
+    if (bytes > env_.limits.max_output_bytes) {
+      return env_.Refuse(Limit::kOutputBytes,
+                         absl::ResourceExhaustedError(
+                             absl::StrCat("the array holds ", bytes,
+                                          " bytes, more than this server takes in one request "
+                                          "(--max_output_bytes ",
+                                          env_.limits.max_output_bytes, ")")));
     }
-    // Admitted now, before a byte of data arrives: a full server says so at
-    // once instead of after the upload.
-    if (absl::Status s = reservation_.Grow(bytes); !s.ok()) return s;
+    if (options_.mode == BoundMode::kAbs && plan->frame_count() > 1) {
+      return StartStreamed(*std::move(plan));
+    }
+    if (bytes > env_.limits.max_request_bytes) {
+      return env_.Refuse(
+          Limit::kRequestBytes,
+          absl::ResourceExhaustedError(absl::StrCat(
+              "the array holds ", bytes,
+              " bytes, more than this server takes in one request "
+              "(--max_request_bytes ",
+              env_.limits.max_request_bytes,
+              "; with an absolute bound, arrays of many frames stream without this limit)")));
+    }
     // Reading goes on while the work runs: the half-close (or data beyond
     // the shape) follows its last byte.
     set_window(2);
     current_ = NewWork(spec_, options_);
-    current_->reservation = std::move(reservation_);
+    working_bytes_ = CpuWorkingBytes(*current_);
+    // Checked now, before a byte of data arrives: a full server says so at
+    // once instead of after the upload.
+    if (absl::Status s = env_.CheckCost(SaturatingAdd(bytes, working_bytes_), "this array");
+        !s.ok()) {
+      return s;
+    }
     current_->input_block = env_.backend.InputBlock(bytes);
     if (!current_->input_block) current_->input.reserve(bytes);
     return absl::OkStatus();
@@ -88,11 +113,18 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     slab_options_ = *std::move(slab);
     const size_t window = env_.limits.stream_frames;
     set_window(window);
-    // The rows of the frames in flight and of the one arriving; their
-    // archives are held by the works' own reservations.
-    const uint64_t frame_bytes = plan_->FrameDataBytes(0);
-    if (absl::Status s = reservation_.Grow((window + 1) * frame_bytes); !s.ok()) return s;
-    return StartFrame();
+    // The frames in flight and the one arriving, each with its rows and
+    // working memory (the first frame is the largest).
+    auto first = NewWork(SlabSpec(*plan_, 0), slab_options_);
+    working_bytes_ = CpuWorkingBytes(*first);
+    const uint64_t frame_cost = SaturatingAdd(plan_->FrameDataBytes(0), working_bytes_);
+    if (absl::Status s =
+            env_.CheckCost(SaturatingMul(window + 1, frame_cost), "this streamed array");
+        !s.ok()) {
+      return s;
+    }
+    StartFrame();
+    return absl::OkStatus();
   }
 
   std::shared_ptr<Work> NewWork(const ArraySpec& spec, const CompressOptions& options) {
@@ -101,20 +133,29 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     work->priority = priority_;
     work->spec = spec;
     work->options = options;
+    work->reservation = env_.admission.Empty();
     return work;
   }
 
-  absl::Status StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // A frame's result is admitted beyond the budget when it replaces the
-    // frame's input (Reservation::Resize); with many streams at once that
-    // can overfill it. Take no more frames then.
-    if (env_.admission.held() > env_.admission.limit()) {
-      return absl::ResourceExhaustedError(
-          "server is full: requests in progress hold more than --max_queued_bytes; retry later");
-    }
+  void StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
-    current_->reservation = env_.admission.Empty();
     current_->input.reserve(current_->spec.num_bytes());
+  }
+
+  // Data bytes join the budget as they arrive.
+  absl::Status Hold(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = current_->reservation.Grow(bytes); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
+    return absl::OkStatus();
+  }
+
+  // A complete work, with the working memory it will need.
+  absl::Status SubmitCurrent() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = current_->reservation.Grow(working_bytes_); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
+    Submit(std::move(current_));
     return absl::OkStatus();
   }
 
@@ -123,16 +164,16 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (!have_header_) {
       return absl::InvalidArgumentError("data before the header: send the header first");
     }
-    count_in(data.size());
     const uint64_t need = spec_.num_bytes();
     if (data.size() > need - received_) {
       return absl::InvalidArgumentError(
           absl::StrCat("more data than the header's shape ", ShapeToString(spec_.shape), " of ",
                        DTypeName(spec_.dtype), " holds (", need, " bytes)"));
     }
-    received_ += data.size();
     if (!plan_) {
+      received_ += data.size();
       if (data.size() == 0) return absl::OkStatus();  // also once the work is queued
+      if (absl::Status s = Hold(data.size()); !s.ok()) return s;
       for (absl::Span<const uint8_t> piece : data.pieces()) {
         if (current_->input_block) {
           current_->input_block.Append(piece.data(), piece.size());
@@ -143,21 +184,25 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       // Queued with its last byte, not at the half-close that follows it:
       // the read that brings the half-close overlaps the work. The summary
       // still waits for it, so that data beyond the shape is refused.
-      if (received_ == need) Submit(std::move(current_));
+      if (received_ == need) return SubmitCurrent();
       return absl::OkStatus();
     }
-    // Streamed: cut the bytes into frames, queueing each as it fills.
-    for (absl::Span<const uint8_t> piece : data.pieces()) {
+    // Streamed: cut the bytes into frames, queueing each as it fills; what
+    // is left once the window is full waits for room (Defer).
+    const auto& pieces = data.pieces();
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      absl::Span<const uint8_t> piece = pieces[i];
       while (!piece.empty()) {
+        if (window_full()) return Defer(pieces, i, pieces[i].size() - piece.size());
         const size_t room = current_->spec.num_bytes() - current_->input.size();
         const size_t n = std::min(room, piece.size());
+        if (absl::Status s = Hold(n); !s.ok()) return s;
         AppendBytes(piece.first(n), &current_->input);
+        received_ += n;
         piece.remove_prefix(n);
         if (current_->input.size() == current_->spec.num_bytes()) {
-          Submit(std::move(current_));
-          if (++next_frame_ < plan_->frame_count()) {
-            if (absl::Status s = StartFrame(); !s.ok()) return s;
-          }
+          if (absl::Status s = SubmitCurrent(); !s.ok()) return s;
+          if (++next_frame_ < plan_->frame_count()) StartFrame();
         }
       }
     }
@@ -172,7 +217,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
           "received ", received_, " bytes of data, but shape ", ShapeToString(spec_.shape), " of ",
           DTypeName(spec_.dtype), " needs ", need));
     }
-    if (!plan_ && current_) Submit(std::move(current_));  // an array of no bytes
+    if (!plan_ && current_) return SubmitCurrent();  // an array of no bytes
     return absl::OkStatus();
   }
 
@@ -186,7 +231,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (!archive_taken_) {
       archive_taken_ = true;
       Account(*work);
-      QueueBytes(std::move(work->output));
+      QueueBytes(std::move(work->output), std::move(work->reservation));
       if (sending_bytes()) return SendArchive();
     }
     if (!input_done()) return Next::kWait;
@@ -198,12 +243,18 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!file_header_sent_) {
       file_header_sent_ = true;
-      QueueBytes(writer_->Begin());
+      QueueBytes(writer_->Begin(), Reservation());
       return SendArchive();
     }
     if (frames_sent_ < plan_->frame_count()) {
       Work* work = FrontWork();
       if (work == nullptr) return Next::kWait;
+      // The frame is copied out of its slab archive: the copy is held too
+      // until the slab is freed.
+      Reservation held = std::move(work->reservation);
+      if (absl::Status s = held.Grow(work->output.size()); !s.ok()) {
+        return env_.Refuse(Limit::kQueuedBytes, s);
+      }
       auto frame = FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
       if (!frame.ok()) {
         return absl::InternalError(absl::StrCat(
@@ -211,14 +262,15 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       }
       Account(*work);
       PopFront();
+      held.Resize(frame->size());
       ++frames_sent_;
       writer_->AddFrame(frame->size());
-      QueueBytes(*std::move(frame));
+      QueueBytes(*std::move(frame), std::move(held));
       return SendArchive();
     }
     if (!index_sent_) {
       index_sent_ = true;
-      QueueBytes(writer_->Finish());
+      QueueBytes(writer_->Finish(), Reservation());
       return SendArchive();
     }
     // The archive is complete; the summary waits for the client's half-close
@@ -279,8 +331,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   ArraySpec spec_;
   CompressOptions options_;
   int priority_ = 0;
-  Reservation reservation_;        // streamed: the window's rows
   std::shared_ptr<Work> current_;  // being filled
+  uint64_t working_bytes_ = 0;     // what current_ will need when queued
   uint64_t received_ = 0;
   // Streamed only.
   std::optional<ArchivePlan> plan_;

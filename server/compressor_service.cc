@@ -29,6 +29,7 @@ grpc::ServerUnaryReactor* CompressorService::GetServerInfo(grpc::CallbackServerC
   for (const std::string& d : env_.backend.devices()) response->add_devices(d);
   response->set_max_request_bytes(env_.limits.max_request_bytes);
   response->set_max_queued_bytes(env_.admission.limit());
+  response->set_max_output_bytes(env_.limits.max_output_bytes);
   response->set_format_version(format::kVersion);
   reactor->Finish(grpc::Status::OK);
   return reactor;

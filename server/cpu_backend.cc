@@ -5,26 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/parallel.h"
+#include "server/cpu_codec.h"
 
 namespace ebzip::server {
-
-void RunOnCpu(Work& work) {
-  if (work.method == Method::kCompress) {
-    auto archive = Compress(work.spec, work.input_bytes(), work.options);
-    if (!archive.ok()) {
-      work.status = archive.status();
-      return;
-    }
-    work.SetArchive(*std::move(archive));
-  } else {
-    auto array = Decompress(work.input);
-    if (!array.ok()) {
-      work.status = array.status();
-      return;
-    }
-    work.SetArray(std::move(array->data));
-  }
-}
 
 namespace {
 
@@ -44,10 +27,6 @@ class CpuBackend final : public Backend {
     const auto start = std::chrono::steady_clock::now();
     ParallelFor(batch.size(), [&](uint64_t i) {
       Work& w = *batch[i];
-      if (w.cancelled.load()) {
-        w.status = absl::CancelledError("the call was cancelled");
-        return;
-      }
       w.device = "cpu";
       RunOnCpu(w);
     });

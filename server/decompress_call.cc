@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/format.h"
+#include "codec/memory_bounds.h"
 #include "codec/slab.h"
+#include "server/cpu_codec.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
 
@@ -21,6 +23,12 @@ namespace {
 //   decoded. The frame index and trailer, last in the archive, are checked
 //   against the frames seen: a mismatch ends the call with DATA_LOSS, after
 //   the rows of frames that were sound (each passed its own checksums).
+//
+// Memory (docs/operations.md, "Limits and abuse"): the file header says
+// what the array will cost before any of it is decoded, so an archive that
+// would decode past a limit (a "bomb": a few bytes of constant data claiming
+// gigabytes) is refused at its first 96 bytes. Archive bytes join the budget
+// as they arrive; a work's array and working memory when it is queued.
 class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::DecompressResponse> {
  public:
   DecompressCall(CallEnv& env, grpc::CallbackServerContext* context)
@@ -37,102 +45,184 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   // A DecompressRequest holds nothing but its payload, the archive's bytes.
   absl::Status OnMessage(const v1::DecompressRequest& message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return OnPayload(Payload::Of(message.archive()));
+    return ReceivePayload(Payload::Of(message.archive()));
   }
 
   absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    count_in(data.size());
-    if (header_) return Feed(data);
+    if (header_) return Feed(data.pieces());
     if (data.size() > env_.limits.max_request_bytes - whole_->input.size()) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the archive is larger than this server takes in one request "
-                       "(--max_request_bytes ",
-                       env_.limits.max_request_bytes, ")"));
+      return env_.Refuse(Limit::kRequestBytes,
+                         absl::ResourceExhaustedError(absl::StrCat(
+                             "the archive is larger than this server takes in one request "
+                             "(--max_request_bytes ",
+                             env_.limits.max_request_bytes, ")")));
     }
-    // Admitted as it arrives: the archive's size is not known in advance.
-    if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) return s;
+    if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
     for (absl::Span<const uint8_t> piece : data.pieces()) AppendBytes(piece, &whole_->input);
     if (decided_ || whole_->input.size() < format::kFileHeaderSize) return absl::OkStatus();
     decided_ = true;
     auto header = format::ParseFileHeader(whole_->input);
     if (!header.ok()) return header.status();
+    if (absl::Status s = CheckFileHeader(*header); !s.ok()) return s;
     if (header->frame_count < 2) return absl::OkStatus();  // buffered
 
     header_ = *std::move(header);
     set_window(env_.limits.stream_frames);
-    std::vector<uint8_t> rest(whole_->input.begin() + format::kFileHeaderSize, whole_->input.end());
-    whole_.reset();  // and its reservation
+    // The bytes after the file header go on as the first of the frames'.
+    Reservation held = std::move(whole_->reservation);
+    std::vector<uint8_t> rest = std::move(whole_->input);
+    whole_.reset();
     offset_ = format::kFileHeaderSize;
-    return Feed(rest);
+    return Feed(std::vector<absl::Span<const uint8_t>>{
+        absl::MakeConstSpan(rest).subspan(format::kFileHeaderSize)});
   }
 
-  absl::Status Feed(const Payload& data) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (absl::Span<const uint8_t> piece : data.pieces()) {
-      if (absl::Status s = Feed(piece); !s.ok()) return s;
+  // What the file header says the array will cost, against every limit.
+  absl::Status CheckFileHeader(const format::FileHeader& h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t out = ArraySpec{h.dtype, h.shape}.num_bytes();
+    if (out > env_.limits.max_output_bytes) {
+      return env_.Refuse(Limit::kOutputBytes,
+                         absl::ResourceExhaustedError(
+                             absl::StrCat("the archive decodes to ", out,
+                                          " bytes, more than this server returns in one request "
+                                          "(--max_output_bytes ",
+                                          env_.limits.max_output_bytes, ")")));
+    }
+    if (h.frame_count > kMaxFrames) {
+      return env_.Refuse(Limit::kOptions, absl::InvalidArgumentError(absl::StrCat(
+                                              "the archive has ", h.frame_count,
+                                              " frames, more than this server's ", kMaxFrames)));
+    }
+    const uint64_t frame_out = out / h.shape[0] * h.frame_rows;
+    const uint64_t at_once = std::min<uint64_t>(kFramesAtOnce, h.frame_count);
+    if (h.frame_count < 2) {
+      if (out > env_.limits.max_request_bytes) {
+        return env_.Refuse(Limit::kRequestBytes, absl::ResourceExhaustedError(absl::StrCat(
+                                                     "the array holds ", out,
+                                                     " bytes, more than this server returns in one "
+                                                     "request (--max_request_bytes ",
+                                                     env_.limits.max_request_bytes, ")")));
+      }
+      // The archive's own size is not known yet: a frame is taken to be as
+      // large as its array, as a first look (the exact cost is reserved
+      // when the archive is complete).
+      return env_.CheckCost(SaturatingAdd(frame_out, DecompressHeapBytes(h, frame_out, at_once)),
+                            "this archive");
+    }
+    // The frames in flight, each with its bytes, rows and working memory.
+    const uint64_t frame_cost = SaturatingAdd(
+        frame_out, DecompressHeapBytes(FrameFileHeader(h), frame_out, /*concurrent_frames=*/1));
+    return env_.CheckCost(SaturatingMul(env_.limits.stream_frames + 1, frame_cost),
+                          "this streamed archive");
+  }
+
+  // The file header of one frame of `h` alone (a slab).
+  static format::FileHeader FrameFileHeader(const format::FileHeader& h) {
+    format::FileHeader one = h;
+    one.shape[0] = h.frame_rows;
+    one.frame_count = 1;
+    return one;
+  }
+
+  // Streamed: feeds the pieces in order; what is left once the window is
+  // full waits for room (Defer).
+  absl::Status Feed(const std::vector<absl::Span<const uint8_t>>& pieces)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      auto fed = Feed(pieces[i]);
+      if (!fed.ok()) return fed.status();
+      if (*fed < pieces[i].size()) return Defer(pieces, i, *fed);
     }
     return absl::OkStatus();
   }
 
-  // Streamed: cuts the bytes into frames, queueing each as it completes, then
-  // keeps the frame index and trailer.
-  absl::Status Feed(absl::Span<const uint8_t> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  // Cuts the bytes into frames, queueing each as it completes, then keeps
+  // the frame index and trailer; stops after a frame that fills the window.
+  // The bytes taken.
+  absl::StatusOr<size_t> Feed(absl::Span<const uint8_t> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint8_t* data = bytes.data();
     size_t size = bytes.size();
     while (size > 0) {
+      if (window_full()) return bytes.size() - size;
       if (next_frame_ == header_->frame_count) {
         const uint64_t tail = format::FrameIndexSize(header_->frame_count) + format::kTrailerSize;
         if (size > tail - tail_.size()) {
           return format::CorruptArchive("bytes after the trailer");
         }
         tail_.insert(tail_.end(), data, data + size);
-        return absl::OkStatus();
+        return bytes.size();
       }
       // The frame header first (its size), then the rest of the frame.
       const uint64_t want = frame_size_ == 0 ? format::kFrameHeaderSize : frame_size_;
       const size_t n = std::min<uint64_t>(size, want - frame_.size());
+      if (absl::Status s = frame_reservation_.Grow(n); !s.ok()) {
+        return env_.Refuse(Limit::kQueuedBytes, s);
+      }
       frame_.insert(frame_.end(), data, data + n);
       data += n;
       size -= n;
-      if (frame_.size() < want) return absl::OkStatus();
+      if (frame_.size() < want) return bytes.size();
       if (frame_size_ == 0) {
         auto h = format::ParseFrameHeader(frame_);
         if (!h.ok()) return h.status();
+        if (absl::Status s = CheckFrameHeader(*h); !s.ok()) return s;
         frame_size_ = h->frame_size();
-        // This frame's bytes, held until its work has them.
-        if (absl::Status s = frame_reservation_.Grow(frame_size_); !s.ok()) return s;
-        frame_.reserve(frame_size_);
         if (frame_.size() < frame_size_) continue;
       }
       if (absl::Status s = QueueFrame(); !s.ok()) return s;
+    }
+    return bytes.size();
+  }
+
+  // A frame decodes to at most --max_ratio times its size.
+  absl::Status CheckFrameHeader(const format::FrameHeader& h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const uint64_t out = SaturatingMul(h.num_elements(), DTypeSize(h.dtype));
+    return CheckRatio(out, h.frame_size());
+  }
+
+  absl::Status CheckRatio(uint64_t array_bytes, uint64_t archive_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (static_cast<double>(array_bytes) >
+        env_.limits.max_ratio * static_cast<double>(archive_bytes)) {
+      return env_.Refuse(
+          Limit::kRatio,
+          absl::ResourceExhaustedError(absl::StrCat(
+              archive_bytes, " bytes of archive decode to ", array_bytes,
+              " bytes, more than this server's --max_ratio of ", env_.limits.max_ratio)));
     }
     return absl::OkStatus();
   }
 
   absl::Status QueueFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // A frame's result is admitted beyond the budget when it replaces the
-    // frame's input (Reservation::Resize); with many streams at once that
-    // can overfill it. Take no more frames then.
-    if (env_.admission.held() > env_.admission.limit()) {
-      return absl::ResourceExhaustedError(
-          "server is full: requests in progress hold more than --max_queued_bytes; retry later");
-    }
+    // The frame, copied into an archive of its own: held until the frame's
+    // own bytes are freed, then with the array and working memory its
+    // decoding needs.
+    Reservation held = std::move(frame_reservation_);
+    frame_reservation_ = env_.admission.Empty();
+    const uint64_t slab_bytes =
+        format::kFileHeaderSize + frame_.size() + format::FrameIndexSize(1) + format::kTrailerSize;
+    if (absl::Status s = held.Grow(slab_bytes); !s.ok()) return env_.Refuse(Limit::kQueuedBytes, s);
     auto slab = SlabArchiveOfFrame(*header_, next_frame_, frame_);
     if (!slab.ok()) return slab.status();
+    seen_.push_back({offset_, frame_.size()});
+    offset_ += frame_.size();
+    std::vector<uint8_t>().swap(frame_);
+    held.Resize(slab->size());
     auto info = ReadArchiveInfo(*slab);
     if (!info.ok()) return info.status();
     auto work = std::make_shared<Work>();
     work->method = Method::kDecompress;
     work->priority = priority_;
-    work->reservation = env_.admission.Empty();
-    work->reservation.Resize(slab->size());  // taken over from frame_reservation_
-    frame_reservation_.Resize(0);
+    work->reservation = std::move(held);
     work->input = *std::move(slab);
     work->info = *std::move(info);
+    if (absl::Status s = work->reservation.Grow(CpuWorkingBytes(*work)); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
     Submit(std::move(work));
-    seen_.push_back({offset_, frame_.size()});
-    offset_ += frame_.size();
     ++next_frame_;
-    frame_.clear();
     frame_size_ = 0;
     return absl::OkStatus();
   }
@@ -142,18 +232,15 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     if (whole_->input.empty()) return absl::DataLossError("empty archive: no bytes were sent");
     auto info = ReadArchiveInfo(whole_->input);
     if (!info.ok()) return info.status();
-    const uint64_t out = info->spec().num_bytes();
-    if (out > env_.limits.max_request_bytes) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("the array holds ", out,
-                       " bytes, more than this server returns in one "
-                       "request (--max_request_bytes ",
-                       env_.limits.max_request_bytes, ")"));
+    if (absl::Status s = CheckRatio(info->spec().num_bytes(), whole_->input.size()); !s.ok()) {
+      return s;
     }
-    if (absl::Status s = whole_->reservation.Grow(out); !s.ok()) return s;
     whole_->method = Method::kDecompress;
     whole_->priority = priority_;
     whole_->info = *std::move(info);
+    if (absl::Status s = whole_->reservation.Grow(CpuWorkingBytes(*whole_)); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
     Submit(std::move(whole_));
     return absl::OkStatus();
   }
@@ -208,9 +295,9 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
       return Next::kSend;
     }
     if (work->output_block) {
-      QueueBytes(std::move(work->output_block));
+      QueueBytes(std::move(work->output_block), std::move(work->reservation));
     } else {
-      QueueBytes(std::move(work->output));
+      QueueBytes(std::move(work->output), std::move(work->reservation));
     }
     PopFront();
     if (header_) {

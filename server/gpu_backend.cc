@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
+#include "server/cpu_codec.h"
 #include "server/log.h"
 
 namespace ebzip::server {
@@ -587,17 +588,27 @@ class GpuBackend final : public Backend {
                                              cudaMemcpyDeviceToHost, d.stream));
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));  // the inputs are up: staging is free
+      // An archive's size is known only now: it joins the work's budget
+      // before host memory is taken for it (cpu_codec.h does the same).
       std::vector<Download::Source> outputs;
-      for (size_t i = 0; i < tasks.size(); ++i) outputs.push_back({tasks[i].archive, sizes[i]});
+      std::vector<Work*> fitting;
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        if (absl::Status g = r.works[i]->reservation.Grow(sizes[i]); !g.ok()) {
+          r.works[i]->status = std::move(g);
+          continue;
+        }
+        outputs.push_back({tasks[i].archive, sizes[i]});
+        fitting.push_back(r.works[i]);
+      }
       Download download;
       if (absl::Status s = download.Start(d.stream, std::move(outputs), staging, room); !s.ok()) {
         return s;
       }
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d.stream));
       std::vector<Download::Result> archives = download.Finish();
-      for (size_t i = 0; i < tasks.size(); ++i) {
-        r.works[i]->device = d.gpu->name;
-        r.works[i]->SetArchive(std::move(archives[i].bytes));
+      for (size_t i = 0; i < fitting.size(); ++i) {
+        fitting[i]->device = d.gpu->name;
+        fitting[i]->SetArchive(std::move(archives[i].bytes));
       }
     }
     return absl::OkStatus();

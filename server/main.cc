@@ -26,7 +26,29 @@ ABSL_FLAG(std::string, backend, "auto", "auto (GPU when one is visible), gpu or 
 ABSL_FLAG(uint64_t, max_request_bytes, uint64_t{4} << 30,
           "Largest array (or archive) one request may carry, in bytes");
 ABSL_FLAG(uint64_t, max_queued_bytes, uint64_t{8} << 30,
-          "Host bytes all requests in progress may hold; beyond it RESOURCE_EXHAUSTED");
+          "Host bytes all requests in progress may hold (their data, the codec's working memory, "
+          "their results); a request that cannot fit gets RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, max_output_bytes, uint64_t{64} << 30,
+          "Largest array one request may produce (Decompress) or send (Compress), streamed or "
+          "not, in bytes");
+ABSL_FLAG(double, max_ratio, 65536,
+          "Largest ratio of array bytes to archive bytes a Decompress may have (per frame)");
+ABSL_FLAG(int32_t, max_calls, 1024, "Calls in progress at once; beyond it RESOURCE_EXHAUSTED");
+ABSL_FLAG(uint64_t, min_frame_elements, uint64_t{1} << 16,
+          "Smallest frame (CompressOptions.frame_elements) a Compress may ask for: smaller frames "
+          "multiply the work and the archive");
+ABSL_FLAG(int64_t, idle_timeout_seconds, 30,
+          "End a call that has waited this long on its client (sent nothing, or read nothing of "
+          "its reply) and free what it held; 0: never");
+ABSL_FLAG(uint64_t, grpc_memory_bytes, uint64_t{512} << 20,
+          "Memory gRPC itself may use for received messages not yet read and streams' state");
+ABSL_FLAG(int32_t, max_concurrent_streams, 256, "Calls one connection may have open at once");
+ABSL_FLAG(int64_t, keepalive_seconds, 60,
+          "Ping a connection after this long without traffic and close it when no answer comes "
+          "within 20 s (clients that vanished); 0: never");
+ABSL_FLAG(bool, reflection, true,
+          "Serve gRPC server reflection (it answers without the token: it describes the API, "
+          "not data)");
 ABSL_FLAG(bool, batching, true, "Pack small requests into batched launches");
 ABSL_FLAG(uint64_t, max_batch_bytes, uint64_t{64} << 20,
           "Array bytes per batch; larger requests run alone");
@@ -79,7 +101,9 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "gpu_host_pool_bytes",
       "tls_cert",        "tls_key",            "token",             "token_file",
       "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds",
-      "gpu_workers",     "gpu_failure_policy", "gpu_wait"};
+      "gpu_workers",     "gpu_failure_policy", "gpu_wait",
+      "max_output_bytes", "max_ratio",         "max_calls",         "idle_timeout_seconds", "min_frame_elements",
+      "grpc_memory_bytes", "max_concurrent_streams", "keepalive_seconds", "reflection"};
   // clang-format on
   for (const char* flag : kFlags) {
     const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
@@ -151,6 +175,15 @@ int main(int argc, char** argv) {
   o.backend = absl::GetFlag(FLAGS_backend);
   o.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   o.max_queued_bytes = absl::GetFlag(FLAGS_max_queued_bytes);
+  o.max_output_bytes = absl::GetFlag(FLAGS_max_output_bytes);
+  o.max_ratio = absl::GetFlag(FLAGS_max_ratio);
+  o.max_calls = absl::GetFlag(FLAGS_max_calls);
+  o.min_frame_elements = absl::GetFlag(FLAGS_min_frame_elements);
+  o.idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_idle_timeout_seconds));
+  o.grpc_memory_bytes = absl::GetFlag(FLAGS_grpc_memory_bytes);
+  o.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  o.keepalive = absl::Seconds(absl::GetFlag(FLAGS_keepalive_seconds));
+  o.reflection = absl::GetFlag(FLAGS_reflection);
   o.batching.enabled = absl::GetFlag(FLAGS_batching);
   o.batching.max_batch_bytes = absl::GetFlag(FLAGS_max_batch_bytes);
   o.batching.max_batch_requests = absl::GetFlag(FLAGS_max_batch_requests);
@@ -169,9 +202,12 @@ int main(int argc, char** argv) {
   o.stream_frames = absl::GetFlag(FLAGS_stream_frames);
   o.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_seconds));
   if (o.message_bytes == 0 || o.max_request_bytes == 0 || o.max_queued_bytes == 0 ||
-      o.stream_frames == 0) {
+      o.stream_frames == 0 || o.max_output_bytes == 0 || !(o.max_ratio >= 1) || o.max_calls < 1 ||
+      o.grpc_memory_bytes == 0 || o.max_concurrent_streams < 1 ||
+      absl::GetFlag(FLAGS_idle_timeout_seconds) < 0 || absl::GetFlag(FLAGS_keepalive_seconds) < 0) {
     std::fprintf(stderr,
-                 "ebzipd: --message_bytes, --stream_frames and the limits must be positive\n");
+                 "ebzipd: --message_bytes, --stream_frames and the limits must be positive "
+                 "(--max_ratio at least 1; the timeouts may be 0: off)\n");
     return 2;
   }
 

@@ -64,26 +64,25 @@ class Metrics::StateCollector final : public prometheus::Collectable {
                          MetricType::Gauge);
       held.metric.push_back(Gauge(static_cast<double>(sources_.held_bytes()), {}));
       out.push_back(std::move(held));
-      auto limit = Family("ebzip_queued_bytes_limit",
-                          "Admission limit on ebzip_queued_bytes (--max_queued_bytes)",
-                          MetricType::Gauge);
+      auto limit =
+          Family("ebzip_queued_bytes_limit",
+                 "Admission limit on ebzip_queued_bytes (--max_queued_bytes)", MetricType::Gauge);
       limit.metric.push_back(Gauge(static_cast<double>(sources_.held_bytes_limit), {}));
       out.push_back(std::move(limit));
     }
     if (sources_.queued_requests) {
-      auto q = Family("ebzip_queued_requests", "Requests waiting for a worker",
-                      MetricType::Gauge);
+      auto q = Family("ebzip_queued_requests", "Requests waiting for a worker", MetricType::Gauge);
       q.metric.push_back(Gauge(static_cast<double>(sources_.queued_requests()), {}));
       out.push_back(std::move(q));
     }
     if (sources_.devices) {
-      auto used = Family("ebzip_device_memory_used_bytes",
-                         "Device memory the server holds (GPU pools; 0 for the CPU)",
-                         MetricType::Gauge);
-      auto total = Family("ebzip_device_memory_total_bytes", "Device memory installed",
-                          MetricType::Gauge);
-      auto busy = Family("ebzip_device_busy_seconds_total",
-                         "Time the device spent running batches", MetricType::Counter);
+      auto used =
+          Family("ebzip_device_memory_used_bytes",
+                 "Device memory the server holds (GPU pools; 0 for the CPU)", MetricType::Gauge);
+      auto total =
+          Family("ebzip_device_memory_total_bytes", "Device memory installed", MetricType::Gauge);
+      auto busy = Family("ebzip_device_busy_seconds_total", "Time the device spent running batches",
+                         MetricType::Counter);
       auto healthy = Family("ebzip_device_healthy",
                             "1 while the device works; 0 once a GPU has failed (until restart)",
                             MetricType::Gauge);
@@ -171,8 +170,8 @@ Metrics::Metrics(const std::string& version, const std::string& backend)
                  .Name("ebzip_compression_ratio")
                  .Help("Input bytes over archive bytes of successful compressions")
                  .Register(*registry_)
-                 .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.5, 2, 3, 4, 5, 7, 10, 15,
-                                                                  20, 30, 50, 100, 1000})) {
+                 .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20,
+                                                                  30, 50, 100, 1000})) {
   prometheus::BuildGauge()
       .Name("ebzip_build_info")
       .Help("Constant 1, labelled with the server's version and backend")
@@ -191,6 +190,15 @@ Metrics::Metrics(const std::string& version, const std::string& backend)
         .request_seconds = &request_seconds_.Add({{"method", method}}, SecondsBuckets()),
         .queue_seconds = &queue_seconds_.Add({{"method", method}}, SecondsBuckets()),
     };
+  }
+  auto& hits = prometheus::BuildCounter()
+                   .Name("ebzip_limit_hits_total")
+                   .Help(
+                       "Requests refused or ended by a limit (docs/operations.md, \"Limits and "
+                       "abuse\"), by limit")
+                   .Register(*registry_);
+  for (Limit l : kAllLimits) {
+    limit_hits_[static_cast<size_t>(l)] = &hits.Add({{"limit", LimitName(l)}});
   }
 }
 
@@ -278,5 +286,6 @@ const Metrics::DeviceSeries& Metrics::ForDevice(const std::string& device) {
   return it->second;
 }
 void Metrics::Ratio(double ratio) { ratio_.Observe(ratio); }
+void Metrics::LimitHit(Limit limit) { limit_hits_[static_cast<size_t>(limit)]->Increment(); }
 
 }  // namespace ebzip::server

@@ -23,6 +23,7 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/backend.h"
+#include "server/limits.h"
 #include "server/work.h"
 
 namespace prometheus {
@@ -61,6 +62,8 @@ class Metrics {
   void Computed(Method m, const std::string& device, double seconds);
   void Batch(const std::string& device, size_t requests, uint64_t bytes);
   void Ratio(double ratio);
+  // A request refused or ended by `limit`.
+  void LimitHit(Limit limit);
 
  private:
   class StateCollector;
@@ -78,6 +81,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& batch_requests_;
   prometheus::Family<prometheus::Histogram>& batch_bytes_;
   prometheus::Histogram& ratio_;
+  std::array<prometheus::Counter*, kAllLimits.size()> limit_hits_{};
 
   // The series each request updates, looked up once: a family's Add builds a
   // label map and takes the family's lock, and every gRPC and scheduler

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "server/limits.h"
 
 namespace ebzip::server {
 
@@ -64,6 +65,32 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
     return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
   }
   return out;
+}
+
+absl::Status CheckOptionLimits(const CompressRequestSpec& request, const ArchivePlan& plan,
+                               uint64_t min_frame_elements) {
+  const CompressOptions& o = request.options;
+  if (o.frame_elements < min_frame_elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "header.options.frame_elements: ", o.frame_elements, " is below this server's minimum of ",
+        min_frame_elements, " (--min_frame_elements)"));
+  }
+  if (o.chunk_symbols < kMinChunkSymbols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.options.chunk_symbols: ", o.chunk_symbols,
+                     " is below this server's minimum of ", kMinChunkSymbols));
+  }
+  if (o.subsequence_bits < kMinSubsequenceBits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("header.options.subsequence_bits: ", o.subsequence_bits,
+                     " is below this server's minimum of ", kMinSubsequenceBits));
+  }
+  if (plan.frame_count() > kMaxFrames) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the array would take ", plan.frame_count(), " frames, more than this server's ",
+        kMaxFrames, "; use larger frames (header.options.frame_elements)"));
+  }
+  return absl::OkStatus();
 }
 
 v1::ArraySpec ToProto(const ArraySpec& spec) {

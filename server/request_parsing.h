@@ -18,6 +18,12 @@ struct CompressRequestSpec {
 
 absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader& header);
 
+// INVALID_ARGUMENT for options the codec takes but the service does not,
+// because they multiply a request's work or archive (limits.h): frames,
+// chunks or subsequences smaller than their minimum, too many frames.
+absl::Status CheckOptionLimits(const CompressRequestSpec& request, const ArchivePlan& plan,
+                               uint64_t min_frame_elements);
+
 v1::ArraySpec ToProto(const ArraySpec& spec);
 
 }  // namespace ebzip::server

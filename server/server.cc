@@ -105,11 +105,16 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   s->scheduler_ = std::make_unique<Scheduler>(*s->backend_, o.batching, s->metrics_.get());
   CallLimits limits;
   limits.max_request_bytes = o.max_request_bytes;
+  limits.max_output_bytes = o.max_output_bytes;
+  limits.max_ratio = o.max_ratio;
+  limits.max_calls = o.max_calls;
+  limits.min_frame_elements = o.min_frame_elements;
   limits.message_bytes = o.message_bytes;
   limits.stream_frames = o.stream_frames;
   limits.token = o.token;
-  s->env_ =
-      std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_, *s->backend_, limits);
+  s->idle_watch_ = std::make_unique<IdleWatch>(o.idle_timeout);
+  s->env_ = std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_, *s->backend_,
+                                      *s->idle_watch_, limits);
   s->service_ = std::make_unique<CompressorService>(*s->env_, ServerVersion());
 
   EbzipServer* self = s.get();
@@ -127,11 +132,29 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   auto credentials = Credentials(o);
   if (!credentials.ok()) return credentials.status();
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  // Reflection answers without the token (it describes the API, no data):
+  // operators who mind turn it off (docs/operations.md).
+  if (o.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(o.listen, *credentials, &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  // gRPC's own memory (messages it has received and the reactors have not
+  // read, per-stream state) has a quota of its own; past it gRPC stops
+  // reading from connections rather than growing.
+  grpc::ResourceQuota quota("ebzipd");
+  quota.Resize(o.grpc_memory_bytes);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_concurrent_streams);
+  if (o.keepalive > absl::ZeroDuration()) {
+    // Finds connections whose client vanished without closing them (a
+    // powered-off node, a dropped route), whose calls the idle timeout
+    // ends but whose sockets would otherwise stay open.
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.keepalive)));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  }
   if (o.max_connection_age > absl::ZeroDuration()) {
     // gRPC clients resolve a name again only when a connection closes: ageing
     // connections out is what lets clients of a headless Service find
@@ -194,6 +217,8 @@ EbzipServer::~EbzipServer() {
     scheduler_->Stop();
   }
   if (server_ != nullptr) server_->Wait();
+  // Every call has ended by now: the watch can go before what it watched.
+  idle_watch_.reset();
 }
 
 }  // namespace ebzip::server

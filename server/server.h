@@ -13,6 +13,7 @@
 #include "server/admission.h"
 #include "server/backend.h"
 #include "server/call_env.h"
+#include "server/idle_watch.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
 
@@ -28,8 +29,23 @@ struct ServerOptions {
   std::string listen = "0.0.0.0:50051";         // HOST:PORT; port 0 picks one
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no /metrics
   std::string backend = "auto";                 // auto | gpu | cpu
+  // Limits (docs/operations.md, "Limits and abuse"; call_env.h's CallLimits).
   uint64_t max_request_bytes = uint64_t{4} << 30;
   uint64_t max_queued_bytes = uint64_t{8} << 30;
+  uint64_t max_output_bytes = uint64_t{64} << 30;
+  double max_ratio = 65536;
+  int max_calls = 1024;
+  uint64_t min_frame_elements = uint64_t{1} << 16;
+  // A call waiting on its client this long is ended (zero: never).
+  absl::Duration idle_timeout = absl::Seconds(30);
+  // gRPC's own buffers (messages received and not yet read, streams'
+  // state), bounded apart from the budget above.
+  uint64_t grpc_memory_bytes = uint64_t{512} << 20;
+  int max_concurrent_streams = 256;  // per connection
+  // Connections without calls are pinged this often, and closed when the
+  // client does not answer within 20 s (zero: never).
+  absl::Duration keepalive = absl::Seconds(60);
+  bool reflection = true;
   BatchingOptions batching;
   int cpu_workers = 2;
   // GPU backend (GpuBackendOptions): device memory pooled per GPU (0: 3/4
@@ -85,6 +101,7 @@ class EbzipServer {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<AdmissionControl> admission_;
   std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<IdleWatch> idle_watch_;
   std::unique_ptr<CallEnv> env_;
   std::unique_ptr<CompressorService> service_;
   std::unique_ptr<grpc::Server> server_;

@@ -9,7 +9,9 @@
 // that receiving, computing and sending overlap). While `window` works are
 // queued, running or waiting to be sent, the call stops reading and gRPC's
 // flow control holds the client back: memory stays bounded however large
-// the array, and however much faster the codec is than the client. A client
+// the array, and however much faster the codec is than the client. A message
+// that holds several frames is taken only as far as the window allows: the
+// rest waits (Defer) until a work leaves the window. A client
 // must therefore read the reply while it sends (both ebzip clients do); one
 // that sends everything first waits on a streamed request until its
 // deadline (ebzip.proto says so).
@@ -24,6 +26,10 @@
 // after its own callbacks have returned, but not after a completion's: so
 // the reactor is counted (refs_), one reference for gRPC until OnDone and
 // one for each completion while it runs, and the last to let go deletes it.
+//
+// A call that waits on its client (a read it started, a write not taken)
+// for --idle_timeout_seconds is ended by the server's IdleWatch: a client
+// that stalls cannot hold what its call reserved for longer than that.
 #ifndef EBZIP_SERVER_STREAMING_CALL_H_
 #define EBZIP_SERVER_STREAMING_CALL_H_
 
@@ -41,15 +47,22 @@
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "server/call_env.h"
+#include "server/idle_watch.h"
 #include "server/payload.h"
 #include "server/work.h"
 
 namespace ebzip::server {
 
 template <class Request, class Response>
-class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                      public IdleCall {
  public:
   void OnReadDone(bool ok) override {
+    {
+      absl::MutexLock lock(&mu_);
+      reading_ = false;
+      last_progress_ = absl::Now();
+    }
     if (!ok && context_->IsCancelled()) {
       Fail(GoneStatus("the client cancelled the call"));
       Pump();
@@ -66,10 +79,11 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
         status = OnReceived();
         request_.Clear();
         read_more = status.ok();
-        if (read_more && works_.size() >= window_) {
+        if (read_more && (works_.size() >= window_ || !deferred_.empty())) {
           read_more = false;
           read_paused_ = true;
         }
+        if (read_more) SetWaiting(&reading_, true);
       } else {  // the client closed its side
         input_done_ = true;
         status = OnEndOfInput();
@@ -89,6 +103,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
+      last_progress_ = absl::Now();
       // gRPC holds its own references to what it still has to send; the
       // call's would keep the reply's buffer (a pool block, say) alive
       // until the next message.
@@ -112,7 +127,44 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
                                       : final_status_;
     env_.EndCall(method_, request_id_, peer_, recorded, absl::Now() - start_, bytes_in_,
                  bytes_out_);
+    env_.idle_watch().Leave(this);
     Unref();
+  }
+
+  // IdleCall.
+  absl::Time WaitingSince() override {
+    absl::MutexLock lock(&mu_);
+    return !finished_ && (reading_ || writing_) ? last_progress_ : absl::InfiniteFuture();
+  }
+  void Ref() override {
+    absl::MutexLock lock(&mu_);
+    ++refs_;
+  }
+  void Unref() override {
+    bool last;
+    {
+      absl::MutexLock lock(&mu_);
+      last = --refs_ == 0;
+    }
+    if (last) delete this;
+  }
+  void ExpireIdle(absl::Duration idle) override {
+    bool write_stuck;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_) return;
+      write_stuck = writing_;
+    }
+    env_.metrics.LimitHit(Limit::kIdleTimeout);
+    // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
+    // alerting rules do not count against the server.
+    Fail(absl::CancelledError(absl::StrCat(
+        "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
+        absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
+    Pump();
+    // A write the client does not take never completes by itself, and the
+    // call cannot finish under it: cancelling the stream completes it.
+    if (write_stuck) context_->TryCancel();
   }
 
  protected:
@@ -135,6 +187,9 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
         payload_fields_(payload_fields),
         start_(absl::Now()) {
     env_.StartCall(method_);
+    deferred_held_ = env_.admission.Empty();
+    last_progress_ = start_;
+    env_.idle_watch().Join(this);
     request_id_ = RequestId(*context_, "");
     peer_ = context_->peer();  // gone once the call is cancelled
   }
@@ -147,6 +202,10 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       Pump();
       return;
     }
+    {
+      absl::MutexLock lock(&mu_);
+      SetWaiting(&reading_, true);
+    }
     this->StartRead(&request_);
   }
 
@@ -155,7 +214,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   virtual absl::Status OnMessage(const Request& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // The bytes of one payload message (a message whose only field is the
   // request's payload field, however it arrived: OnMessage hands on the
-  // others); an error ends the call.
+  // others through ReceivePayload), or what it deferred of them; an error
+  // ends the call.
   virtual absl::Status OnPayload(const Payload& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
   // The request stream ended; an error ends the call.
   virtual absl::Status OnEndOfInput() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) = 0;
@@ -188,22 +248,51 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { works_.pop_front(); }
   bool input_done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return input_done_; }
   void set_window(size_t works) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { window_ = works; }
+  bool window_full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return works_.size() >= window_; }
+
+  // For OnMessage: a payload that arrived inside a message protobuf parsed.
+  absl::Status ReceivePayload(const Payload& bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    count_in(bytes.size());
+    return OnPayload(bytes);
+  }
+  // For OnPayload, once the window is full: keeps the rest of the payload,
+  // `pieces` from `first` on (the first of them from byte `at`), and hands
+  // it to OnPayload again when a work has left the window. The copy joins
+  // the budget; RESOURCE_EXHAUSTED when it does not fit.
+  absl::Status Defer(const std::vector<absl::Span<const uint8_t>>& pieces, size_t first, size_t at)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    uint64_t bytes = 0;
+    for (size_t i = first; i < pieces.size(); ++i)
+      bytes += pieces[i].size() - (i == first ? at : 0);
+    if (bytes == 0) return absl::OkStatus();
+    if (absl::Status s = deferred_held_.Grow(bytes); !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
+    for (size_t i = first; i < pieces.size(); ++i) {
+      const absl::Span<const uint8_t> p = pieces[i].subspan(i == first ? at : 0);
+      deferred_.append(reinterpret_cast<const char*>(p.data()), p.size());
+    }
+    return absl::OkStatus();
+  }
 
   // Bytes to send in messages of at most --message_bytes (an archive, a
-  // frame, an array), freed once sent.
+  // frame, an array), freed once sent, and the part of the budget that holds
+  // them until then.
   // Each message that carries some of them shares their ownership with gRPC,
   // which sends them from where they are.
-  void QueueBytes(std::vector<uint8_t> bytes) {
+  void QueueBytes(std::vector<uint8_t> bytes, Reservation held) {
     auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
     out_ = absl::MakeConstSpan(*owner);
     out_owner_ = std::move(owner);
     out_at_ = 0;
+    out_held_ = std::move(held);
   }
-  void QueueBytes(HostBlock bytes) {
+  void QueueBytes(HostBlock bytes, Reservation held) {
     auto owner = std::make_shared<const HostBlock>(std::move(bytes));
     out_ = owner->bytes();
     out_owner_ = std::move(owner);
     out_at_ = 0;
+    out_held_ = std::move(held);
   }
   bool sending_bytes() const { return out_at_ < out_.size(); }
   // Makes the next payload message of the queued bytes the one to send;
@@ -217,6 +306,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (out_at_ == out_.size()) {
       out_ = {};
       out_owner_.reset();
+      out_held_.Release();
     }
     return n;
   }
@@ -257,6 +347,9 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
         failure = GoneStatus(std::string(work->status.message()).c_str());
       } else if (!work->status.ok()) {
         failure = work->status;
+        if (failure.code() == absl::StatusCode::kResourceExhausted) {
+          env_.metrics.LimitHit(Limit::kQueuedBytes);
+        }
       } else if (context_->IsCancelled()) {
         failure = GoneStatus("the client cancelled the call");
       }
@@ -264,15 +357,6 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (!failure.ok()) Fail(failure);
     Pump();
     Unref();
-  }
-
-  void Unref() {
-    bool last;
-    {
-      absl::MutexLock lock(&mu_);
-      last = --refs_ == 0;
-    }
-    if (last) delete this;
   }
 
   void SubmitAll(std::vector<std::shared_ptr<Work>> works) {
@@ -318,7 +402,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   void Pump() {
     bool write = false, last = false, read = false, finish = false, again = false;
     absl::Status status;
-    std::vector<std::shared_ptr<Work>> cancel;
+    std::vector<std::shared_ptr<Work>> cancel, submit;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
@@ -337,7 +421,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
           cancel = FailLocked(next.status());
           again = true;  // to finish, once nothing is outstanding
         } else if (*next == Next::kSend) {
-          writing_ = write = true;
+          SetWaiting(&writing_, true);
+          write = true;
           if (ReplyComplete()) {
             finished_ = last = true;
             final_status_ = absl::OkStatus();
@@ -348,11 +433,31 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
         }
       }
       if (!failed_ && read_paused_ && works_.size() < window_) {
-        read_paused_ = false;
-        read = starting_read_ = true;
+        // What a message held beyond the window first, then more messages.
+        if (!deferred_.empty()) {
+          std::string input;
+          input.swap(deferred_);
+          const absl::Status s = OnPayload(Payload::Of(input));
+          deferred_held_.Resize(deferred_.size());
+          submit.swap(to_submit_);
+          if (!s.ok()) {
+            std::vector<std::shared_ptr<Work>> more = FailLocked(s);
+            cancel.insert(cancel.end(), more.begin(), more.end());
+            again = true;
+          }
+        }
+        if (!failed_ && deferred_.empty() && works_.size() < window_) {
+          read_paused_ = false;
+          read = starting_read_ = true;
+          SetWaiting(&reading_, true);
+        }
       }
     }
     for (const auto& w : cancel) env_.scheduler.Cancel(w);
+    if (!submit.empty()) {
+      SubmitAll(std::move(submit));
+      again = true;  // the window may have moved meanwhile
+    }
     // No buffer_hint to send two messages in one write: the hinted write
     // completes (OnWriteDone) only once it has left, and with one write in
     // flight at a time the next write, which would flush it, never starts;
@@ -376,11 +481,19 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (again) Pump();
   }
 
+  // Sets a flag of an operation that waits on the client; the wait counts
+  // from when the call first waited on it since its last progress.
+  void SetWaiting(bool* flag, bool value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool before = reading_ || writing_;
+    *flag = value;
+    if (!before && (reading_ || writing_)) last_progress_ = absl::Now();
+  }
+
   // A request message: a payload message is read where gRPC received it,
   // any other is parsed by protobuf.
   absl::Status OnReceived() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (std::optional<Payload> payload = Payload::Of(request_, payload_fields_.request)) {
-      return OnPayload(*payload);
+      return ReceivePayload(*payload);
     }
     Request message;
     if (!grpc::SerializationTraits<Request>::Deserialize(&request_, &message).ok()) {
@@ -433,6 +546,10 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   absl::Span<const uint8_t> out_;
   std::shared_ptr<const void> out_owner_;
   size_t out_at_ = 0;
+  Reservation out_held_;
+  // What a payload held beyond a full window (Defer), and its budget.
+  std::string deferred_ ABSL_GUARDED_BY(mu_);
+  Reservation deferred_held_ ABSL_GUARDED_BY(mu_);
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
   std::vector<std::shared_ptr<Work>> to_submit_ ABSL_GUARDED_BY(mu_);
@@ -441,6 +558,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool input_done_ ABSL_GUARDED_BY(mu_) = false;
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;        // a read started, not completed
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);    // for WaitingSince
   bool starting_read_ ABSL_GUARDED_BY(mu_) = false;  // Pump's, outside mu_
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;

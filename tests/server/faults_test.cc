@@ -29,6 +29,7 @@
 #include "codec/format.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "server/cpu_codec.h"
 #include "tests/server/test_arrays.h"
 #include "tests/server/test_server.h"
 
@@ -240,10 +241,24 @@ TEST(ServerFaults, CorruptAndTruncatedArchivesGetDataLoss) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// What a buffered Compress of `shape` float32 elements costs the budget once
+// it is queued: its array and the codec's working memory.
+uint64_t CompressCost(std::vector<uint64_t> shape) {
+  server::Work w;
+  w.method = server::Method::kCompress;
+  w.spec = {DType::kFloat32, std::move(shape)};
+  w.options.mode = BoundMode::kAbs;
+  w.options.bound = 1e-3;
+  return w.spec.num_bytes() + server::CpuWorkingBytes(w);
+}
+
 TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
+  // B fits an empty server, not one where A has sent 192 KiB.
+  const uint64_t b_cost = CompressCost({192 << 10});
   auto options = TestServerOptions();
-  options.max_queued_bytes = 1 << 20;
+  options.max_queued_bytes = b_cost + (100 << 10);
   options.max_request_bytes = 900 << 10;
+  ASSERT_LE(CompressCost({64 << 10}), options.max_queued_bytes);
   START_TEST_SERVER(server, options);
   auto stub = StubFor(*server);
   // Too large for one request.
@@ -251,19 +266,22 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_TRUE(absl::StrContains(s.error_message(), "max_request_bytes"));
 
-  // A holds 768 KiB from its header on, while its data has not arrived.
+  // A holds what it has sent: three quarters of its 256 KiB.
   grpc::ClientContext a_context;
   auto a = stub->Compress(&a_context);
-  ASSERT_TRUE(a->Write(HeaderMessage(Header(v1::FLOAT32, {192 << 10}, v1::ABS, 1e-3))));
+  ASSERT_TRUE(a->Write(HeaderMessage(Header(v1::FLOAT32, {64 << 10}, v1::ABS, 1e-3))));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a->Write(DataMessage(64 << 10)));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
-  while (server->held_bytes() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
-  ASSERT_EQ(server->held_bytes(), 768u << 10);
-  // B does not fit beside it: refused before it sends its data.
-  s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {128 << 10}, v1::ABS, 1e-3))});
+  while (server->held_bytes() < (192u << 10) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(server->held_bytes(), 192u << 10);
+  // B does not fit beside it: refused at its header, before its data.
+  s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {192 << 10}, v1::ABS, 1e-3))});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_TRUE(absl::StrContains(s.error_message(), "server is full"));
   // A is unharmed by B's refusal.
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(a->Write(DataMessage(256 << 10)));
+  ASSERT_TRUE(a->Write(DataMessage(64 << 10)));
   a->WritesDone();
   v1::CompressResponse response;
   bool summary = false;
@@ -272,8 +290,8 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   EXPECT_TRUE(summary);
   // And B fits now.
   EXPECT_TRUE(WaitQuiet(*server));
-  s = RawCompress(*stub,
-                  {HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3)), DataMessage(64)});
+  s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {192 << 10}, v1::ABS, 1e-3)),
+                          DataMessage(768 << 10)});
   EXPECT_TRUE(s.ok()) << s.error_message();
 }
 
@@ -933,14 +951,21 @@ TEST(ServerFaults, TlsWhenConfigured) {
   EXPECT_EQ(insecure->Compress(a.spec, a.bytes, o).status().code(), absl::StatusCode::kUnavailable);
 }
 
-// Sends a Compress header for a 512 x 512 float32 array (REL 1e-4) and
-// holds its data back. The write returns once the header is on its way:
-// this waits until the server has admitted the call (it reserves the
-// array's bytes then), or a drain could refuse it as a new one.
+// The bytes of its array a held call sends before it holds the rest back.
+constexpr size_t kHeldCallSends = 4096;
+
+// Sends a Compress header for a 512 x 512 float32 array (REL 1e-4) and the
+// array's first kHeldCallSends bytes, and holds the rest back. The writes
+// return once the bytes are on their way: this waits until the server has
+// admitted the call (it holds the bytes received), or a drain could refuse
+// it as a new one.
 bool SendHeaderAndWaitForAdmission(
     grpc::ClientReaderWriter<v1::CompressRequest, v1::CompressResponse>& call,
-    const server::EbzipServer& server) {
+    const server::EbzipServer& server, const TestArray& a) {
   if (!call.Write(HeaderMessage(Header(v1::FLOAT32, {512, 512}, v1::REL, 1e-4)))) return false;
+  v1::CompressRequest first;
+  first.set_data(a.bytes.data(), kHeldCallSends);
+  if (!call.Write(first)) return false;
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   while (server.held_bytes() == 0 && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(1));
@@ -961,7 +986,7 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
   // A call the drain must wait for: header sent, data held back.
   grpc::ClientContext held_context;
   auto held = stub->Compress(&held_context);
-  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server));
+  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server, a));
   // And calls under load.
   std::vector<std::thread> load;
   std::atomic<int> lost{0};
@@ -1001,7 +1026,7 @@ TEST(ServerFaults, DrainFinishesAcceptedCallsAndRefusesNewOnes) {
 
   // The held call completes, with the right archive.
   v1::CompressRequest data;
-  data.set_data(a.bytes.data(), a.bytes.size());
+  data.set_data(a.bytes.data() + kHeldCallSends, a.bytes.size() - kHeldCallSends);
   // EXPECT, not ASSERT: the threads above must still be joined.
   EXPECT_TRUE(held->Write(data));
   held->WritesDone();
@@ -1030,7 +1055,8 @@ TEST(ServerFaults, ADrainPastItsGraceCancelsWhatIsLeft) {
   auto stub = StubFor(*server);
   grpc::ClientContext held_context;
   auto held = stub->Compress(&held_context);
-  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server));
+  TestArray a = SmoothArray({DType::kFloat32, {512, 512}}, 4);
+  ASSERT_TRUE(SendHeaderAndWaitForAdmission(*held, *server, a));
 
   const absl::Time start = absl::Now();
   EXPECT_FALSE(server->Drain(absl::Milliseconds(1500)));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
 #include "gtest/gtest.h"
+#include "server/cpu_codec.h"
 #include "tests/bound_checker.h"
 #include "tests/server/test_arrays.h"
 #include "tests/server/test_server.h"
@@ -60,14 +61,13 @@ void ExpectStreamedRoundTrip(client::RemoteClient& client, const TestArray& a,
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   ASSERT_EQ(decoded->data.size(), a.bytes.size());
   const uint64_t n = a.spec.num_elements();
-  const CheckResult r =
-      a.spec.dtype == DType::kFloat32
-          ? CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
-                       reinterpret_cast<const float*>(decoded->data.data()), n, options.bound,
-                       options.fill_value)
-          : CheckBound(reinterpret_cast<const double*>(a.bytes.data()),
-                       reinterpret_cast<const double*>(decoded->data.data()), n, options.bound,
-                       options.fill_value);
+  const CheckResult r = a.spec.dtype == DType::kFloat32
+                            ? CheckBound(reinterpret_cast<const float*>(a.bytes.data()),
+                                         reinterpret_cast<const float*>(decoded->data.data()), n,
+                                         options.bound, options.fill_value)
+                            : CheckBound(reinterpret_cast<const double*>(a.bytes.data()),
+                                         reinterpret_cast<const double*>(decoded->data.data()), n,
+                                         options.bound, options.fill_value);
   EXPECT_TRUE(r.ok()) << r.Describe();
 }
 
@@ -80,12 +80,11 @@ TEST(ServerStreaming, FramesComeBackInOrderWithTheLocalCodecsBytes) {
   // frame of one row, both dtypes, 1-D to 3-D, specials and a fill value.
   ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {1001, 257}}, 1),
                           Abs(1e-3, 16 * 257));
-  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat64, {37, 50, 31}}, 2, true),
-                          [] {
-                            CompressOptions o = Abs(1e-6, 4 * 50 * 31);
-                            o.fill_value = -1e34;
-                            return o;
-                          }());
+  ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat64, {37, 50, 31}}, 2, true), [] {
+    CompressOptions o = Abs(1e-6, 4 * 50 * 31);
+    o.fill_value = -1e34;
+    return o;
+  }());
   ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {300001}}, 3, true),
                           Abs(0.5, 4096));
   ExpectStreamedRoundTrip(*client, SmoothArray({DType::kFloat32, {65, 64}}, 4),
@@ -116,17 +115,23 @@ TEST(ServerStreaming, ManyConcurrentStreamsShareTheWorkers) {
 }
 
 TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
+  // 64 MiB in 1 MiB frames through a server that holds what the frames in
+  // flight need (2 queued or running and 1 arriving, each with its rows and
+  // the codec's working memory), well under the array.
+  TestArray a = SmoothArray({DType::kFloat32, {16384, 1024}}, 7);
+  const CompressOptions streamed = Abs(1e-3, 256 * 1024);
+  server::Work frame;
+  frame.spec = {DType::kFloat32, {256, 1024}};
+  frame.options = streamed;
+  const uint64_t frame_cost = frame.spec.num_bytes() + server::CpuWorkingBytes(frame);
   auto options = TestServerOptions();
   options.max_request_bytes = uint64_t{1} << 20;
-  options.max_queued_bytes = uint64_t{12} << 20;
   options.stream_frames = 2;
+  options.max_queued_bytes = (options.stream_frames + 1) * frame_cost + (1 << 20);
+  ASSERT_LT(options.max_queued_bytes, a.bytes.size() / 2);
   START_TEST_SERVER(server, options);
   auto client = ClientFor(*server);
-  // 32 MiB in 1 MiB frames through a server that holds at most 12 MiB: the
-  // rows of the frames queued, running or arriving (2 + 1), and the archives
-  // of finished frames until they are sent.
-  TestArray a = SmoothArray({DType::kFloat32, {8192, 1024}}, 7);
-  ExpectStreamedRoundTrip(*client, a, Abs(1e-3, 256 * 1024));
+  ExpectStreamedRoundTrip(*client, a, streamed);
   EXPECT_TRUE(WaitQuiet(*server));
 
   // A relative bound needs the whole array first: the request limit applies.
@@ -154,7 +159,7 @@ TEST(ServerStreaming, ArraysLargerThanTheDevicePoolStreamThroughTheGpu) {
   START_TEST_SERVER(server, options);
   auto client = ClientFor(*server);
   TestArray a = SmoothArray({DType::kFloat32, {32768, 1024}}, 14, true);  // 128 MiB
-  const CompressOptions o = Abs(1e-3, 256 * 1024);                         // 1 MiB frames
+  const CompressOptions o = Abs(1e-3, 256 * 1024);                        // 1 MiB frames
   client::RemoteSummary summary;
   auto archive = client->Compress(a.spec, a.bytes, o, &summary);
   ASSERT_TRUE(archive.ok()) << archive.status();
@@ -322,8 +327,8 @@ TEST(ServerStreaming, DamagedArchivesOfManyFramesNeverDecodeWrong) {
   for (size_t cut = 0; cut < archive->size(); cut += 1 + cut / 3) {
     std::vector<uint8_t> truncated(archive->begin(), archive->begin() + cut);
     auto r = client->Decompress(truncated);
-    ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << "cut at " << cut << ": "
-                                                              << r.status();
+    ASSERT_EQ(r.status().code(), absl::StatusCode::kDataLoss)
+        << "cut at " << cut << ": " << r.status();
   }
   // Bytes after the trailer.
   std::vector<uint8_t> longer = *archive;
@@ -437,8 +442,7 @@ TEST(ServerStreaming, WithTheFailPolicyTheRequestFailsWithAClearStatus) {
   ASSERT_FALSE(Healthy(*server, "gpu:0")) << "the fault never fired";
   ASSERT_FALSE(archive.ok()) << "the request gpu:0 failed under succeeded";
   EXPECT_EQ(archive.status().code(), absl::StatusCode::kUnavailable) << archive.status();
-  EXPECT_NE(archive.status().message().find("gpu:0 failed"), std::string::npos)
-      << archive.status();
+  EXPECT_NE(archive.status().message().find("gpu:0 failed"), std::string::npos) << archive.status();
   EXPECT_TRUE(WaitQuiet(*server));
   ExpectStreamedRoundTrip(*client, a, o);  // the next request works
   EXPECT_TRUE(WaitQuiet(*server));

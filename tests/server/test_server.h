@@ -29,6 +29,8 @@ inline server::ServerOptions TestServerOptions() {
   o.max_queued_bytes = uint64_t{2} << 30;
   o.gpu_memory_bytes = uint64_t{2} << 30;
   o.gpu_pinned_bytes = uint64_t{64} << 20;
+  // The tests stream arrays of a few small frames.
+  o.min_frame_elements = 1024;
   return o;
 }
 
