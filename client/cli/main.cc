@@ -41,8 +41,10 @@ int main(int argc, char** argv) {
     return positional.size() < 2 ? kExitUsage : 0;
   }
   const std::map<std::string, absl::Status (*)(const ebzip::cli::Args&)> commands = {
-      {"compress", ebzip::cli::CompressCommand}, {"decompress", ebzip::cli::DecompressCommand},
-      {"info", ebzip::cli::InfoCommand},         {"compare", ebzip::cli::CompareCommand},
+      {"compress", ebzip::cli::CompressCommand},
+      {"decompress", ebzip::cli::DecompressCommand},
+      {"info", ebzip::cli::InfoCommand},
+      {"compare", ebzip::cli::CompareCommand},
       {"health", ebzip::cli::HealthCommand},
   };
   const std::string name = positional[1];
