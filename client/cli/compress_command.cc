@@ -72,7 +72,7 @@ absl::Status RunRemote(const Input& in, const CompressOptions& options, const st
                                      [&](absl::Span<const uint8_t> b) { return out->Write(b); });
   if (!summary.ok()) return summary.status();
   if (auto s = out->Commit(); !s.ok()) return s;
-  if (!absl::GetFlag(FLAGS_quiet) && output != "-") {
+  if (!absl::GetFlag(FLAGS_quiet) && !out->SameAsStandardOutput()) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t n = in.spec.num_elements();
@@ -132,7 +132,7 @@ absl::Status Run(const Args& args) {
   if (auto s = out->Write(writer.Finish()); !s.ok()) return s;
   if (auto s = out->Commit(); !s.ok()) return s;
 
-  if (!absl::GetFlag(FLAGS_quiet) && output != "-") {
+  if (!absl::GetFlag(FLAGS_quiet) && !out->SameAsStandardOutput()) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t n = in->spec.num_elements();

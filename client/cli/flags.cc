@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/remote/remote_client.h"
 
 ABSL_FLAG(std::string, type, "", "element type of a raw input: f32 or f64");
 ABSL_FLAG(std::string, shape, "",
@@ -25,6 +26,9 @@ ABSL_FLAG(uint32_t, chunk_symbols, 16384, "symbols per Huffman chunk");
 ABSL_FLAG(uint32_t, subsequence_bits, 1024, "bits per gap-array subsequence");
 ABSL_FLAG(std::string, decoder, "auto", "Huffman decoder: auto, chunk, gap or selfsync");
 ABSL_FLAG(bool, quiet, false, "print nothing on success");
+ABSL_FLAG(std::string, max_output_bytes, "",
+          "decompress: refuse an array of more bytes than this, before any output is written "
+          "(default: the machine's physical memory)");
 
 namespace ebzip::cli {
 
@@ -89,6 +93,25 @@ absl::StatusOr<std::optional<double>> ExplicitFillFromFlag() {
         absl::StrCat("bad --fill '", f, "': use a finite number, 'none' or 'auto'"));
   }
   return std::optional<double>(v);
+}
+
+absl::StatusOr<uint64_t> MaxOutputBytesFromFlag() {
+  const std::string s = absl::GetFlag(FLAGS_max_output_bytes);
+  if (s.empty()) return client::PhysicalMemoryBytes();
+  uint64_t v;
+  if (!absl::SimpleAtoi(s, &v) || v == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad --max_output_bytes '", s, "': expected a positive number of bytes"));
+  }
+  return v;
+}
+
+absl::Status CheckOutputSize(const std::string& source, const ArraySpec& spec, uint64_t limit) {
+  if (spec.num_bytes() <= limit) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat(source, " holds a ", DTypeName(spec.dtype), " ", ShapeToString(spec.shape),
+                   " array of ", spec.num_bytes(), " bytes, more than --max_output_bytes=", limit,
+                   "; raise --max_output_bytes to decompress it"));
 }
 
 absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> file_fill) {

@@ -27,6 +27,7 @@ ABSL_DECLARE_FLAG(uint32_t, chunk_symbols);
 ABSL_DECLARE_FLAG(uint32_t, subsequence_bits);
 ABSL_DECLARE_FLAG(std::string, decoder);
 ABSL_DECLARE_FLAG(bool, quiet);
+ABSL_DECLARE_FLAG(std::string, max_output_bytes);
 
 namespace ebzip::cli {
 
@@ -44,6 +45,15 @@ absl::StatusOr<std::optional<double>> AbsBoundFromFlag();
 
 // --fill as a number, or nothing for "auto"/"none".
 absl::StatusOr<std::optional<double>> ExplicitFillFromFlag();
+
+// --max_output_bytes: the largest array decompress may write, a positive
+// byte count; unset, the machine's physical memory (see decompress_command.cc
+// for why).
+absl::StatusOr<uint64_t> MaxOutputBytesFromFlag();
+
+// RESOURCE_EXHAUSTED naming --max_output_bytes when `spec` is larger than
+// `limit`; `source` says whose array it is (the archive's file name).
+absl::Status CheckOutputSize(const std::string& source, const ArraySpec& spec, uint64_t limit);
 
 std::string HumanBytes(uint64_t bytes);
 

@@ -14,7 +14,7 @@ constexpr char kUsage[] = R"(ebzip: error-bounded compression of float arrays
 
   ebzip compress   --type f32 --shape 2161,4320 (--abs E | --rel E) IN.raw -o OUT.ebz
   ebzip compress   (--abs E | --rel E) file.nc:VARIABLE -o OUT.ebz   (HDF5: file.h5:/path)
-  ebzip decompress IN.ebz -o OUT.raw
+  ebzip decompress IN.ebz -o OUT.raw [--max_output_bytes N]
   ebzip info       IN.ebz
   ebzip compare    --type f32 A.raw B.raw [--abs E]
   ebzip health     --server HOST:PORT

@@ -7,7 +7,9 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -60,12 +62,82 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
-  if (path == "-") return OutputFile(STDOUT_FILENO, path, "");
-  std::string temp = absl::StrCat(path, ".partial-", ::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+namespace {
+
+// A temporary file beside `target` (an absolute path without links), to be
+// renamed over it; `existing` is the file it replaces, if any.
+absl::StatusOr<std::pair<int, std::string>> CreateTemporary(const std::string& target,
+                                                            const struct stat* existing) {
+  std::string temp = absl::StrCat(target, ".partial-", ::getpid());
+  // O_EXCL: never write through whatever else may already have this name.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError("cannot create", temp);
-  return OutputFile(fd, path, std::move(temp));
+  if (existing != nullptr) {
+    // Owner first: chown may clear the set-id bits chmod then sets. Only
+    // root may give a file away (EPERM otherwise): then it is ours.
+    const bool owner_kept = (existing->st_uid == ::geteuid() && existing->st_gid == ::getegid()) ||
+                            ::fchown(fd, existing->st_uid, existing->st_gid) == 0 || errno == EPERM;
+    if (!owner_kept || ::fchmod(fd, existing->st_mode & 07777) != 0) {
+      absl::Status s = ErrnoError("cannot set the owner or permissions of", temp);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return s;
+    }
+  }
+  return std::make_pair(fd, std::move(temp));
+}
+
+}  // namespace
+
+absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
+  if (path == "-") {
+    OutputFile out(STDOUT_FILENO, path, "");
+    out.standard_output_ = out.same_as_stdout_ = true;
+    return out;
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return ErrnoError("cannot stat", path);
+    struct stat link;
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("not writing through ", path, ", a symbolic link to nothing"));
+    }
+    // A new file (or a missing directory, which creating the temporary
+    // file reports).
+    auto temp = CreateTemporary(path, nullptr);
+    if (!temp.ok()) return temp.status();
+    return OutputFile(temp->first, path, std::move(temp->second));
+  }
+  if (S_ISREG(st.st_mode)) {
+    // Replace the file itself, wherever links lead: beside it and over it.
+    char* resolved = ::realpath(path.c_str(), nullptr);
+    if (resolved == nullptr) return ErrnoError("cannot resolve", path);
+    const std::string target = resolved;
+    std::free(resolved);
+    auto temp = CreateTemporary(target, &st);
+    if (!temp.ok()) return temp.status();
+    return OutputFile(temp->first, target, std::move(temp->second));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot write to ", path, ": a directory"));
+  }
+  // A device, FIFO or socket: written where it is. No O_TRUNC (a device has
+  // nothing to truncate, and it must not be replaced), no O_CREAT (it
+  // exists); O_NOCTTY so a terminal does not become ours.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  // Between stat and open the name may have come to mean a regular file or
+  // a directory; writing in place would then overwrite without truncating.
+  if (::fstat(fd, &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return absl::AbortedError(absl::StrCat(path, " changed while it was being opened"));
+  }
+  OutputFile out(fd, path, "");
+  struct stat stdout_st;
+  out.same_as_stdout_ = ::fstat(STDOUT_FILENO, &stdout_st) == 0 && stdout_st.st_dev == st.st_dev &&
+                        stdout_st.st_ino == st.st_ino;
+  return out;
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept
@@ -73,14 +145,16 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       path_(std::move(other.path_)),
       temp_(std::move(other.temp_)),
       written_(other.written_),
-      committed_(other.committed_) {
+      committed_(other.committed_),
+      standard_output_(other.standard_output_),
+      same_as_stdout_(other.same_as_stdout_) {
   other.fd_ = -1;
 }
 
 OutputFile::~OutputFile() {
-  if (fd_ < 0 || temp_.empty()) return;
+  if (fd_ < 0 || standard_output_) return;
   ::close(fd_);
-  if (!committed_) ::unlink(temp_.c_str());
+  if (!temp_.empty() && !committed_) ::unlink(temp_.c_str());
 }
 
 absl::Status OutputFile::Write(absl::Span<const uint8_t> bytes) {
@@ -97,8 +171,21 @@ absl::Status OutputFile::Write(absl::Span<const uint8_t> bytes) {
 }
 
 absl::Status OutputFile::Commit() {
+  if (standard_output_ || fd_ < 0) return absl::OkStatus();
+  // Some file systems (NFS) report a failed write only at close.
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    absl::Status s = ErrnoError("cannot write", temp_.empty() ? path_ : temp_);
+    if (!temp_.empty()) ::unlink(temp_.c_str());
+    return s;
+  }
   if (temp_.empty()) return absl::OkStatus();
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) return ErrnoError("cannot rename to", path_);
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+    absl::Status s = ErrnoError("cannot rename to", path_);
+    ::unlink(temp_.c_str());
+    return s;
+  }
   committed_ = true;
   return absl::OkStatus();
 }

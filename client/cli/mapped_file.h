@@ -1,7 +1,7 @@
 // Files the command line reads whole (mapped, so a 10 GB input costs no
-// copy) and writes atomically (to a temporary name renamed on Commit, so a
-// failed run never leaves a truncated output behind; like gzip, no fsync:
-// durability is the caller's choice).
+// copy) and writes: regular files atomically (to a temporary name renamed on
+// Commit, so a failed run never leaves a truncated output behind; like gzip,
+// no fsync: durability is the caller's choice), anything else in place.
 #ifndef EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 #define EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 
@@ -30,24 +30,42 @@ class MappedFile {
 
 class OutputFile {
  public:
-  // "-" writes to standard output (not atomically).
+  // Opens `path` for writing:
+  // - "-": standard output.
+  // - a regular file, or a path that does not exist: a temporary file
+  //   beside it, renamed over it on Commit. Through a symbolic link, the
+  //   link's target is replaced (beside the target), not the link; a file
+  //   replaced keeps its permission bits (and owner, where we may set it).
+  // - anything else that exists (a character or block device such as
+  //   /dev/null, a FIFO, /dev/stdout as a pipe or terminal): opened and
+  //   written in place, without truncating, never renamed over or removed;
+  //   a FIFO's open waits for its reader. A failed run cannot take back
+  //   what it wrote there.
+  // A directory, or a symbolic link to nothing, is refused (as cp does).
   static absl::StatusOr<OutputFile> Create(const std::string& path);
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;
   ~OutputFile();  // removes the temporary file unless committed
 
   absl::Status Write(absl::Span<const uint8_t> bytes);
+  // Renames the temporary file into place, or closes the file written in
+  // place, reporting what close reports.
   absl::Status Commit();
   uint64_t bytes_written() const { return written_; }
+  // Whether the bytes go where standard output goes ("-", /dev/stdout, the
+  // terminal standard output is): then nothing else may be printed there.
+  bool SameAsStandardOutput() const { return same_as_stdout_; }
 
  private:
   OutputFile(int fd, std::string path, std::string temp)
       : fd_(fd), path_(std::move(path)), temp_(std::move(temp)) {}
-  int fd_;
-  std::string path_;
-  std::string temp_;  // empty for standard output
+  int fd_;            // -1 once closed
+  std::string path_;  // the file written or replaced (a link's target)
+  std::string temp_;  // empty when written in place
   uint64_t written_ = 0;
   bool committed_ = false;
+  bool standard_output_ = false;  // "-": fd_ is ours to write, not to close
+  bool same_as_stdout_ = false;
 };
 
 }  // namespace ebzip::cli

@@ -1,11 +1,13 @@
 #include "client/cli/remote.h"
 
 #include "absl/flags/flag.h"
+#include "client/cli/flags.h"
 
 ABSL_FLAG(std::string, server, "",
           "compress/decompress through ebzipd at HOST:PORT instead of locally");
-ABSL_FLAG(std::string, tls, "", "with --server: PEM file of the CA that signed the server's "
-                                "certificate (turns TLS on)");
+ABSL_FLAG(std::string, tls, "",
+          "with --server: PEM file of the CA that signed the server's "
+          "certificate (turns TLS on)");
 ABSL_FLAG(std::string, tls_server_name, "",
           "with --tls: the name to expect in the server's certificate, if not the host's");
 ABSL_FLAG(std::string, token, "", "with --server: bearer token (or $EBZIP_TOKEN)");
@@ -28,6 +30,10 @@ absl::StatusOr<std::unique_ptr<client::RemoteClient>> ConnectFromFlags() {
   const double timeout = absl::GetFlag(FLAGS_timeout);
   if (timeout < 0) return absl::InvalidArgumentError("--timeout must not be negative");
   if (timeout > 0) o.timeout = absl::Seconds(timeout);
+  // What the server replies is held to the same limit as a local decompress.
+  auto max_output_bytes = MaxOutputBytesFromFlag();
+  if (!max_output_bytes.ok()) return max_output_bytes.status();
+  o.max_output_bytes = *max_output_bytes;
   return client::RemoteClient::Connect(o);
 }
 

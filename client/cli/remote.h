@@ -16,7 +16,7 @@ ABSL_DECLARE_FLAG(std::string, server);
 namespace ebzip::cli {
 
 bool RemoteRequested();
-// A client for --server with --tls/--token/--timeout.
+// A client for --server with --tls/--token/--timeout/--max_output_bytes.
 absl::StatusOr<std::unique_ptr<client::RemoteClient>> ConnectFromFlags();
 
 }  // namespace ebzip::cli

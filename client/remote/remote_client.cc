@@ -1,10 +1,16 @@
 #include "client/remote/remote_client.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
+#include <limits>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
+#include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "client/remote/retry.h"
@@ -53,23 +59,93 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
   return h;
 }
 
-absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p) {
+// A reply that breaks the API's contract: the server is broken or hostile,
+// which is neither the caller's fault nor the archive's.
+absl::Status ProtocolError(absl::string_view what) {
+  return absl::InternalError(absl::StrCat("protocol error: the server ", what));
+}
+
+// The reply header's array, checked before anything is sized from it:
+// shape and dtype as the proto demands, a byte count that fits 64 bits, and
+// at most `max_output_bytes`.
+absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p, uint64_t max_output_bytes) {
   ArraySpec spec;
   if (p.dtype() == v1::FLOAT32) {
     spec.dtype = DType::kFloat32;
   } else if (p.dtype() == v1::FLOAT64) {
     spec.dtype = DType::kFloat64;
   } else {
-    return absl::DataLossError("the server sent an unknown dtype");
+    return ProtocolError(absl::StrCat("sent an unknown dtype (", p.dtype(), ")"));
   }
   spec.shape.assign(p.shape().begin(), p.shape().end());
   if (auto s = ValidateArraySpec(spec); !s.ok()) {
-    return absl::DataLossError(absl::StrCat("the server sent a bad shape: ", s.message()));
+    return ProtocolError(absl::StrCat("sent a bad array header: ", s.message()));
+  }
+  if (spec.num_bytes() > max_output_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the server's reply describes an array of ", spec.num_bytes(), " bytes (",
+                     DTypeName(spec.dtype), " ", ShapeToString(spec.shape),
+                     "), more than max_output_bytes=", max_output_bytes, "; raise it to accept"));
   }
   return spec;
 }
 
 }  // namespace
+
+uint64_t PhysicalMemoryBytes() {
+  constexpr uint64_t kUnknown = std::numeric_limits<uint64_t>::max();
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return kUnknown;
+  const absl::uint128 bytes =
+      absl::uint128(static_cast<uint64_t>(pages)) * static_cast<uint64_t>(page_size);
+  return bytes > kUnknown ? kUnknown : absl::Uint128Low64(bytes);
+}
+
+uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) {
+  // Sizes from FORMAT.md, each at its worst; 128-bit, so no shape overflows.
+  constexpr uint64_t kSlack = uint64_t{1} << 20;
+  if (spec.shape.empty()) return kSlack;
+  absl::uint128 n = 1, row = 1;
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    n *= spec.shape[i];
+    if (i > 0) row *= spec.shape[i];
+  }
+  if (row == 0) return kSlack;
+  // Frames: PlanArchive cuts rows = max(1, L / row) rounded down to the
+  // Lorenzo block b, but at least b; whatever b is, that is at least half of
+  // L / row + 1 (or the whole first dimension). A 0 option is the server's
+  // default, which is CompressOptions' default.
+  const CompressOptions defaults;
+  const uint64_t frame_elements =
+      std::min(options.frame_elements == 0 ? defaults.frame_elements : options.frame_elements,
+               format::kMaxFrameElements);
+  const absl::uint128 rows_at_least =
+      std::max<absl::uint128>(1, (std::max<absl::uint128>(1, frame_elements / row) + 1) / 2);
+  const absl::uint128 frames = (spec.shape[0] + rows_at_least - 1) / rows_at_least;
+  const absl::uint128 chunk_symbols =
+      options.chunk_symbols == 0 ? defaults.chunk_symbols : options.chunk_symbols;
+  const absl::uint128 radius = options.radius == 0 ? defaults.radius : options.radius;
+  const absl::uint128 chunks = n / chunk_symbols + frames;
+  const uint64_t element_bytes = spec.dtype == DType::kFloat32 ? 4 : 8;
+  // The file header, the frame index's own 16 bytes and the trailer.
+  absl::uint128 bytes = format::kFileHeaderSize + 16 + format::kTrailerSize;
+  // Per frame: its header, its index entry, up to 7 bytes of padding after
+  // each section and 4 inside the verbatim section.
+  bytes += frames * (format::kFrameHeaderSize + 16 + 7 * format::kSectionCount + 4);
+  // Code lengths: at most 1.5 bytes a symbol (a length, then a run of one
+  // zero), and no more than 5 bytes per used symbol, which an element is.
+  bytes += std::min(frames * (3 * radius + 4), 5 * n + 4 * frames);
+  // Per chunk: a group offset (8), its length (4), the gap array's rounding
+  // up (1) and the bitstream's word padding (4).
+  bytes += chunks * 17;
+  // Per element: at most a 24-bit codeword, a gap-array byte per 32 bits,
+  // and one outlier (8), verbatim (4 + the value) or fill-run (8) entry.
+  bytes += n * (3 + 1 + std::max<uint64_t>(8, 4 + element_bytes));
+  bytes += kSlack;
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  return bytes > kMax ? kMax : absl::Uint128Low64(bytes);
+}
 
 struct RemoteClient::Impl {
   RemoteOptions options;
@@ -187,24 +263,42 @@ absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(const ArraySpec& 
   v1::CompressResponse response;
   RemoteSummary summary;
   bool have_summary = false;
-  absl::Status sink_status;
+  const uint64_t max_archive_bytes = MaxArchiveBytes(spec, codec_options);
+  uint64_t received = 0;
+  absl::Status local;  // a failure on this side: the sink's, or the reply's
   while (stream->Read(&response)) {
-    if (response.has_summary()) {
+    if (!local.ok()) continue;
+    if (have_summary) {
+      local = ProtocolError("sent a message after the summary");
+    } else if (response.has_summary()) {
       const auto& s = response.summary();
       summary = {s.input_bytes(), s.archive_bytes(), s.abs_error_bound(), s.outliers(),
                  s.verbatim(),    s.frames(),        s.backend(),         s.request_id()};
       have_summary = true;
-    } else if (sink_status.ok()) {
+    } else {
       const std::string& a = response.archive();
-      sink_status = sink({reinterpret_cast<const uint8_t*>(a.data()), a.size()});
-      if (!sink_status.ok()) context.TryCancel();
+      received += a.size();
+      // Checked before the sink sees the bytes: a server that streams
+      // without end is stopped here, not by the caller's memory.
+      if (received > max_archive_bytes) {
+        local = ProtocolError(absl::StrCat("sent more than ", max_archive_bytes,
+                                           " archive bytes, more than any archive of a ",
+                                           spec.num_bytes(), "-byte array can take"));
+      } else {
+        local = sink({reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+      }
     }
+    if (!local.ok()) context.TryCancel();
   }
   sender.join();
   const grpc::Status status = stream->Finish();
-  if (!sink_status.ok()) return sink_status;
+  if (!local.ok()) return local;
   if (!status.ok()) return FromGrpc(status);
-  if (!have_summary) return absl::DataLossError("the server ended without a summary");
+  if (!have_summary) return ProtocolError("ended the call without a summary");
+  if (summary.archive_bytes != received) {
+    return ProtocolError(absl::StrCat("sent ", received, " archive bytes; its summary says ",
+                                      summary.archive_bytes));
+  }
   return summary;
 }
 
@@ -213,15 +307,18 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
                                                             const CompressOptions& options,
                                                             RemoteSummary* summary) {
   std::vector<uint8_t> archive;
-  auto s = Compress(spec, data, options, [&](absl::Span<const uint8_t> bytes) {
-    archive.insert(archive.end(), bytes.begin(), bytes.end());
+  auto s = Compress(spec, data, options, [&](absl::Span<const uint8_t> bytes) -> absl::Status {
+    // An exception must not cross the call's read loop (its sender thread
+    // would still be running): a failed allocation becomes a status.
+    try {
+      archive.insert(archive.end(), bytes.begin(), bytes.end());
+    } catch (const std::bad_alloc&) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("out of memory holding ", archive.size(), " archive bytes"));
+    }
     return absl::OkStatus();
   });
   if (!s.ok()) return s.status();
-  if (archive.size() != s->archive_bytes) {
-    return absl::DataLossError(absl::StrCat("received ", archive.size(),
-                                            " archive bytes; the summary says ", s->archive_bytes));
-  }
   if (summary != nullptr) *summary = *s;
   return archive;
 }
@@ -275,8 +372,10 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   while (stream->Read(&response)) {
     if (!local.ok()) continue;
     if (response.has_header()) {
-      auto spec = FromProto(response.header().array());
-      if (!spec.ok()) {
+      if (have_header) {
+        local = ProtocolError("sent a second header");
+      } else if (auto spec = FromProto(response.header().array(), options.max_output_bytes);
+                 !spec.ok()) {
         local = spec.status();
       } else {
         header = {*spec, response.header().abs_error_bound(), response.header().backend()};
@@ -284,12 +383,13 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
         local = on_header(header);
       }
     } else if (!have_header) {
-      local = absl::DataLossError("the server sent data before the header");
+      local = ProtocolError("sent data before the header");
     } else {
       const std::string& d = response.data();
       received += d.size();
       if (received > header.spec.num_bytes()) {
-        local = absl::DataLossError("the server sent more data than the header's shape holds");
+        local = ProtocolError(
+            absl::StrCat("sent more data than the header's ", header.spec.num_bytes(), " bytes"));
       } else {
         local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
       }
@@ -300,10 +400,10 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   const grpc::Status status = stream->Finish();
   if (!local.ok()) return local;
   if (!status.ok()) return FromGrpc(status);
-  if (!have_header) return absl::DataLossError("the server ended without a header");
+  if (!have_header) return ProtocolError("ended the call without a header");
   if (received != header.spec.num_bytes()) {
-    return absl::DataLossError(absl::StrCat("received ", received, " bytes of a ",
-                                            header.spec.num_bytes(), "-byte array"));
+    return ProtocolError(absl::StrCat("ended the call after ", received, " bytes of a ",
+                                      header.spec.num_bytes(), "-byte array"));
   }
   return header;
 }
@@ -312,8 +412,18 @@ absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint
   DecompressedArray out;
   auto h = Decompress(
       archive,
-      [&](const RemoteArrayHeader& header) {
-        out.data.reserve(header.spec.num_bytes());
+      [&](const RemoteArrayHeader& header) -> absl::Status {
+        // Within max_output_bytes, which may still be more than this process
+        // can have; the exception must not cross the call's read loop.
+        try {
+          out.data.reserve(header.spec.num_bytes());
+        } catch (const std::bad_alloc&) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("cannot allocate ", header.spec.num_bytes(), " bytes for the array"));
+        } catch (const std::length_error&) {
+          return absl::ResourceExhaustedError(absl::StrCat("an array of ", header.spec.num_bytes(),
+                                                           " bytes is beyond this process"));
+        }
         return absl::OkStatus();
       },
       [&](absl::Span<const uint8_t> bytes) {

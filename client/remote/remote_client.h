@@ -23,6 +23,16 @@ class ServerInfo;
 
 namespace ebzip::client {
 
+// The machine's physical memory in bytes (sysconf), the default limit on a
+// decompressed array; UINT64_MAX where the system does not say.
+uint64_t PhysicalMemoryBytes();
+
+// The most bytes an honest archive of `spec` compressed with `options` can
+// take (FORMAT.md's section sizes at their worst, plus slack): about 2 to 3
+// times the array. A Compress reply longer than this is a protocol error, so
+// that a broken or hostile server cannot make a client buffer without end.
+uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options);
+
 struct RemoteOptions {
   std::string server;           // HOST:PORT, or any gRPC target (dns:///svc:50051)
   std::string tls_ca_file;      // PEM roots; non-empty: TLS
@@ -32,6 +42,10 @@ struct RemoteOptions {
   size_t message_bytes = size_t{1} << 20;             // payload per sent message
   std::string request_id;                             // appears in the server's logs
   int priority = 0;
+  // The largest array a Decompress may return or stream: a reply header
+  // describing more is refused (RESOURCE_EXHAUSTED) before anything is
+  // allocated or handed to the caller.
+  uint64_t max_output_bytes = PhysicalMemoryBytes();
 };
 
 struct RemoteSummary {
@@ -60,7 +74,9 @@ class RemoteClient {
 
   // Sends the array, hands the archive to `sink` as it arrives. A failing
   // sink cancels the call and its status is returned. A call a server
-  // refuses before `sink` saw a byte runs again (retry.h).
+  // refuses before `sink` saw a byte runs again (retry.h). A reply that
+  // breaks the protocol (more than MaxArchiveBytes, bytes after the summary,
+  // a summary whose size disagrees) is INTERNAL.
   absl::StatusOr<RemoteSummary> Compress(const ArraySpec& spec, absl::Span<const uint8_t> data,
                                          const CompressOptions& options, const ByteSink& sink);
   absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec,
@@ -70,9 +86,16 @@ class RemoteClient {
 
   // Sends the archive; `on_header` sees the array's spec before `sink` sees
   // its bytes. A call a server refuses before `on_header` runs again.
+  // The reply header is checked before `on_header` runs: an array larger
+  // than max_output_bytes is RESOURCE_EXHAUSTED; a header that is no valid
+  // array (dtype, 1 to 4 dimensions each >= 1, a byte count that fits 64
+  // bits), data before the header, or more or fewer bytes than the header's
+  // shape are INTERNAL (the server broke the protocol). More bytes fail as
+  // soon as they arrive, before `sink` sees them.
   absl::StatusOr<RemoteArrayHeader> Decompress(
       absl::Span<const uint8_t> archive,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink);
+  // The same into memory; an allocation that fails is RESOURCE_EXHAUSTED.
   absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive);
 
   absl::StatusOr<v1::ServerInfo> Info();

@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -611,6 +612,62 @@ class BadArchiveTest(RemoteTestCase):
         self.ebzip("decompress", "good.ebz", "-o", self.out, *self.remote())
         self.assertEqual(self.read("out"), self.decoded)
         self.assertEqual(self.partials(), [])
+
+class RemoteOutputTest(RemoteTestCase):
+    """--max_output_bytes and special outputs with --server, as in local
+    mode (cli_test.py's MaxOutputBytesTest and SpecialOutputTest)."""
+
+    SHAPE = (40, 60)
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.server = cls.start_class_server("ebzipd", server_flags())
+
+    def setUp(self):
+        super().setUp()
+        self.original = to_bytes(smooth_field(math.prod(self.SHAPE), 2, "f"), "f")
+        self.write("in.raw", self.original)
+        self.compress_args = ["compress", "--type", "f32", "--shape", "40,60", "--abs", "0.001",
+                              "in.raw"]
+        self.ebzip(*self.compress_args, "-o", "local.ebz")
+        self.ebzip("decompress", "local.ebz", "-o", "local.raw")
+        self.out = self.path("out.raw")
+
+    def decompress_calls(self, since):
+        return [e for e in self.server.finished_requests(since)
+                if e.get("method") == "decompress"]
+
+    def test_max_output_bytes(self):
+        size = len(self.original)
+        since = len(self.server.events())
+        proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "local.ebz",
+                                          "-o", self.out, "--max_output_bytes", str(size - 1),
+                                          *self.remote())
+        self.assertIn("--max_output_bytes", proc.stderr)
+        # Refused from the archive's own header: the server was not asked.
+        self.assertEqual(self.decompress_calls(since), [], self.server.log_text())
+        proc = self.ebzip("decompress", "local.ebz", "-o", self.out, "--max_output_bytes",
+                          str(size), *self.remote())
+        self.assert_went_remote(proc)
+        self.assert_same_file("local.raw", self.out)
+
+    def test_fifo_output(self):
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        for args, expected in ((self.compress_args, "local.ebz"),
+                               (["decompress", "local.ebz"], "local.raw")):
+            with self.subTest(args[0]):
+                reader = cli_test.FifoReader(fifo)
+                try:
+                    proc = self.ebzip(*args, "-o", fifo, *self.remote())
+                finally:
+                    received = reader.finish()
+                self.assert_went_remote(proc)
+                self.assertEqual(received, self.read(expected))
+                self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+        self.assertEqual(self.partials(), [])
+
 
 def main():
     global EBZIP, EBZIPD

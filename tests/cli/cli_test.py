@@ -7,7 +7,10 @@ Python 3 standard library only. Every result is checked by this script's own
 double-precision comparison (and, for NetCDF inputs, against values read by
 its own classic-format reader), not only by `ebzip compare`. Exit codes are
 the documented ones: 0 success, 1 failure, 2 bad usage; a failed run must
-leave neither its -o file nor any `*.partial-*` file behind.
+leave neither its -o file nor any `*.partial-*` file behind. An -o that is
+a FIFO or a device gets the bytes a regular file gets and stays what it was
+(SpecialOutputTest); decompress --max_output_bytes refuses a larger array
+before the output exists (MaxOutputBytesTest).
 """
 
 import array
@@ -15,10 +18,12 @@ import math
 import os
 import random
 import re
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 EBZIP = None  # set from argv in main
@@ -612,6 +617,165 @@ class ErrorsTest(CliTestCase):
     def test_malformed_number_is_a_usage_error(self):
         self.assert_failed_cleanly(self.out, EXIT_USAGE, *self.compress_args("--abs", "abc"),
                                    "-o", self.out)
+
+
+class FifoReader:
+    """Reads a FIFO to its end on a thread of its own, as the other end of a
+    pipe would; `data` holds what was read once `finish` has returned."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = None
+        self.error = None
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self):
+        try:
+            with open(self.path, "rb") as f:  # waits for a writer
+                self.data = f.read()
+        except OSError as e:
+            self.error = e
+
+    def finish(self, timeout=60):
+        """Waits for the end of the data. A writer that never opened the FIFO
+        leaves the reader waiting in open: opening it for writing here (and
+        closing it at once) lets the reader see an empty stream."""
+        self._thread.join(1)
+        if self._thread.is_alive():
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass  # the reader has opened it meanwhile
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise AssertionError("the FIFO's reader did not finish")
+        if self.error is not None:
+            raise self.error
+        return self.data
+
+
+class SpecialOutputTest(CliTestCase):
+    """-o on something other than a regular file: written in place, never
+    replaced; and symbolic links, whose target is replaced, not the link."""
+
+    SHAPE = (24, 40)
+
+    def setUp(self):
+        super().setUp()
+        self.write("in.raw", to_bytes(smooth_field(math.prod(self.SHAPE), 4, "f"), "f"))
+        self.compress_args = ["compress", "--type", "f32", "--shape", "24,40", "--abs", "0.01",
+                              "in.raw"]
+        # What a regular file gets; a special file must get the same bytes.
+        self.ebzip(*self.compress_args, "-o", "ref.ebz")
+        self.ebzip("decompress", "ref.ebz", "-o", "ref.raw")
+
+    def through_fifo(self, *args):
+        """Runs ebzip ARGS -o FIFO with a reader on the FIFO; returns what the
+        reader got, after checking the FIFO is still one."""
+        fifo = self.path("fifo")
+        if not os.path.exists(fifo):
+            os.mkfifo(fifo)
+        reader = FifoReader(fifo)
+        try:
+            self.ebzip(*args, "-o", fifo)
+        finally:
+            received = reader.finish()
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was replaced")
+        self.assertEqual(self.partials(), [])
+        return received
+
+    def test_fifo_output_is_written_in_place(self):
+        self.assertEqual(self.through_fifo(*self.compress_args), self.read("ref.ebz"))
+        self.assertEqual(self.through_fifo("decompress", "ref.ebz"), self.read("ref.raw"))
+
+    def test_char_device_output_is_written_in_place(self):
+        if os.geteuid() != 0:
+            self.skipTest("making a device node needs root")
+        dev = self.path("null")
+        try:
+            os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+            os.close(os.open(dev, os.O_WRONLY))  # a nodev mount refuses this
+        except OSError as e:
+            self.skipTest("cannot make or open a device node here: %s" % e)
+        for args in (self.compress_args, ["decompress", "ref.ebz"]):
+            with self.subTest(args[0]):
+                self.ebzip(*args, "-o", dev)
+                st = os.lstat(dev)
+                self.assertTrue(stat.S_ISCHR(st.st_mode), "the device node was replaced")
+                self.assertEqual(st.st_rdev, os.makedev(1, 3))
+                self.assertEqual(self.partials(), [])
+
+    def test_symlink_to_a_regular_file_replaces_the_target(self):
+        os.mkdir(self.path("elsewhere"))
+        target = self.path(os.path.join("elsewhere", "target.raw"))
+        with open(target, "wb") as f:
+            f.write(b"old contents, longer than nothing")
+        os.chmod(target, 0o600)
+        os.symlink(target, self.path("link.raw"))
+        self.ebzip("decompress", "ref.ebz", "-o", "link.raw")
+        self.assertTrue(os.path.islink(self.path("link.raw")), "the link was replaced")
+        self.assertEqual(os.readlink(self.path("link.raw")), target)
+        self.assertEqual(self.read(target), self.read("ref.raw"))
+        self.assertEqual(stat.S_IMODE(os.stat(target).st_mode), 0o600)
+        self.assertEqual(os.listdir(self.path("elsewhere")), ["target.raw"])
+        self.assertEqual(self.partials(), [])
+
+    def test_dangling_symlink_and_directory_are_refused(self):
+        os.symlink(self.path("nowhere.raw"), self.path("dangling.raw"))
+        proc = self.ebzip("decompress", "ref.ebz", "-o", "dangling.raw", expect=EXIT_FAILURE)
+        self.assertIn("dangling.raw", proc.stderr)
+        self.assertTrue(os.path.islink(self.path("dangling.raw")))
+        self.assertFalse(os.path.exists(self.path("nowhere.raw")))
+        os.mkdir(self.path("dir"))
+        proc = self.ebzip("decompress", "ref.ebz", "-o", "dir", expect=EXIT_FAILURE)
+        self.assertIn("directory", proc.stderr)
+        self.assertEqual(os.listdir(self.path("dir")), [])
+        self.assertEqual(self.partials(), [])
+
+
+class MaxOutputBytesTest(CliTestCase):
+    """decompress --max_output_bytes: checked from the archive's header before
+    the output is created."""
+
+    SHAPE = (30, 70)
+
+    def setUp(self):
+        super().setUp()
+        self.original = to_bytes(smooth_field(math.prod(self.SHAPE), 6, "d"), "d")
+        self.write("in.raw", self.original)
+        self.ebzip("compress", "--type", "f64", "--shape", "30,70", "--abs", "1e-4", "in.raw",
+                   "-o", "a.ebz", "--frame_elements", "700")
+        self.out = self.path("out.raw")
+
+    def test_smaller_than_the_array_fails_without_output(self):
+        size = len(self.original)
+        proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "a.ebz",
+                                          "-o", self.out, "--max_output_bytes", str(size - 1))
+        self.assertIn("--max_output_bytes", proc.stderr)
+        self.assertIn(str(size), proc.stderr)
+        # An existing output is left alone.
+        self.write("out.raw", b"precious")
+        self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "a.ebz",
+                                   "-o", self.out, "--max_output_bytes", "1")
+        # A FIFO nobody reads is not even opened (opening it would wait).
+        fifo = self.path("fifo")
+        os.mkfifo(fifo)
+        proc = self.ebzip("decompress", "a.ebz", "-o", fifo, "--max_output_bytes",
+                          str(size - 1), expect=EXIT_FAILURE)
+        self.assertIn("--max_output_bytes", proc.stderr)
+
+    def test_equal_to_the_array_succeeds(self):
+        self.ebzip("decompress", "a.ebz", "-o", self.out, "--max_output_bytes",
+                   str(len(self.original)))
+        self.assert_within(self.original, self.read(self.out), "d", 1e-4)
+
+    def test_bad_values_are_usage_errors(self):
+        for bad in ("0", "-5", "abc", "1.5"):
+            with self.subTest(value=bad):
+                proc = self.assert_failed_cleanly(self.out, EXIT_USAGE, "decompress", "a.ebz",
+                                                  "-o", self.out, "--max_output_bytes", bad)
+                self.assertIn("--max_output_bytes", proc.stderr)
 
 
 def main():

@@ -674,6 +674,39 @@ class RoundTripTest(ServerTestBase):
                 archive, _, _ = self.round_trip(x, rel=1e-4, **options)
                 self.assertNotEqual(archive, default)
 
+    def test_worst_case_archives_fit_the_reply_bound(self):
+        # The client refuses a Compress reply longer than max_archive_bytes:
+        # archives as large as a real server makes them must fit. Every
+        # element verbatim (random subnormals), every element an outlier
+        # with tiny chunks, subsequences and frames, and fill runs of one.
+        rng = np.random.default_rng(11)
+        subnormal32 = ((rng.integers(1, 1 << 23, 1 << 16, dtype=np.uint32)
+                        | (rng.integers(0, 2, 1 << 16, dtype=np.uint32) << 31))
+                       .view(np.float32))
+        subnormal64 = (rng.integers(1, 1 << 52, (256, 256), dtype=np.uint64)
+                       .view(np.float64))
+        noise = (rng.integers(0, 1 << 20, (64, 64)) - (1 << 19)).astype(
+            np.float32)
+        fill = rng.integers(0, 1000, (128, 128)).astype(np.float32)
+        fill.reshape(-1)[1::2] = -1e34
+        cases = [
+            ('f32 all verbatim', subnormal32, dict(abs=1e-3)),
+            ('f64 all verbatim', subnormal64, dict(abs=1e-3)),
+            ('outliers, fine options', noise,
+             dict(abs=1e-3, radius=2, chunk_symbols=1, chunk_group=1,
+                  subsequence_bits=32, frame_elements=1)),
+            ('fill runs of one', fill, dict(abs=1e-3, fill_value=-1e34)),
+        ]
+        for what, x, kwargs in cases:
+            with self.subTest(what):
+                archive = self.client.compress(x, **kwargs)
+                header = ebzip_client.compress_header(x.dtype, x.shape,
+                                                      **kwargs)
+                self.assertLessEqual(len(archive),
+                                     ebzip_client.max_archive_bytes(header))
+                self.assert_within(x, self.client.decompress(archive), 1e-3,
+                                   kwargs.get('fill_value'))
+
     def test_any_layout_and_byte_order(self):
         x = smooth_field((40, 60), np.float64, seed=9)
         for other in (x.astype('>f8'), np.asfortranarray(x), x[::2, ::3]):

@@ -16,6 +16,14 @@ Every failure the server reports is raised as a subclass of `Error` that
 carries the gRPC status code; `grpc.RpcError` never escapes. Arguments the
 client can check by itself raise `ValueError` or `TypeError` before any call,
 as a Python caller would expect of a bad argument.
+
+Replies are checked before anything is allocated from them: a Decompress
+header describing more than `max_output_bytes` (default: the machine's
+physical memory) raises `ResourceExhausted`, and a reply that breaks the
+API (a malformed header, more or fewer bytes than announced, a Compress
+archive longer than any honest one, see max_archive_bytes) raises
+`ProtocolError`, so that a broken or hostile server cannot make the client
+run out of memory.
 """
 
 from __future__ import annotations
@@ -121,7 +129,12 @@ class DataLoss(Error):
 
 
 class ResourceExhausted(Error):
-    """The server's queue or request size limit is full; retry later."""
+    """The server's queue or request size limit is full; retry later.
+
+    Also raised by the client itself (with code RESOURCE_EXHAUSTED) for a
+    Decompress reply larger than max_output_bytes, or one this process
+    cannot allocate.
+    """
 
 
 class Unauthenticated(Error):
@@ -160,7 +173,9 @@ class ProtocolError(Error):
     """The server's answer broke the API's message order or contents.
 
     Raised by the client itself (code is None), e.g. for a Decompress stream
-    that sends data before its header or more bytes than the header's shape.
+    that sends data before its header, a header that is no valid array, or
+    more or fewer bytes than the header's shape; or a Compress stream whose
+    archive is longer than max_archive_bytes allows.
     """
 
     def __init__(self, message: str):
@@ -350,6 +365,74 @@ def decompress_requests(data: Any) -> Iterator['ebzip_pb2.DecompressRequest']:
         yield ebzip_pb2.DecompressRequest(archive=piece)
 
 
+def physical_memory_bytes() -> int:
+    """The machine's physical memory in bytes; the default max_output_bytes.
+
+    sys.maxsize where the system does not say (os.sysconf is POSIX only).
+    """
+    try:
+        pages = os.sysconf('SC_PHYS_PAGES')
+        page_size = os.sysconf('SC_PAGE_SIZE')
+    except (AttributeError, ValueError, OSError):
+        return sys.maxsize
+    if pages <= 0 or page_size <= 0:
+        return sys.maxsize
+    return pages * page_size
+
+
+def _check_max_output_bytes(value: Any) -> int:
+    """max_output_bytes as given, or the default for None."""
+    if value is None:
+        return physical_memory_bytes()
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f'max_output_bytes must be an int, not '
+                        f'{type(value).__name__}')
+    if value < 1:
+        raise ValueError(f'max_output_bytes must be >= 1, got {value}')
+    return int(value)
+
+
+def max_archive_bytes(header: 'ebzip_pb2.CompressHeader') -> int:
+    """The most bytes an honest archive of header's array can take.
+
+    FORMAT.md's section sizes, each at its worst, plus 1 MiB: about 2 to 3
+    times the array (every element verbatim or an outlier, beside its
+    codeword). A Compress reply longer than this is a ProtocolError, so a
+    broken or hostile server cannot make the client buffer without end. The
+    same bound as the C++ client's MaxArchiveBytes.
+    """
+    shape = list(header.array.shape)
+    if not shape:
+        return 1 << 20
+    n = math.prod(shape)
+    row = math.prod(shape[1:])
+    if row == 0:
+        return 1 << 20
+    options = header.options
+    # Unset (0) options are the server's defaults, the command line's.
+    frame_elements = min(options.frame_elements or (1 << 24), (1 << 32) - 1)
+    chunk_symbols = options.chunk_symbols or 16384
+    radius = options.radius or 32768
+    # The planner cuts max(1, frame_elements // row) rows rounded down to
+    # the Lorenzo block b but at least b: whatever b is, at least half of
+    # that + 1 (or the whole first dimension).
+    rows_at_least = max(1, (max(1, frame_elements // row) + 1) // 2)
+    frames = -(-shape[0] // rows_at_least)
+    chunks = n // chunk_symbols + frames
+    element_bytes = 4 if header.array.dtype == ebzip_pb2.FLOAT32 else 8
+    return (96 + 16 + 16  # file header, the frame index's own 16, trailer
+            # per frame: header, index entry, section padding
+            + frames * (256 + 16 + 7 * 7 + 4)
+            # code lengths: <= 1.5 bytes a symbol, <= 5 per used symbol
+            + min(frames * (3 * radius + 4), 5 * n + 4 * frames)
+            # per chunk: group offset, length, gap rounding, word padding
+            + chunks * 17
+            # per element: a 24-bit codeword, a gap byte per 32 bits, one
+            # outlier, verbatim or fill-run entry
+            + n * (3 + 1 + max(8, 4 + element_bytes))
+            + (1 << 20))
+
+
 def _encode_health_request(service: str) -> bytes:
     """grpc.health.v1.HealthCheckRequest{service} in protobuf wire format.
 
@@ -439,7 +522,8 @@ class Client:
                  target: str,
                  tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                  token: Optional[str] = None,
-                 timeout: Optional[float] = None):
+                 timeout: Optional[float] = None,
+                 max_output_bytes: Optional[int] = None):
         """Opens a channel to target (host:port); nothing is sent yet.
 
         Args:
@@ -454,7 +538,14 @@ class Client:
                 proxy, or on localhost, still needs it.
             timeout: Deadline in seconds for each call, its retries
                 included; None waits forever.
+            max_output_bytes: The largest array decompress() may return;
+                a reply describing more raises ResourceExhausted before
+                anything is allocated. None: the machine's physical memory.
+
+        Raises:
+            ValueError, TypeError: A bad max_output_bytes.
         """
+        self._max_output_bytes = _check_max_output_bytes(max_output_bytes)
         options = [('grpc.max_receive_message_length',
                     MAX_RECEIVE_MESSAGE_BYTES),
                    # dns:///headless-service:50051 spreads over every replica.
@@ -629,11 +720,18 @@ class Client:
         call = self._stub.Compress(requests(), timeout=timeout,
                                    metadata=self._metadata())
         parts = []
+        received = 0
+        limit = max_archive_bytes(header)
         summary = None
         try:
             for response in call:
                 kind = response.WhichOneof('msg')
                 if kind == 'archive' and summary is None:
+                    received += len(response.archive)
+                    if received > limit:
+                        raise ProtocolError(
+                            f'Compress: more than {limit} archive bytes, more '
+                            f'than any archive of this array can take')
                     parts.append(response.archive)
                 elif kind == 'summary' and summary is None:
                     summary = response.summary
@@ -649,7 +747,12 @@ class Client:
             call.cancel()  # a no-op once the call has ended normally
         if summary is None:
             raise ProtocolError('Compress: the stream ended without a summary')
-        archive = b''.join(parts)
+        try:
+            archive = b''.join(parts)
+        except MemoryError:
+            raise ResourceExhausted(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f'out of memory joining {received} archive bytes') from None
         if summary.archive_bytes and summary.archive_bytes != len(archive):
             raise ProtocolError(
                 f'Compress: received {len(archive)} archive bytes, the '
@@ -659,7 +762,8 @@ class Client:
     # -- Decompress --------------------------------------------------------
 
     def decompress(self, data: BytesLike, *, request_id: str = '',
-                   priority: int = 0) -> np.ndarray:
+                   priority: int = 0,
+                   max_output_bytes: Optional[int] = None) -> np.ndarray:
         """Decompresses an archive into a new numpy array.
 
         Args:
@@ -667,6 +771,8 @@ class Client:
                 contiguous buffer such as a numpy.memmap of a file).
             request_id: Sent as `ebzip-request-id` metadata, for the logs.
             priority: Sent as `ebzip-priority` metadata when not 0.
+            max_output_bytes: The largest array to accept from this call;
+                None: the client's.
 
         Returns:
             A C-contiguous little-endian float32 or float64 array of the
@@ -674,19 +780,26 @@ class Client:
 
         Raises:
             DataLoss: The archive is corrupt or truncated.
+            ResourceExhausted: The array is larger than max_output_bytes or
+                than this process can allocate (or the server is full).
+            ProtocolError: The server's reply broke the API.
             Error: Any other failure (a subclass by status code).
         """
-        array, _ = self.decompress_with_header(data, request_id=request_id,
-                                               priority=priority)
+        array, _ = self.decompress_with_header(
+            data, request_id=request_id, priority=priority,
+            max_output_bytes=max_output_bytes)
         return array
 
     def decompress_with_header(
-            self, data: BytesLike, *, request_id: str = '', priority: int = 0
+            self, data: BytesLike, *, request_id: str = '', priority: int = 0,
+            max_output_bytes: Optional[int] = None
     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         """Like decompress(), and also returns the DecompressHeader.
 
         The header carries the absolute bound the archive was written with.
         """
+        limit = (self._max_output_bytes if max_output_bytes is None
+                 else _check_max_output_bytes(max_output_bytes))
         extra = []
         if request_id:
             extra.append(('ebzip-request-id', request_id))
@@ -694,10 +807,10 @@ class Client:
             extra.append(('ebzip-priority', str(int(priority))))
         view = _byte_view(data)  # before the call: a bad buffer raises here
         return self._with_retries(
-            lambda timeout: self._decompress(view, extra, timeout))
+            lambda timeout: self._decompress(view, extra, timeout, limit))
 
     def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
-                    timeout: Optional[float]
+                    timeout: Optional[float], max_output_bytes: int
                     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         call = self._stub.Decompress(decompress_requests(view),
                                      timeout=timeout,
@@ -711,7 +824,7 @@ class Client:
                 kind = response.WhichOneof('msg')
                 if kind == 'header' and header is None:
                     header = response.header
-                    out = _empty_for(header.array)
+                    out = _empty_for(header.array, max_output_bytes)
                     out_bytes = out.reshape(-1).view(np.uint8)
                 elif kind == 'data' and header is not None:
                     chunk = response.data
@@ -791,17 +904,40 @@ class Client:
             raise ProtocolError(f'unknown health status {status}') from None
 
 
-def _empty_for(spec: 'ebzip_pb2.ArraySpec') -> np.ndarray:
-    """The output array a DecompressHeader announces, checked first."""
+def _empty_for(spec: 'ebzip_pb2.ArraySpec',
+               max_output_bytes: int) -> np.ndarray:
+    """The output array a DecompressHeader announces, checked first.
+
+    Raises:
+        ProtocolError: No valid array: an unknown dtype, not 1 to 4
+            dimensions each >= 1, or a byte count beyond 64 bits (what the
+            API allows).
+        ResourceExhausted: More than max_output_bytes, or more than this
+            process can allocate; never numpy's MemoryError.
+    """
     dtype = _DTYPE_FROM_PROTO.get(spec.dtype)
     shape = tuple(spec.shape)
     if dtype is None:
         raise ProtocolError(f'Decompress: unknown dtype {spec.dtype}')
     if not 1 <= len(shape) <= 4 or min(shape) < 1:
         raise ProtocolError(f'Decompress: bad shape {shape}')
-    if math.prod(shape) * dtype.itemsize > sys.maxsize:
-        raise ProtocolError(f'Decompress: shape {shape} is too large')
-    return np.empty(shape, dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes >= 1 << 64:
+        raise ProtocolError(f'Decompress: shape {shape} of {dtype} is more '
+                            f'than 2**64 bytes')
+    if nbytes > max_output_bytes:
+        raise ResourceExhausted(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"the server's reply describes an array of {nbytes} bytes "
+            f'({dtype.name} {shape}), more than max_output_bytes='
+            f'{max_output_bytes}; raise it to accept')
+    try:
+        return np.empty(shape, dtype)
+    except (MemoryError, ValueError) as e:  # ValueError: beyond numpy's sizes
+        raise ResourceExhausted(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f'cannot allocate an array of {nbytes} bytes ({dtype.name} '
+            f'{shape}): {e}') from None
 
 
 # ---------------------------------------------------------------------------
@@ -830,7 +966,9 @@ def decompress(data: BytesLike,
                *,
                tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                token: Optional[str] = None,
-               timeout: Optional[float] = None) -> np.ndarray:
+               timeout: Optional[float] = None,
+               max_output_bytes: Optional[int] = None) -> np.ndarray:
     """Decompresses an archive on server in one call; see Client.decompress."""
-    with Client(server, tls_ca=tls_ca, token=token, timeout=timeout) as c:
+    with Client(server, tls_ca=tls_ca, token=token, timeout=timeout,
+                max_output_bytes=max_output_bytes) as c:
         return c.decompress(data)
