@@ -122,7 +122,12 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     // A cancellation can reach the reactor after a failed read has already
     // ended the call (as an incomplete upload, say); by now gRPC knows, and
     // the metrics and logs say what really happened.
-    const absl::Status recorded = context_->IsCancelled() && !final_status_.ok()
+    bool idle;
+    {
+      absl::MutexLock lock(&mu_);
+      idle = idle_expired_;
+    }
+    const absl::Status recorded = context_->IsCancelled() && !final_status_.ok() && !idle
                                       ? GoneStatus("the client cancelled the call")
                                       : final_status_;
     env_.EndCall(method_, request_id_, peer_, recorded, absl::Now() - start_, bytes_in_,
@@ -149,19 +154,24 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (last) delete this;
   }
   void ExpireIdle(absl::Duration idle) override {
-    bool write_stuck;
+    bool write_stuck, failed;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       write_stuck = writing_;
+      failed = failed_;
+      idle_expired_ = !failed_;
     }
-    env_.metrics.LimitHit(Limit::kIdleTimeout);
-    // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
-    // alerting rules do not count against the server.
-    Fail(absl::CancelledError(absl::StrCat(
-        "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
-        absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
-    Pump();
+    if (!failed) {
+      env_.metrics.LimitHit(Limit::kIdleTimeout);
+      // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
+      // alerting rules do not count against the server.
+      Fail(absl::CancelledError(
+          absl::StrCat("the client ", write_stuck ? "read nothing of the reply" : "sent nothing",
+                       " for ", absl::FormatDuration(idle),
+                       " (--idle_timeout_seconds): the server ended the call")));
+      Pump();
+    }
     // A write the client does not take never completes by itself, and the
     // call cannot finish under it: cancelling the stream completes it.
     if (write_stuck) context_->TryCancel();
@@ -565,6 +575,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone
   absl::Status final_status_;          // written once, before Finish
+  bool idle_expired_ ABSL_GUARDED_BY(mu_) = false;  // ended by the IdleWatch
 };
 
 }  // namespace ebzip::server

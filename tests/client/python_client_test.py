@@ -205,8 +205,9 @@ class Server:
         self.address = '127.0.0.1:%d' % free_port()
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
+            # --min_frame_elements 1: some tests stream many small frames.
             [EBZIPD, '--listen', self.address, '--metrics_listen=',
-             '--backend', 'cpu', *extra_args],
+             '--backend', 'cpu', '--min_frame_elements', '1', *extra_args],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
         self._wait_serving(30.0, client_kwargs)
 
@@ -678,7 +679,8 @@ class RoundTripTest(ServerTestBase):
         # The client refuses a Compress reply longer than max_archive_bytes:
         # archives as large as a real server makes them must fit. Every
         # element verbatim (random subnormals), every element an outlier
-        # with tiny chunks, subsequences and frames, and fill runs of one.
+        # with the smallest chunks and subsequences a server takes and tiny
+        # frames, and fill runs of one.
         rng = np.random.default_rng(11)
         subnormal32 = ((rng.integers(1, 1 << 23, 1 << 16, dtype=np.uint32)
                         | (rng.integers(0, 2, 1 << 16, dtype=np.uint32) << 31))
@@ -693,8 +695,8 @@ class RoundTripTest(ServerTestBase):
             ('f32 all verbatim', subnormal32, dict(abs=1e-3)),
             ('f64 all verbatim', subnormal64, dict(abs=1e-3)),
             ('outliers, fine options', noise,
-             dict(abs=1e-3, radius=2, chunk_symbols=1, chunk_group=1,
-                  subsequence_bits=32, frame_elements=1)),
+             dict(abs=1e-3, radius=2, chunk_symbols=1024, chunk_group=1,
+                  subsequence_bits=256, frame_elements=1)),
             ('fill runs of one', fill, dict(abs=1e-3, fill_value=-1e34)),
         ]
         for what, x, kwargs in cases:

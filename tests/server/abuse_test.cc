@@ -339,7 +339,12 @@ TEST(ServerAbuse, AClientThatStopsReadingIsEnded) {
         stream->Write(ArchivePiece(*archive, at, std::min<size_t>(1 << 20, archive->size() - at))));
   }
   stream->WritesDone();
-  // Not a read: the array fills the connection's windows and stops there.
+  // Not a read: the array fills the connection's windows and stops there,
+  // until the idle timeout ends the call.
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (LimitHits(*server, "idle_timeout") < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
   EXPECT_TRUE(WaitQuiet(*server, absl::Seconds(20)));
   EXPECT_EQ(LimitHits(*server, "idle_timeout"), 1);
   v1::DecompressResponse response;
