@@ -277,10 +277,27 @@ absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8
   std::vector<int32_t> q(n);
   ParallelFor(ranges, [&](uint64_t r) {
     if (Cancelled(cancel)) return;
+    const uint64_t begin = r * kRange;
+    const uint64_t end = std::min(n, begin + kRange);
+    // Kinds are noted and counted first, and the lists allocated at their
+    // size: grown by doubling they would hold up to three times their
+    // contents at once. The kinds stay on the stack (64 KiB).
+    std::array<PointKind, kRange> kinds;
+    uint64_t verbatim = 0, runs = 0;
+    bool in_run = false;
+    for (uint64_t i = begin; i < end; ++i) {
+      const PointKind kind = QuantizePoint(data[i], rule, &q[i]);
+      kinds[i - begin] = kind;
+      verbatim += kind == PointKind::kVerbatim;
+      runs += kind == PointKind::kFill && !in_run;
+      in_run = kind == PointKind::kFill;
+    }
+    if (verbatim == 0 && runs == 0) return;
     RangeFindings& f = found[r];
-    const uint64_t end = std::min(n, (r + 1) * kRange);
-    for (uint64_t i = r * kRange; i < end; ++i) {
-      switch (QuantizePoint(data[i], rule, &q[i])) {
+    f.verbatim_index.reserve(verbatim);
+    f.fill_runs.reserve(runs);
+    for (uint64_t i = begin; i < end; ++i) {
+      switch (kinds[i - begin]) {
         case PointKind::kQuantized:
           break;
         case PointKind::kVerbatim:
@@ -295,10 +312,6 @@ absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8
           break;
       }
     }
-    // Grown by doubling, the lists may hold twice their contents; they live
-    // until the frame is written, so they keep only what they use.
-    f.verbatim_index.shrink_to_fit();
-    f.fill_runs.shrink_to_fit();
   });
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
