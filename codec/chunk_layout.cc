@@ -21,11 +21,25 @@ ChunkLayout ChunkLayout::FromBits(std::vector<uint32_t> bits, uint32_t subsequen
   return l;
 }
 
+uint64_t ChunkIndexBytes(uint64_t num_chunks, uint32_t chunk_group) {
+  return (num_chunks + chunk_group - 1) / chunk_group * 8 + num_chunks * 4;
+}
+
+void WriteChunkIndex(const ChunkLayout& layout, uint32_t chunk_group, uint8_t* out) {
+  for (size_t c = 0; c < layout.bits.size(); c += chunk_group) {
+    StoreLE<uint64_t>(out, layout.start_word[c]);
+    out += 8;
+  }
+  for (uint32_t b : layout.bits) {
+    StoreLE<uint32_t>(out, b);
+    out += 4;
+  }
+}
+
 void AppendChunkIndex(const ChunkLayout& layout, uint32_t chunk_group, std::vector<uint8_t>* out) {
-  ByteWriter w(out);
-  for (size_t c = 0; c < layout.bits.size(); c += chunk_group)
-    w.Put<uint64_t>(layout.start_word[c]);
-  for (uint32_t b : layout.bits) w.Put<uint32_t>(b);
+  const size_t at = out->size();
+  out->resize(at + ChunkIndexBytes(layout.bits.size(), chunk_group));
+  WriteChunkIndex(layout, chunk_group, out->data() + at);
 }
 
 absl::StatusOr<ChunkLayout> ParseChunkIndex(absl::Span<const uint8_t> bytes, uint64_t num_chunks,

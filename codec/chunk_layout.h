@@ -27,6 +27,9 @@ inline uint64_t WordsForBits(uint64_t bits) { return (bits + 31) / 32; }
 
 // The chunk-index section: one u64 word offset per group, then u32 lengths.
 void AppendChunkIndex(const ChunkLayout& layout, uint32_t chunk_group, std::vector<uint8_t>* out);
+// The same bytes written at `out`, which has room for ChunkIndexBytes.
+void WriteChunkIndex(const ChunkLayout& layout, uint32_t chunk_group, uint8_t* out);
+uint64_t ChunkIndexBytes(uint64_t num_chunks, uint32_t chunk_group);
 
 // Parses and cross-checks a chunk index: group offsets must match the sum of
 // lengths, chunks must fit max_chunk_bits, and the totals must match the

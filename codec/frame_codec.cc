@@ -35,26 +35,26 @@ struct FillRun {
 };
 
 // What the element-wise passes find, per range of kRange elements, so the
-// ranges can run in parallel and still concatenate in index order.
-template <typename T>
+// ranges can run in parallel and still concatenate in index order. Only
+// what cannot be found again later is kept: verbatim values are reread from
+// the input, and outliers from the residuals, when the sections are written.
 struct RangeFindings {
   std::vector<uint32_t> verbatim_index;
-  std::vector<T> verbatim_value;
   std::vector<FillRun> fill_runs;
-  std::vector<uint32_t> outlier_index;
-  std::vector<int32_t> outlier_delta;
+  uint64_t outlier_count = 0;
 };
+
+// Frees a vector's storage (assigning {} would keep it).
+template <typename V>
+void Release(V& v) {
+  V().swap(v);
+}
 
 template <typename T>
 QuantRule MakeRule(const FrameParams& p) {
   QuantRule rule{p.abs_bound, p.quant_step, p.fill_value.has_value(), 0};
   if (p.fill_value) rule.fill_bits = ToBits(static_cast<T>(*p.fill_value));
   return rule;
-}
-
-template <typename T>
-void PutArray(ByteWriter& w, const std::vector<T>& v) {
-  w.PutBytes({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)});
 }
 
 // A frame's Lorenzo blocks (FORMAT.md §8.3), numbered in row-major order of
@@ -149,11 +149,10 @@ class BlockTiling {
 //
 // QuantizePoint has already set their q to 0, so only blocks that mix
 // quantized and other elements need any work.
-template <typename T>
-void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>>& found,
-                       int32_t* q, const std::atomic<bool>* cancel) {
+void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings>& found, int32_t* q,
+                       const std::atomic<bool>* cancel) {
   bool any = false;
-  for (const RangeFindings<T>& f : found) any |= !f.verbatim_index.empty() || !f.fill_runs.empty();
+  for (const RangeFindings& f : found) any |= !f.verbatim_index.empty() || !f.fill_runs.empty();
   if (!any) return;  // most frames: nothing to allocate or scan
 
   // Which elements are fill or verbatim, and how many each block holds.
@@ -166,14 +165,22 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>
       specials_per_block[block] += static_cast<uint32_t>(count);
     });
   };
-  for (const RangeFindings<T>& f : found) {
+  for (const RangeFindings& f : found) {
     for (uint32_t i : f.verbatim_index) mark(i, 1);
     for (const FillRun& run : f.fill_runs) mark(run.start, run.length);
   }
+  // Counted, then listed: the list is allocated once at its size.
+  auto is_mixed = [&](uint64_t b) {
+    return specials_per_block[b] != 0 && specials_per_block[b] != tiling.Volume(b);
+  };
+  uint64_t mixed_count = 0;
+  for (uint64_t b = 0; b < specials_per_block.size(); ++b) mixed_count += is_mixed(b);
   std::vector<uint64_t> mixed;
+  mixed.reserve(mixed_count);
   for (uint64_t b = 0; b < specials_per_block.size(); ++b) {
-    if (specials_per_block[b] != 0 && specials_per_block[b] != tiling.Volume(b)) mixed.push_back(b);
+    if (is_mixed(b)) mixed.push_back(b);
   }
+  Release(specials_per_block);
 
   // Each mixed block's placeholder. Blocks are disjoint, so they are
   // searched in parallel, in batches of about kRange elements.
@@ -210,6 +217,53 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<RangeFindings<T>
 constexpr absl::string_view kEncoding = "frame encoding";
 constexpr absl::string_view kDecoding = "frame decoding";
 
+// The number of fill runs once runs that meet at a range boundary are
+// joined, as the fill-run section lists them.
+uint64_t JoinedFillRuns(const std::vector<RangeFindings>& found) {
+  uint64_t count = 0;
+  uint64_t end = ~uint64_t{0};  // where the last run ended
+  for (const RangeFindings& f : found) {
+    for (const FillRun& run : f.fill_runs) {
+      count += run.start != end;
+      end = uint64_t{run.start} + run.length;
+    }
+  }
+  return count;
+}
+
+// Writes the joined fill runs at `out`.
+void WriteFillRuns(const std::vector<RangeFindings>& found, uint8_t* out) {
+  uint8_t* last = nullptr;  // the run written last
+  uint64_t end = ~uint64_t{0};
+  for (const RangeFindings& f : found) {
+    for (const FillRun& run : f.fill_runs) {
+      if (last != nullptr && run.start == end) {
+        StoreLE<uint32_t>(last + 4, LoadLE<uint32_t>(last + 4) + run.length);
+      } else {
+        last = out;
+        StoreLE<uint32_t>(out, run.start);
+        StoreLE<uint32_t>(out + 4, run.length);
+        out += 8;
+      }
+      end = uint64_t{run.start} + run.length;
+    }
+  }
+}
+
+// Offsets of each range's first entry in a section that lists the ranges'
+// entries in order, and the total.
+template <typename Count>
+uint64_t RangeOffsets(const std::vector<RangeFindings>& found, Count count,
+                      std::vector<uint64_t>* offsets) {
+  offsets->resize(found.size());
+  uint64_t total = 0;
+  for (size_t r = 0; r < found.size(); ++r) {
+    (*offsets)[r] = total;
+    total += count(found[r]);
+  }
+  return total;
+}
+
 template <typename T>
 absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8_t>* out,
                           const std::atomic<bool>* cancel) {
@@ -217,21 +271,37 @@ absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8
   for (uint64_t d : p.shape) n *= d;
   const QuantRule rule = MakeRule<T>(p);
   const uint64_t ranges = NumRanges(n);
-  std::vector<RangeFindings<T>> found(ranges);
+  std::vector<RangeFindings> found(ranges);
 
   // Dual quantization: every element independently.
   std::vector<int32_t> q(n);
   ParallelFor(ranges, [&](uint64_t r) {
     if (Cancelled(cancel)) return;
-    RangeFindings<T>& f = found[r];
-    const uint64_t end = std::min(n, (r + 1) * kRange);
-    for (uint64_t i = r * kRange; i < end; ++i) {
-      switch (QuantizePoint(data[i], rule, &q[i])) {
+    const uint64_t begin = r * kRange;
+    const uint64_t end = std::min(n, begin + kRange);
+    // Kinds are noted and counted first, and the lists allocated at their
+    // size: grown by doubling they would hold up to three times their
+    // contents at once. The kinds stay on the stack (64 KiB).
+    std::array<PointKind, kRange> kinds;
+    uint64_t verbatim = 0, runs = 0;
+    bool in_run = false;
+    for (uint64_t i = begin; i < end; ++i) {
+      const PointKind kind = QuantizePoint(data[i], rule, &q[i]);
+      kinds[i - begin] = kind;
+      verbatim += kind == PointKind::kVerbatim;
+      runs += kind == PointKind::kFill && !in_run;
+      in_run = kind == PointKind::kFill;
+    }
+    if (verbatim == 0 && runs == 0) return;
+    RangeFindings& f = found[r];
+    f.verbatim_index.reserve(verbatim);
+    f.fill_runs.reserve(runs);
+    for (uint64_t i = begin; i < end; ++i) {
+      switch (kinds[i - begin]) {
         case PointKind::kQuantized:
           break;
         case PointKind::kVerbatim:
           f.verbatim_index.push_back(static_cast<uint32_t>(i));
-          f.verbatim_value.push_back(data[i]);
           break;
         case PointKind::kFill:
           if (!f.fill_runs.empty() && f.fill_runs.back().start + f.fill_runs.back().length == i) {
@@ -243,32 +313,33 @@ absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8
       }
     }
   });
-
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+
   const BlockGrid grid = BlockGrid::Make(p.shape, {p.block.data(), p.shape.size()});
   ApplyPlaceholders(grid, found, q.data(), cancel);
 
-  // Lorenzo residuals, then symbols; residuals outside the radius are outliers.
+  // Lorenzo residuals, then symbols; residuals outside the radius are
+  // outliers, counted here and written from the residuals at the end.
   LorenzoForward(grid, q.data(), cancel);
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   std::vector<uint16_t> symbols(n);
   const int64_t radius = p.radius;
+  auto is_outlier = [radius](int64_t delta) { return delta <= -radius || delta >= radius; };
   ParallelFor(ranges, [&](uint64_t r) {
     if (Cancelled(cancel)) return;
-    RangeFindings<T>& f = found[r];
     const uint64_t end = std::min(n, (r + 1) * kRange);
+    uint64_t outliers = 0;
     for (uint64_t i = r * kRange; i < end; ++i) {
       const int64_t delta = q[i];
-      if (delta > -radius && delta < radius) {
-        symbols[i] = static_cast<uint16_t>(delta + radius);
-      } else {
+      if (is_outlier(delta)) {
         symbols[i] = 0;
-        f.outlier_index.push_back(static_cast<uint32_t>(i));
-        f.outlier_delta.push_back(q[i]);
+        ++outliers;
+      } else {
+        symbols[i] = static_cast<uint16_t>(delta + radius);
       }
     }
+    found[r].outlier_count = outliers;
   });
-  q = {};
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   const uint32_t alphabet = 2 * p.radius;
@@ -276,78 +347,99 @@ absl::Status EncodeFrameT(const FrameParams& p, const T* data, std::vector<uint8
   std::vector<uint32_t> codes = CanonicalCodes(lengths);
   EncodedSymbols encoded = HuffmanEncode(symbols, lengths, codes, p.chunk_symbols,
                                          p.subsequence_bits, p.gap_array, cancel);
+  Release(symbols);
+  Release(codes);
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
-  RangeFindings<T> all;
-  for (RangeFindings<T>& f : found) {
-    auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
-    append(all.verbatim_index, f.verbatim_index);
-    append(all.verbatim_value, f.verbatim_value);
-    append(all.outlier_index, f.outlier_index);
-    append(all.outlier_delta, f.outlier_delta);
-    for (const FillRun& run : f.fill_runs) {
-      FillRun* last = all.fill_runs.empty() ? nullptr : &all.fill_runs.back();
-      if (last && last->start + last->length == run.start) {
-        last->length += run.length;
-      } else {
-        all.fill_runs.push_back(run);
-      }
-    }
-  }
-
-  // Sections in format order.
-  std::array<std::vector<uint8_t>, format::kSectionCount> sec;
-  AppendCodeLengths(lengths, &sec[format::kCodeLengths]);
-  AppendChunkIndex(encoded.layout, p.chunk_group, &sec[format::kChunkIndex]);
-  sec[format::kGapArray] = std::move(encoded.gaps);
-  {
-    ByteWriter w(&sec[format::kBitstream]);
-    PutArray(w, encoded.words);
-  }
-  {
-    ByteWriter w(&sec[format::kOutliers]);
-    PutArray(w, all.outlier_index);
-    PutArray(w, all.outlier_delta);
-  }
-  {
-    ByteWriter w(&sec[format::kVerbatim]);
-    PutArray(w, all.verbatim_index);
-    w.Align(format::kAlignment);
-    PutArray(w, all.verbatim_value);
-  }
-  {
-    ByteWriter w(&sec[format::kFillRuns]);
-    for (const FillRun& run : all.fill_runs) {
-      w.Put<uint32_t>(run.start);
-      w.Put<uint32_t>(run.length);
-    }
-  }
-
+  // Every section's size is known now, so the frame is written in place:
+  // no section is built apart and copied.
+  std::vector<uint8_t> code_lengths;
+  code_lengths.reserve(MaxCodeLengthBytes(alphabet));
+  AppendCodeLengths(lengths, &code_lengths);
+  Release(lengths);
+  std::vector<uint64_t> outlier_offsets, verbatim_offsets;
   FrameHeader h = FrameHeaderFor(p);
-  h.outlier_count = all.outlier_index.size();
-  h.verbatim_count = all.verbatim_index.size();
-  h.fill_run_count = all.fill_runs.size();
+  h.outlier_count = RangeOffsets(
+      found, [](const RangeFindings& f) { return f.outlier_count; }, &outlier_offsets);
+  h.verbatim_count = RangeOffsets(
+      found, [](const RangeFindings& f) { return f.verbatim_index.size(); }, &verbatim_offsets);
+  h.fill_run_count = JoinedFillRuns(found);
+  h.sections[format::kCodeLengths].length = code_lengths.size();
+  h.sections[format::kChunkIndex].length = format::ChunkIndexBytes(h);
+  h.sections[format::kGapArray].length = encoded.gaps.size();
+  h.sections[format::kBitstream].length = encoded.words.size() * sizeof(uint32_t);
+  h.sections[format::kOutliers].length = format::OutlierBytes(h);
+  h.sections[format::kVerbatim].length = format::VerbatimBytes(h);
+  h.sections[format::kFillRuns].length = format::FillRunBytes(h);
+  std::array<uint8_t*, format::kSectionCount> at;
+  const size_t start = out->size();
+  out->reserve(start + h.frame_size());
+  out->resize(start + h.frame_size(), 0);
+  {
+    uint8_t* next = out->data() + start + format::kFrameHeaderSize;
+    for (int s = 0; s < format::kSectionCount; ++s) {
+      at[s] = next;
+      next += AlignUp(h.sections[s].length, format::kAlignment);
+    }
+  }
+
+  std::memcpy(at[format::kCodeLengths], code_lengths.data(), code_lengths.size());
+  Release(code_lengths);
+  WriteChunkIndex(encoded.layout, p.chunk_group, at[format::kChunkIndex]);
+  if (!encoded.gaps.empty()) {
+    std::memcpy(at[format::kGapArray], encoded.gaps.data(), encoded.gaps.size());
+  }
+  Release(encoded.gaps);
+  if (!encoded.words.empty()) {
+    std::memcpy(at[format::kBitstream], encoded.words.data(), encoded.words.size() * 4);
+  }
+  Release(encoded.words);
+
+  // Outliers: all indices, then all deltas. Verbatim: all indices, then
+  // (aligned) all values. Each range writes its own entries.
+  uint8_t* const outlier_index = at[format::kOutliers];
+  uint8_t* const outlier_delta = outlier_index + 4 * h.outlier_count;
+  uint8_t* const verbatim_index = at[format::kVerbatim];
+  uint8_t* const verbatim_value =
+      verbatim_index + AlignUp(4 * h.verbatim_count, format::kAlignment);
+  ParallelFor(ranges, [&](uint64_t r) {
+    uint64_t k = outlier_offsets[r];
+    const uint64_t end = std::min(n, (r + 1) * kRange);
+    for (uint64_t i = r * kRange; i < end && k < outlier_offsets[r] + found[r].outlier_count; ++i) {
+      if (!is_outlier(q[i])) continue;
+      StoreLE<uint32_t>(outlier_index + 4 * k, static_cast<uint32_t>(i));
+      StoreLE<int32_t>(outlier_delta + 4 * k, q[i]);
+      ++k;
+    }
+    k = verbatim_offsets[r];
+    for (uint32_t i : found[r].verbatim_index) {
+      StoreLE<uint32_t>(verbatim_index + 4 * k, i);
+      std::memcpy(verbatim_value + sizeof(T) * k, data + i, sizeof(T));
+      ++k;
+    }
+  });
+  WriteFillRuns(found, at[format::kFillRuns]);
+
   for (int s = 0; s < format::kSectionCount; ++s) {
-    h.sections[s].length = sec[s].size();
-    h.sections[s].crc = Crc32c(sec[s].data(), sec[s].size());
+    h.sections[s].crc = Crc32c(at[s], h.sections[s].length);
   }
-  out->reserve(out->size() + h.frame_size());
-  format::AppendFrameHeader(h, out);
-  ByteWriter w(out);
-  for (const auto& bytes : sec) {
-    w.PutBytes(bytes);
-    w.Align(format::kAlignment);
-  }
+  std::vector<uint8_t> header;
+  header.reserve(format::kFrameHeaderSize);
+  format::AppendFrameHeader(h, &header);
+  std::memcpy(out->data() + start, header.data(), header.size());
   return absl::OkStatus();
 }
 
 absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
 
-template <typename T>
-absl::Status DecodeFrameT(const FrameHeader& h,
-                          const std::array<absl::Span<const uint8_t>, format::kSectionCount>& sec,
-                          DecoderKind decoder, T* out, const std::atomic<bool>* cancel) {
-  const uint64_t n = h.num_elements();
+using Sections = std::array<absl::Span<const uint8_t>, format::kSectionCount>;
+
+// The frame's symbols. What decoding them takes (code lengths, tables, chunk
+// index, the bitstream's copy) is freed on return, before the frame's
+// largest buffer is allocated.
+absl::StatusOr<std::vector<uint16_t>> DecodeSymbols(const FrameHeader& h, const Sections& sec,
+                                                    DecoderKind decoder,
+                                                    const std::atomic<bool>* cancel) {
   const uint32_t alphabet = 2 * h.radius;
   auto lengths = ParseCodeLengths(sec[format::kCodeLengths], alphabet, h.max_code_length);
   if (!lengths.ok()) return lengths.status();
@@ -362,13 +454,22 @@ absl::Status DecodeFrameT(const FrameHeader& h,
     return Corrupt("gap array size disagrees with chunk lengths");
   }
 
-  std::vector<uint16_t> symbols(n);
+  std::vector<uint16_t> symbols(h.num_elements());
   HuffmanTable table(*lengths);
   BitstreamView view{words, &*layout, sec[format::kGapArray], h.chunk_symbols, h.subsequence_bits};
   if (auto s = HuffmanDecode(decoder, table, view, absl::MakeSpan(symbols), cancel); !s.ok()) {
     return s;
   }
-  words = {};
+  return symbols;
+}
+
+template <typename T>
+absl::Status DecodeFrameT(const FrameHeader& h, const Sections& sec, DecoderKind decoder, T* out,
+                          const std::atomic<bool>* cancel) {
+  const uint64_t n = h.num_elements();
+  absl::StatusOr<std::vector<uint16_t>> decoded = DecodeSymbols(h, sec, decoder, cancel);
+  if (!decoded.ok()) return decoded.status();
+  std::vector<uint16_t>& symbols = *decoded;
 
   // Outliers: ascending indices, exactly the elements whose symbol is 0.
   const uint8_t* outliers = sec[format::kOutliers].data();
@@ -388,7 +489,10 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   });
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (zeros != outlier_count) return Corrupt("outlier count disagrees with the bitstream");
+  // The sequential loops below look at the flag once per kRange entries.
+  auto stop = [&](uint64_t k) { return k % kRange == 0 && Cancelled(cancel); };
   for (uint64_t k = 0; k < outlier_count; ++k) {
+    if (stop(k)) return CancelledStatus(kDecoding);
     const uint32_t index = LoadLE<uint32_t>(outliers + 4 * k);
     if (index >= n || (k > 0 && index <= LoadLE<uint32_t>(outliers + 4 * (k - 1))) ||
         symbols[index] != 0) {
@@ -396,7 +500,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
     }
     q[index] = LoadLE<int32_t>(outliers + 4 * outlier_count + 4 * k);
   }
-  symbols = {};
+  Release(symbols);
 
   LorenzoInverse(BlockGrid::Make({h.shape.data(), static_cast<size_t>(h.ndim)},
                                  {h.block.data(), static_cast<size_t>(h.ndim)}),
@@ -414,6 +518,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   const uint8_t* runs = sec[format::kFillRuns].data();
   uint64_t covered = 0;
   for (uint64_t k = 0; k < h.fill_run_count; ++k) {
+    if (stop(k)) return CancelledStatus(kDecoding);
     const uint64_t start = LoadLE<uint32_t>(runs + 8 * k);
     const uint64_t length = LoadLE<uint32_t>(runs + 8 * k + 4);
     if (length == 0 || start < covered || start + length > n) {
@@ -425,6 +530,7 @@ absl::Status DecodeFrameT(const FrameHeader& h,
   const uint8_t* verbatim = sec[format::kVerbatim].data();
   const uint64_t values_at = AlignUp(4 * h.verbatim_count, format::kAlignment);
   for (uint64_t k = 0; k < h.verbatim_count; ++k) {
+    if (stop(k)) return CancelledStatus(kDecoding);
     const uint32_t index = LoadLE<uint32_t>(verbatim + 4 * k);
     if (index >= n || (k > 0 && index <= LoadLE<uint32_t>(verbatim + 4 * (k - 1)))) {
       return Corrupt("verbatim index out of order");

@@ -111,7 +111,10 @@ void AppendZeroRun(uint64_t run, std::vector<uint8_t>* out) {
 }  // namespace
 
 std::vector<uint8_t> BuildCodeLengths(absl::Span<const uint32_t> histogram, int max_length) {
+  size_t count = 0;
+  for (uint32_t c : histogram) count += c != 0;
   std::vector<SymbolCount> used;
+  used.reserve(count);
   for (uint32_t s = 0; s < histogram.size(); ++s) {
     if (histogram[s] != 0) used.push_back({s, histogram[s]});
   }

@@ -55,6 +55,10 @@ void ForEachCodedSymbol(absl::Span<const uint8_t> lengths, Fn&& fn) {
 
 // The code-length section (FORMAT.md §Code lengths).
 void AppendCodeLengths(absl::Span<const uint8_t> lengths, std::vector<uint8_t>* out);
+// The most bytes that section takes for an alphabet of `alphabet` symbols:
+// a byte per symbol, plus at most one more per run of unused symbols (a run
+// of r costs at most r + 1 bytes), and runs are separated by used symbols.
+inline uint64_t MaxCodeLengthBytes(uint64_t alphabet) { return alphabet + (alphabet + 1) / 2; }
 // The same bytes for an alphabet of `alphabet` symbols of which only
 // `symbols` (ascending) have codes, of `lengths`, in time of those alone.
 void AppendCodeLengths(absl::Span<const uint32_t> symbols, absl::Span<const uint8_t> lengths,

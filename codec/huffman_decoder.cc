@@ -126,16 +126,19 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
                                                        uint32_t subsequence_bits) {
   const uint64_t s = subsequence_bits;
   const uint64_t m = (in.bits() + s - 1) / s;
-  const uint64_t mark_words = s / 64 + 1;
   auto limit_of = [&](uint64_t j) { return std::min<uint64_t>(s * (j + 1), in.bits()); };
 
   // Phase 1: every subsequence decodes speculatively from its first bit (in
-  // parallel on a GPU), remembering where its codewords started.
-  std::vector<Run> speculative(m);
-  std::vector<uint64_t> marks(m * mark_words, 0);
+  // parallel on a GPU), remembering where its codewords started: one bit
+  // per bit of the chunk, since subsequence j only marks bits of its own
+  // [s*j, s*(j+1)). Of each path only its end is kept, kNoEnd where it
+  // failed.
+  constexpr uint64_t kNoEnd = ~uint64_t{0};
+  std::vector<uint64_t> speculative_end(m, kNoEnd);
+  std::vector<uint64_t> marks((uint64_t{in.bits()} + 63) / 64, 0);
   for (uint64_t j = 1; j < m; ++j) {
-    speculative[j] =
-        DecodeRun(table, in, s * j, limit_of(j), nullptr, 0, marks.data() + j * mark_words, s * j);
+    const Run run = DecodeRun(table, in, s * j, limit_of(j), nullptr, 0, marks.data(), 0);
+    if (run.ok) speculative_end[j] = run.end;
   }
   // Phase 2: walk the true boundaries; a subsequence whose speculative start
   // was wrong re-decodes from the true one until it lands on a codeword
@@ -146,13 +149,11 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
   uint64_t boundary = first.end;
   for (uint64_t j = 1; j < m; ++j) {
     starts[j] = boundary;
-    const Run& spec = speculative[j];
-    const uint64_t* mark = marks.data() + j * mark_words;
+    const bool spec_ok = speculative_end[j] != kNoEnd;
     uint64_t pos = boundary;
     bool synced = false;
     while (pos < limit_of(j)) {
-      const uint64_t rel = pos - s * j;
-      if (spec.ok && (mark[rel >> 6] >> (rel & 63) & 1)) {
+      if (spec_ok && (marks[pos >> 6] >> (pos & 63) & 1)) {
         synced = true;
         break;
       }
@@ -161,7 +162,7 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
       if (len == 0 || pos + len > in.bits()) return CorruptChunk(chunk, "invalid codeword");
       pos += len;
     }
-    boundary = synced ? spec.end : pos;
+    boundary = synced ? speculative_end[j] : pos;
   }
   return starts;
 }
