@@ -51,7 +51,8 @@ for step in "$@"; do
       timeout 300 "$run" gpu_codec_test 2>&1 | tee "$out/tests.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|error|differ|skipping" | head -80
       status=$((status | PIPESTATUS[0]));;
     server)
-      for t in server_gpu_roundtrip_test server_gpu_faults_test server_gpu_streaming_test; do
+      for t in server_gpu_roundtrip_test server_gpu_faults_test server_gpu_streaming_test \
+               server_gpu_abuse_test gpu_backend_test; do
         timeout 400 "$run" $t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|Expected|Which" | head -60
         status=$((status | PIPESTATUS[0]))
       done;;

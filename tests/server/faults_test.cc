@@ -258,8 +258,8 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   auto options = TestServerOptions();
   options.max_queued_bytes = b_cost + (100 << 10);
   options.max_request_bytes = 900 << 10;
-  ASSERT_LE(CompressCost({64 << 10}), options.max_queued_bytes);
   START_TEST_SERVER(server, options);
+  ASSERT_LE(CompressCost({64 << 10}), options.max_queued_bytes);
   auto stub = StubFor(*server);
   // Too large for one request.
   grpc::Status s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {1 << 20}, v1::ABS, 1))});
