@@ -152,8 +152,12 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
     // ends but whose sockets would otherwise stay open.
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
                                static_cast<int>(absl::ToInt64Milliseconds(o.keepalive)));
-    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(o.keepalive_timeout)));
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    // gRPC stops pinging after two pings without data by default: a
+    // connection whose call waits quietly must be pinged for as long.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
   if (o.max_connection_age > absl::ZeroDuration()) {
     // gRPC clients resolve a name again only when a connection closes: ageing

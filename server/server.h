@@ -42,9 +42,10 @@ struct ServerOptions {
   // state), bounded apart from the budget above.
   uint64_t grpc_memory_bytes = uint64_t{512} << 20;
   int max_concurrent_streams = 256;  // per connection
-  // Connections without calls are pinged this often, and closed when the
-  // client does not answer within 20 s (zero: never).
+  // Connections without traffic are pinged this often, and closed when the
+  // client does not answer within keepalive_timeout (zero: never).
   absl::Duration keepalive = absl::Seconds(60);
+  absl::Duration keepalive_timeout = absl::Seconds(20);
   bool reflection = true;
   BatchingOptions batching;
   int cpu_workers = 2;

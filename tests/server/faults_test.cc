@@ -624,6 +624,13 @@ class CuttableRelay {
     }
   }
 
+  // Stops forwarding without closing anything, as a client machine that
+  // lost power or its route: nothing more arrives, and no FIN or RST either.
+  void Freeze() {
+    absl::MutexLock lock(&mu_);
+    frozen_ = true;
+  }
+
  private:
   static sockaddr_in Loopback(int port) {
     sockaddr_in a{};
@@ -665,10 +672,20 @@ class CuttableRelay {
     pollfd fds[2] = {{client, POLLIN, 0}, {upstream, POLLIN, 0}};
     std::vector<char> buffer(64 << 10);
     for (;;) {
-      if (poll(fds, 2, -1) < 0) {
+      {
+        absl::MutexLock lock(&mu_);
+        if (cut_) return;
+        if (frozen_) {
+          mu_.AwaitWithTimeout(absl::Condition(&cut_), absl::Milliseconds(50));
+          continue;
+        }
+      }
+      const int ready = poll(fds, 2, 50);
+      if (ready < 0) {
         if (errno == EINTR) continue;
         return;
       }
+      if (ready == 0) continue;
       for (int i = 0; i < 2; ++i) {
         if (fds[i].revents == 0) continue;
         const ssize_t n = recv(fds[i].fd, buffer.data(), buffer.size(), 0);
@@ -683,6 +700,7 @@ class CuttableRelay {
   std::thread thread_;
   absl::Mutex mu_;
   bool cut_ ABSL_GUARDED_BY(mu_) = false;
+  bool frozen_ ABSL_GUARDED_BY(mu_) = false;
   // Written once by the relay's thread; closed by the destructor after it.
   int client_ ABSL_GUARDED_BY(mu_) = -1;
   int upstream_ ABSL_GUARDED_BY(mu_) = -1;
@@ -825,6 +843,71 @@ TEST(ServerFaults, AbandonedCallsLeaveNothingBehind) {
   ExpectBackTo(*server, before, 16u << 20);
   ExpectRoundTrip(*server, a, OneFrame());
   ExpectRoundTrip(*server, a, FourFrames());
+}
+
+// A client that vanishes without closing its connection (power lost, route
+// gone) is found by the server's keepalive pings: the connection closes and
+// its calls end, with the idle timeout off.
+TEST(ServerFaults, KeepaliveEndsTheCallsOfAVanishedClient) {
+  auto options = TestServerOptions();
+  options.idle_timeout = absl::ZeroDuration();
+  options.keepalive = absl::Seconds(1);
+  options.keepalive_timeout = absl::Seconds(1);
+  START_TEST_SERVER(server, options);
+  CuttableRelay relay(server->port());
+  auto stub = v1::Compressor::NewStub(OwnChannel(relay.port()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto call = stub->Compress(&context);
+  ASSERT_TRUE(call->Write(HeaderMessage(Header(v1::FLOAT32, {1 << 16}, v1::REL, 1e-3))));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server->calls_in_progress() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(server->calls_in_progress(), 1);
+  relay.Freeze();
+  EXPECT_TRUE(WaitQuiet(*server, absl::Seconds(20)));
+  relay.Cut();
+  context.TryCancel();
+  call->Finish();
+}
+
+// --max_concurrent_streams: a connection's calls past the limit wait in
+// gRPC, not in the server, until one ends.
+TEST(ServerFaults, CallsPastAConnectionsStreamLimitWait) {
+  auto options = TestServerOptions();
+  options.max_concurrent_streams = 2;
+  START_TEST_SERVER(server, options);
+  auto stub = StubFor(*server);  // one channel: one connection
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<v1::CompressRequest, v1::CompressResponse>>>
+      open;
+  for (int i = 0; i < 2; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    open.push_back(stub->Compress(contexts.back().get()));
+    ASSERT_TRUE(open.back()->Write(HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3))));
+  }
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (server->calls_in_progress() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(server->calls_in_progress(), 2);
+  // A third on the same connection never reaches the server before its
+  // deadline...
+  grpc::Status s = RawCompress(
+      *stub, {HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3)), DataMessage(64)},
+      [](grpc::ClientContext& c) {
+        c.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+      });
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_EQ(server->calls_in_progress(), 2);
+  // ...and goes through once one of the two has ended.
+  contexts[0]->TryCancel();
+  s = RawCompress(*stub,
+                  {HeaderMessage(Header(v1::FLOAT32, {16}, v1::ABS, 1e-3)), DataMessage(64)});
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  contexts[1]->TryCancel();
+  EXPECT_TRUE(WaitQuiet(*server));
 }
 
 TEST(ServerFaults, DeadlinesAreHonoured) {
