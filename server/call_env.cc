@@ -67,6 +67,17 @@ absl::Status CallEnv::CheckCost(uint64_t bytes, const char* what) {
   return absl::OkStatus();
 }
 
+absl::Status CallEnv::CheckSize(Limit limit, uint64_t bytes, absl::string_view what,
+                                absl::string_view hint) {
+  const bool output = limit == Limit::kOutputBytes;
+  const uint64_t most = output ? limits.max_output_bytes : limits.max_request_bytes;
+  if (bytes <= most) return absl::OkStatus();
+  return Refuse(limit,
+                absl::ResourceExhaustedError(absl::StrCat(
+                    what, " ", bytes, " bytes, more than this server takes in one request (",
+                    output ? "--max_output_bytes " : "--max_request_bytes ", most, hint, ")")));
+}
+
 absl::Status CallEnv::Refuse(Limit limit, absl::Status status) {
   metrics.LimitHit(limit);
   return status;

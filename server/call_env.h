@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
@@ -49,6 +50,11 @@ class CallEnv {
   // for it now (it is not reserved: the call grows its reservation as it
   // goes, so that a client that stalls holds only what it has sent).
   absl::Status CheckCost(uint64_t bytes, const char* what);
+  // RESOURCE_EXHAUSTED when `bytes` of one request pass --max_request_bytes
+  // (kRequestBytes) or --max_output_bytes (kOutputBytes): "<what> <bytes>
+  // bytes, more than ...".
+  absl::Status CheckSize(Limit limit, uint64_t bytes, absl::string_view what,
+                         absl::string_view hint = "");
   // Records a refusal by `limit` and returns `status`.
   absl::Status Refuse(Limit limit, absl::Status status);
 

@@ -68,26 +68,17 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     priority_ = header.priority();
 
     const uint64_t bytes = spec_.num_bytes();
-    if (bytes > env_.limits.max_output_bytes) {
-      return env_.Refuse(Limit::kOutputBytes,
-                         absl::ResourceExhaustedError(
-                             absl::StrCat("the array holds ", bytes,
-                                          " bytes, more than this server takes in one request "
-                                          "(--max_output_bytes ",
-                                          env_.limits.max_output_bytes, ")")));
+    if (absl::Status s = env_.CheckSize(Limit::kOutputBytes, bytes, "the array holds"); !s.ok()) {
+      return s;
     }
     if (options_.mode == BoundMode::kAbs && plan->frame_count() > 1) {
       return StartStreamed(*std::move(plan));
     }
-    if (bytes > env_.limits.max_request_bytes) {
-      return env_.Refuse(
-          Limit::kRequestBytes,
-          absl::ResourceExhaustedError(absl::StrCat(
-              "the array holds ", bytes,
-              " bytes, more than this server takes in one request "
-              "(--max_request_bytes ",
-              env_.limits.max_request_bytes,
-              "; with an absolute bound, arrays of many frames stream without this limit)")));
+    if (absl::Status s = env_.CheckSize(
+            Limit::kRequestBytes, bytes, "the array holds",
+            "; with an absolute bound, arrays of many frames stream without this limit");
+        !s.ok()) {
+      return s;
     }
     // Reading goes on while the work runs: the half-close (or data beyond
     // the shape) follows its last byte.

@@ -50,12 +50,10 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
 
   absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (header_) return Feed(data.pieces());
-    if (data.size() > env_.limits.max_request_bytes - whole_->input.size()) {
-      return env_.Refuse(Limit::kRequestBytes,
-                         absl::ResourceExhaustedError(absl::StrCat(
-                             "the archive is larger than this server takes in one request "
-                             "(--max_request_bytes ",
-                             env_.limits.max_request_bytes, ")")));
+    if (absl::Status s = env_.CheckSize(Limit::kRequestBytes, whole_->input.size() + data.size(),
+                                        "the archive holds at least");
+        !s.ok()) {
+      return s;
     }
     if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) {
       return env_.Refuse(Limit::kQueuedBytes, s);
@@ -82,13 +80,9 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   // What the file header says the array will cost, against every limit.
   absl::Status CheckFileHeader(const format::FileHeader& h) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     const uint64_t out = ArraySpec{h.dtype, h.shape}.num_bytes();
-    if (out > env_.limits.max_output_bytes) {
-      return env_.Refuse(Limit::kOutputBytes,
-                         absl::ResourceExhaustedError(
-                             absl::StrCat("the archive decodes to ", out,
-                                          " bytes, more than this server returns in one request "
-                                          "(--max_output_bytes ",
-                                          env_.limits.max_output_bytes, ")")));
+    if (absl::Status s = env_.CheckSize(Limit::kOutputBytes, out, "the archive decodes to");
+        !s.ok()) {
+      return s;
     }
     if (h.frame_count > kMaxFrames) {
       return env_.Refuse(Limit::kOptions, absl::InvalidArgumentError(absl::StrCat(
@@ -98,12 +92,8 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     const uint64_t frame_out = out / h.shape[0] * h.frame_rows;
     const uint64_t at_once = std::min<uint64_t>(kFramesAtOnce, h.frame_count);
     if (h.frame_count < 2) {
-      if (out > env_.limits.max_request_bytes) {
-        return env_.Refuse(Limit::kRequestBytes, absl::ResourceExhaustedError(absl::StrCat(
-                                                     "the array holds ", out,
-                                                     " bytes, more than this server returns in one "
-                                                     "request (--max_request_bytes ",
-                                                     env_.limits.max_request_bytes, ")")));
+      if (absl::Status s = env_.CheckSize(Limit::kRequestBytes, out, "the array holds"); !s.ok()) {
+        return s;
       }
       // The archive's own size is not known yet: a frame is taken to be as
       // large as its array, as a first look (the exact cost is reserved

@@ -166,10 +166,9 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       env_.metrics.LimitHit(Limit::kIdleTimeout);
       // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
       // alerting rules do not count against the server.
-      Fail(absl::CancelledError(
-          absl::StrCat("the client ", write_stuck ? "read nothing of the reply" : "sent nothing",
-                       " for ", absl::FormatDuration(idle),
-                       " (--idle_timeout_seconds): the server ended the call")));
+      Fail(absl::CancelledError(absl::StrCat(
+          "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
+          absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
       Pump();
     }
     // A write the client does not take never completes by itself, and the
@@ -573,8 +572,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool starting_read_ ABSL_GUARDED_BY(mu_) = false;  // Pump's, outside mu_
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  int refs_ ABSL_GUARDED_BY(mu_) = 1;  // gRPC's, until OnDone
-  absl::Status final_status_;          // written once, before Finish
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;               // gRPC's, until OnDone
+  absl::Status final_status_;                       // written once, before Finish
   bool idle_expired_ ABSL_GUARDED_BY(mu_) = false;  // ended by the IdleWatch
 };
 

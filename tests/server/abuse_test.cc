@@ -16,7 +16,6 @@
 #include "codec/archive.h"
 #include "codec/format.h"
 #include "gtest/gtest.h"
-#include "server/cpu_codec.h"
 #include "tests/server/test_arrays.h"
 #include "tests/server/test_server.h"
 
@@ -85,17 +84,6 @@ std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seco
   auto c = std::make_unique<grpc::ClientContext>();
   c->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return c;
-}
-
-// What a buffered Compress of `shape` float32 elements costs the budget once
-// it is queued: its array and the codec's working memory.
-uint64_t CompressCost(std::vector<uint64_t> shape) {
-  server::Work w;
-  w.method = server::Method::kCompress;
-  w.spec = {DType::kFloat32, std::move(shape)};
-  w.options.mode = BoundMode::kRel;
-  w.options.bound = 1e-3;
-  return w.spec.num_bytes() + server::CpuWorkingBytes(w);
 }
 
 // A constant array: what a "decompression bomb" is made of (the largest

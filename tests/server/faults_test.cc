@@ -29,7 +29,6 @@
 #include "codec/format.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
-#include "server/cpu_codec.h"
 #include "tests/server/test_arrays.h"
 #include "tests/server/test_server.h"
 
@@ -239,17 +238,6 @@ TEST(ServerFaults, CorruptAndTruncatedArchivesGetDataLoss) {
   for (size_t at = 0; at < whole.size(); at += 777) pieces.push_back(whole.substr(at, 777));
   EXPECT_TRUE(RawDecompress(*stub, pieces).ok());
   EXPECT_TRUE(WaitQuiet(*server));
-}
-
-// What a buffered Compress of `shape` float32 elements costs the budget once
-// it is queued: its array and the codec's working memory.
-uint64_t CompressCost(std::vector<uint64_t> shape) {
-  server::Work w;
-  w.method = server::Method::kCompress;
-  w.spec = {DType::kFloat32, std::move(shape)};
-  w.options.mode = BoundMode::kAbs;
-  w.options.bound = 1e-3;
-  return w.spec.num_bytes() + server::CpuWorkingBytes(w);
 }
 
 TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {

@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
 #include "gtest/gtest.h"
-#include "server/cpu_codec.h"
 #include "tests/bound_checker.h"
 #include "tests/server/test_arrays.h"
 #include "tests/server/test_server.h"
@@ -120,10 +119,7 @@ TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
   // the codec's working memory), well under the array.
   TestArray a = SmoothArray({DType::kFloat32, {16384, 1024}}, 7);
   const CompressOptions streamed = Abs(1e-3, 256 * 1024);
-  server::Work frame;
-  frame.spec = {DType::kFloat32, {256, 1024}};
-  frame.options = streamed;
-  const uint64_t frame_cost = frame.spec.num_bytes() + server::CpuWorkingBytes(frame);
+  const uint64_t frame_cost = CompressCost({256, 1024}, streamed);
   auto options = TestServerOptions();
   options.max_request_bytes = uint64_t{1} << 20;
   options.stream_frames = 2;

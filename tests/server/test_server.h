@@ -10,6 +10,7 @@
 #include "client/remote/remote_client.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "server/cpu_codec.h"
 #include "server/log.h"
 #include "server/server.h"
 
@@ -71,6 +72,17 @@ inline bool WaitQuiet(const server::EbzipServer& s, absl::Duration timeout = abs
     absl::SleepFor(absl::Milliseconds(5));
   }
   return false;
+}
+
+// What a Compress of `shape` float32 elements, one work, costs the budget
+// once it is queued: its array and the codec's working memory.
+inline uint64_t CompressCost(std::vector<uint64_t> shape, CompressOptions options = {}) {
+  server::Work w;
+  w.method = server::Method::kCompress;
+  w.spec = {DType::kFloat32, std::move(shape)};
+  w.options = std::move(options);
+  if (w.options.bound == 0) w.options.bound = 1e-3;
+  return w.spec.num_bytes() + server::CpuWorkingBytes(w);
 }
 
 // The value of one series ("name{label=\"v\"}") in an exposition text; -1
