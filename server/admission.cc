@@ -24,9 +24,10 @@ Reservation& Reservation::operator=(Reservation&& other) noexcept {
 
 absl::Status Reservation::Grow(uint64_t bytes) {
   if (owner_ != nullptr && !owner_->TryAdd(bytes)) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "server is full: ", owner_->held(), " of ", owner_->limit(),
-        " bytes held by requests in progress, this one needs ", bytes, " more; retry later"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("server is full: ", owner_->held(), " of ", owner_->limit(),
+                     " bytes (--max_queued_bytes) held by requests in progress, this one needs ",
+                     bytes, " more; retry later"));
   }
   bytes_ += bytes;
   return absl::OkStatus();

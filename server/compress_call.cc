@@ -91,8 +91,6 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
         !s.ok()) {
       return s;
     }
-    current_->input_block = env_.backend.InputBlock(bytes);
-    if (!current_->input_block) current_->input.reserve(bytes);
     return absl::OkStatus();
   }
 
@@ -130,15 +128,27 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
 
   void StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
-    current_->input.reserve(current_->spec.num_bytes());
   }
 
-  // Data bytes join the budget as they arrive.
-  absl::Status Hold(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (absl::Status s = current_->reservation.Grow(bytes); !s.ok()) {
-      return env_.Refuse(Limit::kQueuedBytes, s);
+  // Data bytes join the budget as they arrive, and no memory is taken for
+  // an array before its data does. The GPU backend's page-locked block for
+  // a small array is taken with its first bytes (a whole block: the pool's
+  // memory is page-locked from the start, and held in the budget by size).
+  absl::Status Keep(absl::Span<const uint8_t> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    Work& w = *current_;
+    const uint64_t need = w.spec.num_bytes();
+    if (!plan_ && !block_tried_) {
+      block_tried_ = true;
+      w.input_block = env_.backend.InputBlock(need);
     }
-    return absl::OkStatus();
+    absl::Status s;
+    if (w.input_block) {
+      s = w.reservation.Grow(bytes.size());
+      if (s.ok()) w.input_block.Append(bytes.data(), bytes.size());
+    } else {
+      s = AppendHeld(bytes, need, &w.input, &w.reservation);
+    }
+    return s.ok() ? s : env_.Refuse(Limit::kQueuedBytes, s);
   }
 
   // A complete work, with the working memory it will need.
@@ -164,13 +174,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (!plan_) {
       received_ += data.size();
       if (data.size() == 0) return absl::OkStatus();  // also once the work is queued
-      if (absl::Status s = Hold(data.size()); !s.ok()) return s;
       for (absl::Span<const uint8_t> piece : data.pieces()) {
-        if (current_->input_block) {
-          current_->input_block.Append(piece.data(), piece.size());
-        } else {
-          AppendBytes(piece, &current_->input);
-        }
+        if (absl::Status s = Keep(piece); !s.ok()) return s;
       }
       // Queued with its last byte, not at the half-close that follows it:
       // the read that brings the half-close overlaps the work. The summary
@@ -187,8 +192,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
         if (window_full()) return Defer(pieces, i, pieces[i].size() - piece.size());
         const size_t room = current_->spec.num_bytes() - current_->input.size();
         const size_t n = std::min(room, piece.size());
-        if (absl::Status s = Hold(n); !s.ok()) return s;
-        AppendBytes(piece.first(n), &current_->input);
+        if (absl::Status s = Keep(piece.first(n)); !s.ok()) return s;
         received_ += n;
         piece.remove_prefix(n);
         if (current_->input.size() == current_->spec.num_bytes()) {
@@ -244,6 +248,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       // until the slab is freed.
       Reservation held = std::move(work->reservation);
       if (absl::Status s = held.Grow(work->output.size()); !s.ok()) {
+        work->reservation = std::move(held);  // the slab is still there
         return env_.Refuse(Limit::kQueuedBytes, s);
       }
       auto frame = FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
@@ -324,6 +329,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   int priority_ = 0;
   std::shared_ptr<Work> current_;  // being filled
   uint64_t working_bytes_ = 0;     // what current_ will need when queued
+  bool block_tried_ = false;       // buffered: InputBlock asked for once
   uint64_t received_ = 0;
   // Streamed only.
   std::optional<ArchivePlan> plan_;

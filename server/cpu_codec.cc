@@ -76,12 +76,17 @@ void CompressOnCpu(Work& w) {
     return;
   }
 
-  // The archive is assembled in one buffer for the reply, beside the frames
-  // until each is copied in.
+  // The input and working memory are done with; the archive is assembled
+  // in one buffer for the reply, beside the frames until each is copied in.
+  uint64_t frame_bytes = 0;
+  for (const auto& f : frames) frame_bytes += f.size();
+  std::vector<uint8_t>().swap(w.input);
+  w.input_block.Release();
+  w.reservation.Resize(frame_bytes);
   ArchiveWriter writer(*plan);
   std::vector<uint8_t> out = writer.Begin();
-  uint64_t total = out.size() + format::FrameIndexSize(count) + format::kTrailerSize;
-  for (const auto& f : frames) total += f.size();
+  const uint64_t total =
+      out.size() + frame_bytes + format::FrameIndexSize(count) + format::kTrailerSize;
   if (absl::Status s = w.reservation.Grow(total); !s.ok()) {
     w.status = std::move(s);
     return;

@@ -49,32 +49,49 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   }
 
   absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (header_) return Feed(data.pieces());
-    if (absl::Status s = env_.CheckSize(Limit::kRequestBytes, whole_->input.size() + data.size(),
-                                        "the archive holds at least");
-        !s.ok()) {
-      return s;
+    if (header_) return Feed(data.pieces(), 0, 0);
+    const auto& pieces = data.pieces();
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      absl::Span<const uint8_t> piece = pieces[i];
+      if (!decided_) {
+        // The file header first: it says which way the rest goes.
+        const size_t n =
+            std::min<size_t>(piece.size(), format::kFileHeaderSize - whole_->input.size());
+        if (absl::Status s = Keep(piece.first(n), format::kFileHeaderSize); !s.ok()) return s;
+        piece.remove_prefix(n);
+        if (whole_->input.size() < format::kFileHeaderSize) continue;
+        decided_ = true;
+        auto header = format::ParseFileHeader(whole_->input);
+        if (!header.ok()) return header.status();
+        if (absl::Status s = CheckFileHeader(*header); !s.ok()) return s;
+        if (header->frame_count >= 2) {
+          // Streamed: the rest goes to the frames, and only the frames in
+          // flight are held, however large the archive.
+          header_ = *std::move(header);
+          set_window(env_.limits.stream_frames);
+          whole_.reset();  // and its reservation
+          offset_ = format::kFileHeaderSize;
+          return Feed(pieces, i, pieces[i].size() - piece.size());
+        }
+      }
+      if (absl::Status s = env_.CheckSize(Limit::kRequestBytes, whole_->input.size() + piece.size(),
+                                          "the archive holds at least");
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = Keep(piece, env_.limits.max_request_bytes); !s.ok()) return s;
     }
-    if (absl::Status s = whole_->reservation.Grow(data.size()); !s.ok()) {
+    return absl::OkStatus();
+  }
+
+  // Buffered: the archive's bytes, held as they arrive, in a buffer of at
+  // most `most` bytes.
+  absl::Status Keep(absl::Span<const uint8_t> bytes, uint64_t most)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (absl::Status s = AppendHeld(bytes, most, &whole_->input, &whole_->reservation); !s.ok()) {
       return env_.Refuse(Limit::kQueuedBytes, s);
     }
-    for (absl::Span<const uint8_t> piece : data.pieces()) AppendBytes(piece, &whole_->input);
-    if (decided_ || whole_->input.size() < format::kFileHeaderSize) return absl::OkStatus();
-    decided_ = true;
-    auto header = format::ParseFileHeader(whole_->input);
-    if (!header.ok()) return header.status();
-    if (absl::Status s = CheckFileHeader(*header); !s.ok()) return s;
-    if (header->frame_count < 2) return absl::OkStatus();  // buffered
-
-    header_ = *std::move(header);
-    set_window(env_.limits.stream_frames);
-    // The bytes after the file header go on as the first of the frames'.
-    Reservation held = std::move(whole_->reservation);
-    std::vector<uint8_t> rest = std::move(whole_->input);
-    whole_.reset();
-    offset_ = format::kFileHeaderSize;
-    return Feed(std::vector<absl::Span<const uint8_t>>{
-        absl::MakeConstSpan(rest).subspan(format::kFileHeaderSize)});
+    return absl::OkStatus();
   }
 
   // What the file header says the array will cost, against every limit.
@@ -101,6 +118,14 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
       return env_.CheckCost(SaturatingAdd(frame_out, DecompressHeapBytes(h, frame_out, at_once)),
                             "this archive");
     }
+    // The frame index as streamed, checked against the archive's own at
+    // its end.
+    index_held_ = env_.admission.Empty();
+    if (absl::Status s = index_held_.Grow(h.frame_count * sizeof(format::FrameIndexEntry));
+        !s.ok()) {
+      return env_.Refuse(Limit::kQueuedBytes, s);
+    }
+    seen_.reserve(h.frame_count);
     // The frames in flight, each with its bytes, rows and working memory.
     const uint64_t frame_cost = SaturatingAdd(
         frame_out, DecompressHeapBytes(FrameFileHeader(h), frame_out, /*concurrent_frames=*/1));
@@ -116,14 +141,15 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     return one;
   }
 
-  // Streamed: feeds the pieces in order; what is left once the window is
-  // full waits for room (Defer).
-  absl::Status Feed(const std::vector<absl::Span<const uint8_t>>& pieces)
+  // Streamed: feeds the pieces in order, from byte `at` of piece `first`;
+  // what is left once the window is full waits for room (Defer).
+  absl::Status Feed(const std::vector<absl::Span<const uint8_t>>& pieces, size_t first, size_t at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      auto fed = Feed(pieces[i]);
+    for (size_t i = first; i < pieces.size(); ++i) {
+      const size_t from = i == first ? at : 0;
+      auto fed = Feed(pieces[i].subspan(from));
       if (!fed.ok()) return fed.status();
-      if (*fed < pieces[i].size()) return Defer(pieces, i, *fed);
+      if (from + *fed < pieces[i].size()) return Defer(pieces, i, from + *fed);
     }
     return absl::OkStatus();
   }
@@ -141,16 +167,17 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
         if (size > tail - tail_.size()) {
           return format::CorruptArchive("bytes after the trailer");
         }
-        tail_.insert(tail_.end(), data, data + size);
+        if (absl::Status s = AppendHeld({data, size}, tail, &tail_, &index_held_); !s.ok()) {
+          return env_.Refuse(Limit::kQueuedBytes, s);
+        }
         return bytes.size();
       }
       // The frame header first (its size), then the rest of the frame.
       const uint64_t want = frame_size_ == 0 ? format::kFrameHeaderSize : frame_size_;
       const size_t n = std::min<uint64_t>(size, want - frame_.size());
-      if (absl::Status s = frame_reservation_.Grow(n); !s.ok()) {
+      if (absl::Status s = AppendHeld({data, n}, want, &frame_, &frame_reservation_); !s.ok()) {
         return env_.Refuse(Limit::kQueuedBytes, s);
       }
-      frame_.insert(frame_.end(), data, data + n);
       data += n;
       size -= n;
       if (frame_.size() < want) return bytes.size();
@@ -325,6 +352,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   uint64_t offset_ = 0;  // where frame_ starts in the archive
   std::vector<format::FrameIndexEntry> seen_;
   std::vector<uint8_t> tail_;  // frame index and trailer
+  Reservation index_held_;     // for seen_ and tail_
 
   // Writing.
   bool header_sent_ = false;

@@ -93,10 +93,12 @@ std::optional<Payload> Payload::Of(const grpc::ByteBuffer& buffer, uint32_t fiel
 }
 
 Payload Payload::Of(const std::string& bytes) {
+  return Of(absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+
+Payload Payload::Of(absl::Span<const uint8_t> bytes) {
   Payload p;
-  if (!bytes.empty()) {
-    p.pieces_.emplace_back(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  }
+  if (!bytes.empty()) p.pieces_.push_back(bytes);
   p.size_ = bytes.size();
   return p;
 }

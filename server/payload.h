@@ -42,8 +42,10 @@ class Payload {
   // numbered `field` (with any valid varint for the tag and the length);
   // nullopt otherwise, for protobuf to parse.
   static std::optional<Payload> Of(const grpc::ByteBuffer& buffer, uint32_t field);
-  // The bytes of a field protobuf has parsed; `bytes` must outlive the Payload.
+  // The bytes of a field protobuf has parsed, or any others; `bytes` must
+  // outlive the Payload.
   static Payload Of(const std::string& bytes);
+  static Payload Of(absl::Span<const uint8_t> bytes);
 
   uint64_t size() const { return size_; }
   // The non-empty pieces, in order; their sizes add up to size().

@@ -61,7 +61,12 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     {
       absl::MutexLock lock(&mu_);
       reading_ = false;
-      last_progress_ = absl::Now();
+      // A closed side is progress; a message, only by the bytes it brings.
+      if (!ok) {
+        last_progress_ = absl::Now();
+      } else {
+        Progress(request_.Length());
+      }
     }
     if (!ok && context_->IsCancelled()) {
       Fail(GoneStatus("the client cancelled the call"));
@@ -79,7 +84,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
         status = OnReceived();
         request_.Clear();
         read_more = status.ok();
-        if (read_more && (works_.size() >= window_ || !deferred_.empty())) {
+        if (read_more && (works_.size() >= window_ || deferred_at_ < deferred_.size())) {
           read_more = false;
           read_paused_ = true;
         }
@@ -103,11 +108,13 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
-      last_progress_ = absl::Now();
+      Progress(written_);
       // gRPC holds its own references to what it still has to send; the
       // call's would keep the reply's buffer (a pool block, say) alive
       // until the next message.
       to_send_.Clear();
+      // The last message of a buffer held the whole buffer: it is gone now.
+      sent_held_.Release();
     }
     if (!ok) Fail(GoneStatus("the client went away while the result was sent"));
     Pump();
@@ -122,12 +129,12 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     // A cancellation can reach the reactor after a failed read has already
     // ended the call (as an incomplete upload, say); by now gRPC knows, and
     // the metrics and logs say what really happened.
-    bool idle;
+    bool ended_here;
     {
       absl::MutexLock lock(&mu_);
-      idle = idle_expired_;
+      ended_here = idle_ended_;
     }
-    const absl::Status recorded = context_->IsCancelled() && !final_status_.ok() && !idle
+    const absl::Status recorded = context_->IsCancelled() && !final_status_.ok() && !ended_here
                                       ? GoneStatus("the client cancelled the call")
                                       : final_status_;
     env_.EndCall(method_, request_id_, peer_, recorded, absl::Now() - start_, bytes_in_,
@@ -160,7 +167,10 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       if (finished_) return;
       write_stuck = writing_;
       failed = failed_;
-      idle_expired_ = !failed_;
+      idle_ended_ = true;
+      // Until TryCancel has returned the call must not finish: gRPC frees
+      // the context once it has.
+      expiring_ = true;
     }
     if (!failed) {
       env_.metrics.LimitHit(Limit::kIdleTimeout);
@@ -169,11 +179,15 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       Fail(absl::CancelledError(absl::StrCat(
           "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
           absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
-      Pump();
     }
     // A write the client does not take never completes by itself, and the
     // call cannot finish under it: cancelling the stream completes it.
     if (write_stuck) context_->TryCancel();
+    {
+      absl::MutexLock lock(&mu_);
+      expiring_ = false;
+    }
+    Pump();
   }
 
  protected:
@@ -198,7 +212,6 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     env_.StartCall(method_);
     deferred_held_ = env_.admission.Empty();
     last_progress_ = start_;
-    env_.idle_watch().Join(this);
     request_id_ = RequestId(*context_, "");
     peer_ = context_->peer();  // gone once the call is cancelled
   }
@@ -206,6 +219,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   // Starts the call: reads, or refuses it. Call last in the subclass's
   // constructor, once the object is complete.
   void Begin() {
+    // Watched from here, once the object is complete.
+    env_.idle_watch().Join(this);
     if (absl::Status s = env_.Admit(*context_); !s.ok()) {
       Fail(s);
       Pump();
@@ -267,9 +282,15 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   // For OnPayload, once the window is full: keeps the rest of the payload,
   // `pieces` from `first` on (the first of them from byte `at`), and hands
   // it to OnPayload again when a work has left the window. The copy joins
-  // the budget; RESOURCE_EXHAUSTED when it does not fit.
+  // the budget; RESOURCE_EXHAUSTED when it does not fit. What is handed
+  // back and deferred again is not copied again: only where it starts moves.
   absl::Status Defer(const std::vector<absl::Span<const uint8_t>>& pieces, size_t first, size_t at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (resuming_) {  // one piece, inside deferred_
+      deferred_at_ = static_cast<size_t>(pieces[first].data() + at -
+                                         reinterpret_cast<const uint8_t*>(deferred_.data()));
+      return absl::OkStatus();
+    }
     uint64_t bytes = 0;
     for (size_t i = first; i < pieces.size(); ++i)
       bytes += pieces[i].size() - (i == first ? at : 0);
@@ -277,10 +298,12 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (absl::Status s = deferred_held_.Grow(bytes); !s.ok()) {
       return env_.Refuse(Limit::kQueuedBytes, s);
     }
+    deferred_.reserve(bytes);
     for (size_t i = first; i < pieces.size(); ++i) {
       const absl::Span<const uint8_t> p = pieces[i].subspan(i == first ? at : 0);
       deferred_.append(reinterpret_cast<const char*>(p.data()), p.size());
     }
+    deferred_at_ = 0;
     return absl::OkStatus();
   }
 
@@ -315,7 +338,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (out_at_ == out_.size()) {
       out_ = {};
       out_owner_.reset();
-      out_held_.Release();
+      // The message holds the whole buffer until it has been sent.
+      sent_held_ = std::move(out_held_);
     }
     return n;
   }
@@ -414,7 +438,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     std::vector<std::shared_ptr<Work>> cancel, submit;
     {
       absl::MutexLock lock(&mu_);
-      if (finished_) return;
+      if (finished_ || expiring_) return;  // ExpireIdle calls Pump when done
       if (failed_) {
         if (outstanding_ == 0 && !writing_ && !starting_read_) {
           finished_ = true;
@@ -431,6 +455,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
           again = true;  // to finish, once nothing is outstanding
         } else if (*next == Next::kSend) {
           SetWaiting(&writing_, true);
+          written_ = to_send_.Length();
           write = true;
           if (ReplyComplete()) {
             finished_ = last = true;
@@ -443,11 +468,20 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       }
       if (!failed_ && read_paused_ && works_.size() < window_) {
         // What a message held beyond the window first, then more messages.
-        if (!deferred_.empty()) {
-          std::string input;
-          input.swap(deferred_);
-          const absl::Status s = OnPayload(Payload::Of(input));
-          deferred_held_.Resize(deferred_.size());
+        if (deferred_at_ < deferred_.size()) {
+          const absl::Span<const uint8_t> rest =
+              absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(deferred_.data()),
+                                  deferred_.size())
+                  .subspan(deferred_at_);
+          deferred_at_ = deferred_.size();  // all taken, unless deferred again
+          resuming_ = true;
+          const absl::Status s = OnPayload(Payload::Of(rest));
+          resuming_ = false;
+          if (deferred_at_ == deferred_.size()) {
+            std::string().swap(deferred_);
+            deferred_at_ = 0;
+            deferred_held_.Release();
+          }
           submit.swap(to_submit_);
           if (!s.ok()) {
             std::vector<std::shared_ptr<Work>> more = FailLocked(s);
@@ -455,7 +489,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
             again = true;
           }
         }
-        if (!failed_ && deferred_.empty() && works_.size() < window_) {
+        if (!failed_ && deferred_at_ == deferred_.size() && works_.size() < window_) {
           read_paused_ = false;
           read = starting_read_ = true;
           SetWaiting(&reading_, true);
@@ -488,6 +522,18 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     }
     if (finish) this->Finish(ToGrpc(status));
     if (again) Pump();
+  }
+
+  // `bytes` moved to or from the client: progress each time they add up to
+  // kProgressBytes, so that a trickle of empty or tiny messages does not
+  // keep a call alive that holds the budget.
+  static constexpr uint64_t kProgressBytes = 64 << 10;
+  void Progress(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    moved_ += bytes;
+    if (moved_ >= kProgressBytes) {
+      moved_ = 0;
+      last_progress_ = absl::Now();
+    }
   }
 
   // Sets a flag of an operation that waits on the client; the wait counts
@@ -556,8 +602,14 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   std::shared_ptr<const void> out_owner_;
   size_t out_at_ = 0;
   Reservation out_held_;
-  // What a payload held beyond a full window (Defer), and its budget.
+  Reservation sent_held_;                      // the last message's buffer, until it is sent
+  uint64_t written_ ABSL_GUARDED_BY(mu_) = 0;  // bytes of the write in flight
+  uint64_t moved_ ABSL_GUARDED_BY(mu_) = 0;    // since the last progress
+  // What a payload held beyond a full window (Defer) from deferred_at_ on,
+  // and its budget.
   std::string deferred_ ABSL_GUARDED_BY(mu_);
+  size_t deferred_at_ ABSL_GUARDED_BY(mu_) = 0;
+  bool resuming_ ABSL_GUARDED_BY(mu_) = false;  // OnPayload is given deferred_
   Reservation deferred_held_ ABSL_GUARDED_BY(mu_);
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
@@ -572,9 +624,10 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   bool starting_read_ ABSL_GUARDED_BY(mu_) = false;  // Pump's, outside mu_
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  int refs_ ABSL_GUARDED_BY(mu_) = 1;               // gRPC's, until OnDone
-  absl::Status final_status_;                       // written once, before Finish
-  bool idle_expired_ ABSL_GUARDED_BY(mu_) = false;  // ended by the IdleWatch
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;             // gRPC's, until OnDone
+  absl::Status final_status_;                     // written once, before Finish
+  bool idle_ended_ ABSL_GUARDED_BY(mu_) = false;  // the IdleWatch ended it
+  bool expiring_ ABSL_GUARDED_BY(mu_) = false;    // ExpireIdle is under way
 };
 
 }  // namespace ebzip::server

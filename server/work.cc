@@ -1,8 +1,25 @@
 #include "server/work.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace ebzip::server {
+
+absl::Status AppendHeld(absl::Span<const uint8_t> from, uint64_t most, std::vector<uint8_t>* to,
+                        Reservation* held) {
+  const uint64_t size = to->size() + from.size();
+  const uint64_t old_capacity = to->capacity();
+  if (size > old_capacity) {
+    const uint64_t doubled = std::max<uint64_t>(2 * old_capacity, 64 << 10);
+    const uint64_t capacity = std::max(size, std::min(most, doubled));
+    if (absl::Status s = held->Grow(capacity); !s.ok()) return s;
+    to->reserve(capacity);
+    held->Resize(held->bytes() - old_capacity);
+  }
+  AppendBytes(from, to);
+  return absl::OkStatus();
+}
 
 void Work::SetArchive(std::vector<uint8_t> archive) {
   std::vector<uint8_t>().swap(input);

@@ -91,6 +91,14 @@ inline void AppendBytes(absl::Span<const uint8_t> from, std::vector<uint8_t>* to
   to->insert(to->end(), from.begin(), from.end());
 }
 
+// AppendBytes for a buffer whose memory the budget holds: `held` grows
+// before the buffer does, by what is allocated rather than what is filled
+// (capacity grows geometrically, never past `most`, and a reallocation's
+// old and new buffers are both held while it copies). RESOURCE_EXHAUSTED,
+// appending nothing, when the budget cannot take it.
+absl::Status AppendHeld(absl::Span<const uint8_t> from, uint64_t most, std::vector<uint8_t>* to,
+                        Reservation* held);
+
 }  // namespace ebzip::server
 
 #endif  // EBZIP_SERVER_WORK_H_

@@ -254,7 +254,8 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
   EXPECT_TRUE(absl::StrContains(s.error_message(), "max_request_bytes"));
 
-  // A holds what it has sent: three quarters of its 256 KiB.
+  // A holds what it has sent (three quarters of its 256 KiB) and the buffer
+  // it went into.
   grpc::ClientContext a_context;
   auto a = stub->Compress(&a_context);
   ASSERT_TRUE(a->Write(HeaderMessage(Header(v1::FLOAT32, {64 << 10}, v1::ABS, 1e-3))));
@@ -263,7 +264,7 @@ TEST(ServerFaults, FullServerAnswersResourceExhaustedAtOnce) {
   while (server->held_bytes() < (192u << 10) && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(1));
   }
-  ASSERT_EQ(server->held_bytes(), 192u << 10);
+  ASSERT_GE(server->held_bytes(), 192u << 10);  // at least what it sent
   // B does not fit beside it: refused at its header, before its data.
   s = RawCompress(*stub, {HeaderMessage(Header(v1::FLOAT32, {192 << 10}, v1::ABS, 1e-3))});
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();

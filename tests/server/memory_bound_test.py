@@ -141,8 +141,8 @@ class MemoryBoundTest(unittest.TestCase):
                 outcomes.setdefault(name, []).append(what)
 
         def until_served(name, attempt):
-            # While the others fill the budget, a call is refused; a client
-            # would retry it, and so does this one, until it goes through.
+            # While the others fill the budget, a call is refused; this
+            # client tries again until it goes through.
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
                 try:
