@@ -257,12 +257,13 @@ TEST(ServerAbuse, HeaderOnlyCallsHoldNothing) {
 // Stalled uploads hold what they sent until --idle_timeout_seconds, then are
 // ended and the bytes go back: a client refused meanwhile is served after.
 TEST(ServerAbuse, StalledUploadsAreEndedAfterTheIdleTimeout) {
-  // Two 16 MiB arrays, half sent each: 16 MiB held, and a third does not
-  // fit beside them.
+  // Two 16 MiB arrays, half sent each: 16 MiB held. Each fits beside what
+  // the other holds; a third of the same size does not fit beside both (by
+  // 4 MiB: the test does not hang on the working-memory figure to the byte).
   TestArray big = SmoothArray({DType::kFloat32, {1 << 10, 1 << 12}}, 4);
   auto options = TestServerOptions();
   options.idle_timeout = absl::Seconds(1);
-  options.max_queued_bytes = CompressCost(big.spec.shape) + big.bytes.size() - 1;
+  options.max_queued_bytes = CompressCost(big.spec.shape) + (12 << 20);
   START_TEST_SERVER(server, options);
   auto stub = StubFor(*server);
   std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
@@ -277,17 +278,22 @@ TEST(ServerAbuse, StalledUploadsAreEndedAfterTheIdleTimeout) {
   }
   // (What they hold is what was allocated for what they sent: at least that.)
   const absl::Time start = absl::Now();
-  while (server->held_bytes() < big.bytes.size() && absl::Now() < start + absl::Seconds(10)) {
+  const uint64_t sent = big.bytes.size();
+  while (server->held_bytes() < sent && absl::Now() < start + absl::Seconds(10)) {
     absl::SleepFor(absl::Milliseconds(1));
   }
-  ASSERT_GE(server->held_bytes(), big.bytes.size());
+  ASSERT_GE(server->held_bytes(), sent);
+  const uint64_t held = server->held_bytes();
   // A third that does not fit beside them is refused at its header...
   auto context = Context();
   auto third = stub->Compress(context.get());
   ASSERT_TRUE(third->Write(Header(DType::kFloat32, {1 << 10, 1 << 12}, v1::REL, 1e-3)));
   v1::CompressResponse response;
   grpc::Status s = Drain(*third, &response);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message() << "; held " << held << " of " << options.max_queued_bytes
+      << ", a third costs " << CompressCost(big.spec.shape) << ", "
+      << absl::FormatDuration(absl::Now() - start) << " after the stalled ones' last data";
   EXPECT_TRUE(absl::StrContains(s.error_message(), "server is full")) << s.error_message();
   // ...the stalled ones end with the idle timeout's status...
   for (auto& call : stalled) {
