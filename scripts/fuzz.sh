@@ -197,11 +197,15 @@ for t in "${runnable[@]}"; do
       # -malloc_limit_mb: the server admits at most 4 MiB at once, and the
       #   target's own checks decode at most 64 MiB: one allocation past
       #   128 MiB is the server sizing something from a hostile header.
+      # -max_len, -len_control=0: a plan of three rounds of three calls with
+      #   a few actions each takes a few hundred bytes. libFuzzer would
+      #   otherwise raise its length limit (from a few dozen bytes) only once
+      #   coverage stalls, which the server's timing keeps it from doing.
       # -close_fd_mask=2: the server logs a JSON line for every call that
       #   ends DATA_LOSS, hundreds a second; libFuzzer, the sanitizers and
       #   the target write their reports to their own copies of stderr.
-      target_flags=(-timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=128 -max_len=16384
-        -close_fd_mask=2)
+      target_flags=(-timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=128 -max_len=4096
+        -len_control=0 -close_fd_mask=2)
       ;;
   esac
   "$seeder" "$work/seeds"

@@ -76,13 +76,15 @@ struct MutationPlan {
     kErase,      // len bytes at pos
     kInsert,     // bytes at pos
     kSplice,     // this archive up to pos, then archive `value` from `len`
-    kDuplicate,  // len bytes at pos, again right after them
+    kDuplicate,  // len bytes at pos, value % 32 + 1 more times right after them
     kFixChecksums,
     kStoreU64,  // value at pos rounded down to 8 (sizes, offsets and counts are u64)
     kLast = kStoreU64,
   };
   uint8_t kind = kFlipBit;
-  uint32_t pos = 0;  // modulo the archive's size + 1
+  // Modulo the archive's size + 1; with the top bit set, counted from the
+  // end (where the frame index and the trailer are).
+  uint32_t pos = 0;
   uint32_t len = 0;
   uint64_t value = 0;
   std::vector<uint8_t> bytes;
@@ -287,8 +289,11 @@ void Visit(IO& io, MutationPlan& m) {
       io.Int(m.value, uint64_t{0}, uint64_t{255});
       break;
     case MutationPlan::kErase:
+      io.Int(m.len, uint32_t{0}, uint32_t{65535});
+      break;
     case MutationPlan::kDuplicate:
       io.Int(m.len, uint32_t{0}, uint32_t{65535});
+      io.Int(m.value, uint64_t{0}, uint64_t{31});
       break;
     case MutationPlan::kInsert:
       io.Bytes(m.bytes, kMaxRawBytes);

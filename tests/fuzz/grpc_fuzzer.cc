@@ -331,10 +331,17 @@ std::vector<std::shared_ptr<const std::vector<uint8_t>>> MakeSeedArchives() {
 
 using Pool = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
+// Where a mutation applies in an archive of `size` bytes (MutationPlan::pos).
+size_t Position(uint32_t pos, size_t size) {
+  constexpr uint32_t kFromEnd = uint32_t{1} << 31;
+  if (pos & kFromEnd) return size - (pos & ~kFromEnd) % (size + 1);
+  return pos % (size + 1);
+}
+
 std::vector<uint8_t> MutatedArchive(const Pool& pool, const ActionPlan& a) {
   std::vector<uint8_t> b = *pool[a.source % pool.size()];
   for (const MutationPlan& m : a.mutations) {
-    const size_t pos = m.pos % (b.size() + 1);
+    const size_t pos = Position(m.pos, b.size());
     const size_t len = std::min<size_t>(m.len, b.size() - pos);
     switch (m.kind) {
       case MutationPlan::kFlipBit:
@@ -361,9 +368,12 @@ std::vector<uint8_t> MutatedArchive(const Pool& pool, const ActionPlan& a) {
         break;
       }
       case MutationPlan::kDuplicate: {
+        // Repeated, so that an archive can outgrow --max_request_bytes.
         const std::vector<uint8_t> range(b.begin() + static_cast<ptrdiff_t>(pos),
                                          b.begin() + static_cast<ptrdiff_t>(pos + len));
-        b.insert(b.begin() + static_cast<ptrdiff_t>(pos + len), range.begin(), range.end());
+        for (uint64_t i = 0; i <= m.value % 32 && b.size() + len <= kMaxArchiveBytes; ++i) {
+          b.insert(b.begin() + static_cast<ptrdiff_t>(pos + len), range.begin(), range.end());
+        }
         break;
       }
       case MutationPlan::kFixChecksums:

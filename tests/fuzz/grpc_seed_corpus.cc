@@ -4,9 +4,9 @@
 // (one frame, several frames past the window), relative bounds with fill
 // values and special values, Decompress of the seed archives (streamed, many
 // reply messages, past --max_request_bytes), a Compress whose archive a later
-// round decompresses, three calls at once, gzip and manual reading, a
-// corrupted archive with repaired checksums, a cancellation and payloads with
-// overlong varints.
+// round decompresses, three calls at once, gzip and manual reading,
+// corrupted archives with repaired checksums, an archive too large for one
+// request, a cancellation and payloads with overlong varints.
 // Usage: grpc_seed_corpus DIR
 #include <cstdint>
 #include <cstdio>
@@ -160,6 +160,32 @@ int main(int argc, char** argv) {
     fix.kind = MutationPlan::kFixChecksums;
     a.mutations = {flip, fix};
     seeds.emplace_back("decompress-mutated-checksums-fixed",
+                       OneRound({Call(CallPlan::kDecompress, {a})}));
+  }
+  {
+    // The last frame index entry's size, changed, with every checksum
+    // repaired: the streamed Decompress's check of the index against the
+    // frames it saw.
+    ActionPlan a = Archive(0, 1);
+    MutationPlan store;
+    store.kind = MutationPlan::kStoreU64;
+    store.pos = uint32_t{1} << 31 | 24;  // 24 bytes from the end
+    store.value = 1;
+    MutationPlan fix;
+    fix.kind = MutationPlan::kFixChecksums;
+    a.mutations = {store, fix};
+    seeds.emplace_back("decompress-streamed-index-mismatch",
+                       OneRound({Call(CallPlan::kDecompress, {a})}));
+  }
+  {
+    // A one-frame archive repeated past --max_request_bytes.
+    ActionPlan a = Archive(5);
+    MutationPlan repeat;
+    repeat.kind = MutationPlan::kDuplicate;
+    repeat.len = 65535;
+    repeat.value = 31;
+    a.mutations = {repeat};
+    seeds.emplace_back("decompress-past-request-limit-buffered",
                        OneRound({Call(CallPlan::kDecompress, {a})}));
   }
   {
