@@ -610,8 +610,9 @@ std::string Flatten(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
   std::string out;
   if (!buffer.Valid() || !buffer.Dump(&slices).ok()) return out;
-  for (const grpc::Slice& s : slices)
+  for (const grpc::Slice& s : slices) {
     out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
   return out;
 }
 
@@ -693,7 +694,7 @@ class StreamCall final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::
     }
     stub.PrepareBidiStreamingCall(&call->context_, method, grpc::StubOptions(), call.get());
     // Operations start from the script thread, outside reactions: the hold
-    // keeps OnDone back until Release.
+    // keeps OnDone back until Finish.
     call->AddHold();
     call->StartCall();
     return call;
