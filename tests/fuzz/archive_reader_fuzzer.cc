@@ -21,19 +21,14 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
-#include "codec/byte_io.h"
-#include "codec/crc32c.h"
-#include "codec/format.h"
+#include "tests/fuzz/archive_checksums.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
 namespace {
 
-using ebzip::Crc32c;
 using ebzip::DecoderKind;
-using ebzip::LoadLE;
-using ebzip::StoreLE;
-namespace format = ebzip::format;
+using ebzip::fuzz::FixChecksums;
 
 // The reader bounds the declared array by the archive's size (at least one
 // bitstream bit per element), but should that regress, one input could ask
@@ -59,55 +54,6 @@ bool IsRejection(const absl::Status& s, DecoderKind kind) {
     default:
       return false;
   }
-}
-
-// Recomputes the section CRCs and then the header CRC of a frame, following
-// the section table for as long as it stays inside the frame.
-void FixFrameChecksums(uint8_t* frame, uint64_t size) {
-  constexpr uint64_t kSectionTable = 136;  // 16 bytes per section
-  constexpr uint64_t kHeaderCrc = format::kFrameHeaderSize - 4;
-  uint64_t at = format::kFrameHeaderSize;
-  for (int s = 0; s < format::kSectionCount; ++s) {
-    uint8_t* entry = frame + kSectionTable + 16 * s;
-    const uint64_t length = LoadLE<uint64_t>(entry);
-    if (at > size || length > size - at) break;
-    StoreLE<uint32_t>(entry + 8, Crc32c(frame + at, length));
-    at += ebzip::AlignUp(length, format::kAlignment);
-  }
-  StoreLE<uint32_t>(frame + kHeaderCrc, Crc32c(frame, kHeaderCrc));
-}
-
-// Makes every checksum match the bytes it covers, wherever the structure is
-// intact enough to say which bytes those are.
-void FixChecksums(uint8_t* data, size_t size) {
-  constexpr size_t kFileHeaderCrc = format::kFileHeaderSize - 4;
-  if (size < format::kFileHeaderSize) return;
-  StoreLE<uint32_t>(data + kFileHeaderCrc, Crc32c(data, kFileHeaderCrc));
-  if (size < format::kFileHeaderSize + format::kTrailerSize) return;
-  uint8_t* trailer = data + size - format::kTrailerSize;
-  const uint64_t index_offset = LoadLE<uint64_t>(trailer);
-  const uint64_t index_end = size - format::kTrailerSize;
-  if (index_offset >= format::kFileHeaderSize && index_offset <= index_end &&
-      index_end - index_offset >= 16) {
-    uint8_t* index = data + index_offset;
-    const uint64_t count =
-        std::min<uint64_t>(LoadLE<uint64_t>(index + 8), (index_end - index_offset - 16) / 16);
-    // Only frames that tile the archive, as the reader demands: this also
-    // keeps the work linear in the input's size.
-    uint64_t expected = format::kFileHeaderSize;
-    for (uint64_t i = 0; i < count; ++i) {
-      const uint64_t offset = LoadLE<uint64_t>(index + 16 + 16 * i);
-      const uint64_t frame_size = LoadLE<uint64_t>(index + 24 + 16 * i);
-      if (offset != expected || frame_size < format::kFrameHeaderSize ||
-          frame_size > index_offset - offset) {
-        break;
-      }
-      FixFrameChecksums(data + offset, frame_size);
-      expected += frame_size;
-    }
-    StoreLE<uint32_t>(index + 4, Crc32c(index + 8, index_end - index_offset - 8));
-  }
-  StoreLE<uint32_t>(trailer + 12, Crc32c(trailer, 12));
 }
 
 }  // namespace
