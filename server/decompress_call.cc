@@ -102,7 +102,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
       return s;
     }
     if (h.frame_count > kMaxFrames) {
-      return env_.Refuse(Limit::kOptions, absl::InvalidArgumentError(absl::StrCat(
+      return env_.Refuse(Limit::kOptions, absl::ResourceExhaustedError(absl::StrCat(
                                               "the archive has ", h.frame_count,
                                               " frames, more than this server's ", kMaxFrames)));
     }

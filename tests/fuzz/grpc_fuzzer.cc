@@ -82,10 +82,14 @@ using ebzip::server::EbzipServer;
 
 // The server's limits: small, so that an input of a few kilobytes reaches
 // RESOURCE_EXHAUSTED, the streamed paths' windows and multi-message replies.
+// The budget holds a few of the largest arrays an input sends with the
+// codec's worst-case working memory (server/cpu_codec.h), so that they are
+// compressed as well as refused.
 constexpr uint64_t kMaxRequestBytes = uint64_t{1} << 20;
-constexpr uint64_t kMaxQueuedBytes = uint64_t{4} << 20;
+constexpr uint64_t kMaxQueuedBytes = uint64_t{24} << 20;
 constexpr size_t kStreamFrames = 2;
 constexpr size_t kReplyMessageBytes = size_t{4} << 10;
+constexpr uint64_t kMinFrameElements = 1024;
 
 // What one call may send: the data of an array up to 1 MiB (a little more, so
 // that "more data than the shape holds" stays reachable), in at most 64
@@ -658,6 +662,11 @@ Fixture& TheFixture() {
     // No ageing out of connections: a GOAWAY in the middle of a run would
     // make the calls of one input depend on when the run started.
     o.max_connection_age = absl::ZeroDuration();
+    // Small frames stream within the inputs' small arrays; the option
+    // limits below this are still reached (the oracle knows them).
+    o.min_frame_elements = kMinFrameElements;
+    // Inputs that stall reach the idle watch within their deadlines.
+    o.idle_timeout = absl::Seconds(1);
     auto server = EbzipServer::Start(o);
     if (!server.ok()) Fail(absl::StrCat("cannot start ebzipd: ", server.status().ToString()));
     auto* f = new Fixture;
@@ -1187,6 +1196,12 @@ void CheckCompress(const CallRecord& r, Pool* pool) {
   }
   if (code == grpc::StatusCode::INVALID_ARGUMENT && m.well_formed && r.writes_ok &&
       r.half_closed_ok && !r.cancelled && m.data.size() == m.parsed->spec.num_bytes()) {
+    // Options the codec takes and the server does not (server/limits.h).
+    auto plan = ebzip::PlanArchive(m.parsed->spec, m.parsed->options,
+                                   ebzip::ResolveBound(m.parsed->options, ebzip::ValueRange{}));
+    if (plan.ok() && !ebzip::server::CheckOptionLimits(*m.parsed, *plan, kMinFrameElements).ok()) {
+      return;
+    }
     auto local = ebzip::Compress(
         m.parsed->spec,
         absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(m.data.data()), m.data.size()),
