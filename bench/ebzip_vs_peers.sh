@@ -4,7 +4,7 @@
 # line on the same real fields at the same absolute bound, in both ratio and
 # time").
 #
-# Usage: bench/cpu_vs_zfp.sh [BUILD_DIR] [WORK_DIR]
+# Usage: bench/ebzip_vs_peers.sh [BUILD_DIR] [WORK_DIR]
 #   BUILD_DIR  holds client/cli/ebzip and bench/ebzip_export_field (default
 #              build/); this script builds nothing.
 #   WORK_DIR   scratch space for raw files and archives (default: a new
@@ -111,7 +111,7 @@ CPU_ROWS=()
 FILLED_ROWS=()
 TUNED_ROWS=()
 
-echo "cpu_vs_zfp: $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
+echo "ebzip_vs_peers: $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)," \
   "$("$ZFP" 2>&1 | head -1)" >&2
 
 for entry in "${FIELDS[@]}"; do
