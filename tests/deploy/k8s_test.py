@@ -67,10 +67,12 @@ DEFAULTS = {
     "EBZIPD_GPU_WORKERS": "2",
     "EBZIPD_DRAIN_SECONDS": "30",
 }
-# Host memory the codec may use beyond what admission counts, per request at
-# work, in multiples of the request (codes, symbols, masks, the archive built
-# twice); and the process's own overhead. The deployment comments derive the
-# memory limits from the same numbers.
+# Host memory per request at work, in multiples of the request (codes,
+# symbols, masks, the archive built twice), and the process's own overhead.
+# Admission now counts the codec's working memory inside
+# EBZIPD_MAX_QUEUED_BYTES (docs/operations.md, "Limits and abuse"), so this
+# term double-counts it: the limits checked here keep that headroom. The
+# deployment comments derive the memory limits from the same numbers.
 SCRATCH_PER_REQUEST = 4
 RUNTIME_BYTES = 1 * GIB
 
