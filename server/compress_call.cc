@@ -84,7 +84,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     // the shape) follows its last byte.
     set_window(2);
     current_ = NewWork(spec_, options_);
-    working_bytes_ = CpuWorkingBytes(*current_);
+    working_bytes_ = CompressWorkingBytes(*plan);  // the header's plan: not made twice
     // Checked now, before a byte of data arrives: a full server says so at
     // once instead of after the upload.
     if (absl::Status s = env_.CheckCost(SaturatingAdd(bytes, working_bytes_), "this array");

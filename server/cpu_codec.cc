@@ -126,14 +126,18 @@ void DecompressOnCpu(Work& w) {
 
 }  // namespace
 
+uint64_t CompressWorkingBytes(const ArchivePlan& plan) {
+  // Frame 0 is the largest (only the last one may be shorter).
+  const FrameParams p = plan.ParamsForFrame(0);
+  const uint64_t at_once = std::min(kFramesAtOnce, plan.frame_count());
+  return SaturatingMul(at_once, SaturatingAdd(EncodeFrameWorkingBytes(p), MaxFrameBytes(p)));
+}
+
 uint64_t CpuWorkingBytes(const Work& work) {
   if (work.method == Method::kCompress) {
     auto plan = PlanFor(work, ValueRange{});
     if (!plan.ok()) return 0;  // refused before it could be queued
-    // Frame 0 is the largest (only the last one may be shorter).
-    const FrameParams p = plan->ParamsForFrame(0);
-    const uint64_t at_once = std::min(kFramesAtOnce, plan->frame_count());
-    return SaturatingMul(at_once, SaturatingAdd(EncodeFrameWorkingBytes(p), MaxFrameBytes(p)));
+    return CompressWorkingBytes(*plan);
   }
   uint64_t frame = 0;
   for (const format::FrameHeader& h : work.info->frame_headers) {

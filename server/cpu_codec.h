@@ -13,6 +13,7 @@
 
 #include <cstdint>
 
+#include "codec/archive.h"
 #include "server/work.h"
 
 namespace ebzip::server {
@@ -25,6 +26,9 @@ inline constexpr uint64_t kFramesAtOnce = 2;
 // the working sets of the frames in flight, and for Decompress the array.
 // An upper bound whatever the data (codec/memory_bounds.h).
 uint64_t CpuWorkingBytes(const Work& work);
+// The same for a Compress whose plan the caller has already made (frame
+// sizes do not depend on the bound, so any plan of its shape and options).
+uint64_t CompressWorkingBytes(const ArchivePlan& plan);
 
 // Runs the work, setting its status and result. Stops between frames, and
 // inside a frame between ranges, once the work is cancelled.

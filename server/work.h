@@ -47,7 +47,9 @@ struct Work {
     return input_block ? input_block.bytes() : absl::Span<const uint8_t>(input);
   }
 
-  // Host bytes this work holds (input, then output) against the budget.
+  // Host bytes this work holds against the budget: its input as it arrived,
+  // then (once queued) the codec's working memory, then its output
+  // (cpu_codec.h says how each is taken).
   Reservation reservation;
 
   // Written by the backend before `on_done`.
