@@ -299,7 +299,7 @@ void BM_HuffmanEncode(benchmark::State& state, const Field* f, bool with_gaps) {
 void BM_HuffmanDecode(benchmark::State& state, const Field* f, DecoderKind kind) {
   const HuffmanTable table(f->lengths);
   const BitstreamView view{f->encoded.words, &f->encoded.layout, f->encoded.gaps,
-                           f->options.chunk_symbols, f->options.subsequence_bits};
+                           f->options.chunk_symbols, f->options.subsequence_bits, {}};
   std::vector<uint16_t> out(f->n);
   for (auto _ : state) {
     if (absl::Status s = HuffmanDecode(kind, table, view, absl::MakeSpan(out)); !s.ok()) {

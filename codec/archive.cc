@@ -78,6 +78,25 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
     return absl::InvalidArgumentError("chunk group out of range");
   }
   if (o.frame_elements < 1) return absl::InvalidArgumentError("frame size must be positive");
+  if (o.interp_order != 0 && o.interp_order != 1 && o.interp_order != 3) {
+    return absl::InvalidArgumentError("interpolation order must be 1 (linear) or 3 (cubic)");
+  }
+  if (o.predictor == Predictor::kLorenzo && o.interp_order != 0) {
+    return absl::InvalidArgumentError("an interpolation order needs the interpolation predictor");
+  }
+  if (o.metadata.size() > format::kMaxMetadataDocument) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metadata is ", o.metadata.size(), " bytes; the limit is ",
+                     format::kMaxMetadataDocument));
+  }
+  if (!o.metadata.empty()) {
+    const size_t first = o.metadata.find_first_not_of(" \t\r\n");
+    const size_t last = o.metadata.find_last_not_of(" \t\r\n");
+    if (first == std::string::npos || o.metadata[first] != '{' || o.metadata[last] != '}' ||
+        first == last) {
+      return absl::InvalidArgumentError("metadata must be a JSON object");
+    }
+  }
   if (!o.block.empty()) {
     if (o.block.size() != spec.shape.size()) {
       return absl::InvalidArgumentError("block rank must match the array's rank");
@@ -100,6 +119,12 @@ ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
 
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
   return ResolveBoundFor(options.mode, options.bound, range.any, range.min, range.max);
+}
+
+uint16_t ArchiveVersion(const CompressOptions& o) {
+  const bool v1 = o.predictor == Predictor::kLorenzo && o.lossless == Lossless::kHuffman &&
+                  o.metadata.empty();
+  return v1 ? format::kVersion1 : format::kVersion;
 }
 
 FrameParams ArchivePlan::ParamsForFrame(uint64_t index) const {
@@ -135,6 +160,18 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
   f.subsequence_bits = options.subsequence_bits;
   f.chunk_group = options.chunk_group;
   f.gap_array = options.gap_array;
+  f.version = ArchiveVersion(options);
+  f.predictor = options.predictor;
+  f.lossless = options.lossless;
+  f.interp_order = options.interp_order;
+  if (f.version >= 2) {
+    if (f.lossless != Lossless::kHuffman) {
+      f.radius = std::min(f.radius, format::kMaxRadiusWithRuns);
+    }
+  } else {
+    f.predictor = Predictor::kLorenzo;
+    f.lossless = Lossless::kHuffman;
+  }
 
   uint64_t row_elements = 1;
   for (int i = 1; i < ndim; ++i) row_elements *= spec.shape[i];
@@ -150,6 +187,11 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
   plan.row_bytes = row_elements * DTypeSize(spec.dtype);
 
   format::FileHeader& h = plan.header;
+  h.version = f.version;
+  plan.metadata = options.metadata;
+  h.metadata_bytes = options.metadata.empty()
+                         ? 0
+                         : static_cast<uint32_t>(format::MetadataBlockBytes(options.metadata.size()));
   h.dtype = spec.dtype;
   h.shape = spec.shape;
   h.bound_mode = options.mode;
@@ -164,6 +206,7 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
 std::vector<uint8_t> ArchiveWriter::Begin() {
   std::vector<uint8_t> bytes;
   format::AppendFileHeader(plan_.header, &bytes);
+  if (!plan_.metadata.empty()) format::AppendMetadataBlock(plan_.metadata, &bytes);
   offset_ = bytes.size();
   entries_.clear();
   entries_.reserve(plan_.frame_count());
@@ -264,8 +307,17 @@ absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
   if (info.header.frame_count > archive.size() / format::kFrameHeaderSize) {
     return Corrupt("more frames than the archive can hold");
   }
+  const uint64_t first_frame = format::kFileHeaderSize + info.header.metadata_bytes;
+  if (info.header.metadata_bytes != 0) {
+    if (archive.size() < first_frame) return Corrupt("truncated metadata block");
+    auto metadata = format::ParseMetadataBlock(
+        archive.subspan(format::kFileHeaderSize, info.header.metadata_bytes),
+        info.header.metadata_bytes);
+    if (!metadata.ok()) return metadata.status();
+    info.metadata = *std::move(metadata);
+  }
   const uint64_t index_size = format::FrameIndexSize(info.header.frame_count);
-  if (*index_offset < format::kFileHeaderSize || *index_offset > archive.size() ||
+  if (*index_offset < first_frame || *index_offset > archive.size() ||
       archive.size() - *index_offset != index_size + format::kTrailerSize) {
     return Corrupt("truncated or misplaced frame index");
   }
@@ -275,7 +327,7 @@ absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
   if (info.frames.size() != info.header.frame_count) {
     return Corrupt("frame index disagrees with the file header");
   }
-  uint64_t expected = format::kFileHeaderSize;
+  uint64_t expected = first_frame;
   for (const format::FrameIndexEntry& e : info.frames) {
     if (e.offset != expected || e.size < format::kFrameHeaderSize || e.size % 8 != 0 ||
         e.size > *index_offset - e.offset) {

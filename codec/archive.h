@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -34,7 +35,19 @@ struct CompressOptions {
   bool gap_array = true;
   // Lorenzo block per dimension; empty for DefaultBlock(rank).
   std::vector<uint16_t> block;
+  // Per-frame choices (FORMAT.md §15.9). Lorenzo with plain Huffman and no
+  // metadata writes version 1, as earlier ebzip did (and as the GPU codec
+  // does); anything else writes version 2. Zero-run tokens cap the radius
+  // at 32762.
+  Predictor predictor = Predictor::kAuto;
+  Lossless lossless = Lossless::kAuto;
+  int interp_order = 0;  // 0: chosen per frame; 1 linear, 3 cubic
+  // A JSON object stored in the metadata block (version 2); empty for none.
+  std::string metadata;
 };
+
+// The archive version these options write.
+uint16_t ArchiveVersion(const CompressOptions& options);
 
 // INVALID_ARGUMENT for a bound that is not a positive finite number, a
 // non-finite fill value, or parameters out of FORMAT.md's limits.
@@ -61,6 +74,7 @@ struct ArchivePlan {
   format::FileHeader header;
   FrameParams frame;  // shape[0] and first_row vary per frame
   uint64_t row_bytes = 0;
+  std::string metadata;  // written after the file header when not empty
 
   uint64_t frame_count() const { return header.frame_count; }
   FrameParams ParamsForFrame(uint64_t index) const;
@@ -101,6 +115,7 @@ absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<
 // A parsed archive: its header and where each frame lies.
 struct ArchiveInfo {
   format::FileHeader header;
+  std::string metadata;  // the metadata block's JSON document; empty when none
   std::vector<format::FrameIndexEntry> frames;
   std::vector<format::FrameHeader> frame_headers;  // validated against header
 

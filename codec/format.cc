@@ -27,6 +27,40 @@ absl::Status CheckMagicAndVersion(uint32_t magic, uint32_t expected_magic, uint1
 
 bool ValidDType(uint8_t v) { return v == 1 || v == 2; }
 
+bool IsPowerOfTwo(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+// FORMAT.md §15.2's rules on the version-2 fields. `n` is the frame's
+// element count; h.positions is S.
+absl::Status CheckVersion2Fields(const FrameHeader& h, uint64_t n) {
+  if (h.predictor == kPredictorInterp) {
+    uint32_t tile = 0;
+    for (int d = 0; d < h.ndim; ++d) {
+      if (h.block[d] == 1) continue;
+      if (!IsPowerOfTwo(h.block[d]) || (tile != 0 && h.block[d] != tile)) {
+        return Corrupt("interpolation tile is not one power of two");
+      }
+      tile = h.block[d];
+    }
+    if (tile == 0) return Corrupt("interpolation tile has no interpolated dimension");
+    if (h.order != 1 && h.order != 3) return Corrupt("unknown interpolation order");
+  } else if (h.order != 0) {
+    return Corrupt("interpolation order on a Lorenzo frame");
+  }
+  if ((h.fill_coding == kFillCodingMask) !=
+      (h.predictor == kPredictorInterp && h.fill_value.has_value())) {
+    return Corrupt("fill coding disagrees with the predictor and fill value");
+  }
+  if (h.lossless == kLosslessZeroRuns &&
+      (h.radius > kMaxRadiusWithRuns || h.max_code_length > kMaxCodeLengthWithRuns)) {
+    return Corrupt("radius or code length too large for zero-run tokens");
+  }
+  if (h.fill_coding == kFillCodingMask ? (h.positions == 0 || h.positions > n)
+                                        : h.positions != n) {
+    return Corrupt("symbol position count disagrees with the frame");
+  }
+  return absl::OkStatus();
+}
+
 bool NonNegative(double v) { return std::isfinite(v) && v >= 0 && !std::signbit(v); }
 bool ValidMode(uint8_t v) { return v == 1 || v == 2; }
 
@@ -62,13 +96,13 @@ void AppendFileHeader(const FileHeader& h, std::vector<uint8_t>* out) {
   size_t start = out->size();
   ByteWriter w(out);
   w.Put<uint32_t>(kFileMagic);
-  w.Put<uint16_t>(kVersion);
+  w.Put<uint16_t>(h.version);
   w.Put<uint16_t>(kFileHeaderSize);
   w.Put<uint8_t>(static_cast<uint8_t>(h.dtype));
   w.Put<uint8_t>(static_cast<uint8_t>(h.shape.size()));
   w.Put<uint8_t>(static_cast<uint8_t>(h.bound_mode));
   w.Put<uint8_t>(h.fill_value ? kFileFlagFill : 0);
-  w.Put<uint32_t>(0);
+  w.Put<uint32_t>(h.version >= 2 ? h.metadata_bytes : 0);
   for (int i = 0; i < kMaxDims; ++i) {
     w.Put<uint64_t>(i < static_cast<int>(h.shape.size()) ? h.shape[i] : 0);
   }
@@ -104,12 +138,20 @@ absl::StatusOr<FileHeader> ParseFileHeader(absl::Span<const uint8_t> bytes) {
   uint8_t ndim = r.Get<uint8_t>();
   uint8_t mode = r.Get<uint8_t>();
   uint8_t flags = r.Get<uint8_t>();
-  uint32_t reserved = r.Get<uint32_t>();
+  uint32_t metadata_bytes = r.Get<uint32_t>();
   if (header_size != kFileHeaderSize) return Corrupt("unexpected file header size");
   if (!ValidDType(dtype)) return Corrupt("unknown dtype");
   if (ndim < 1 || ndim > kMaxDims) return Corrupt("rank out of range");
   if (!ValidMode(mode)) return Corrupt("unknown bound mode");
-  if ((flags & ~kFileFlagFill) != 0 || reserved != 0) return Corrupt("reserved bits set");
+  if ((flags & ~kFileFlagFill) != 0) return Corrupt("reserved bits set");
+  if (version < 2 && metadata_bytes != 0) return Corrupt("reserved bits set");
+  if (metadata_bytes != 0 &&
+      (metadata_bytes % kAlignment != 0 || metadata_bytes < 16 ||
+       metadata_bytes > MetadataBlockBytes(kMaxMetadataDocument))) {
+    return Corrupt("metadata block size out of range");
+  }
+  h.version = version;
+  h.metadata_bytes = metadata_bytes;
   std::array<uint64_t, kMaxDims> shape;
   if (!ReadDims(r, ndim, &shape)) return Corrupt("shape and rank disagree");
   h.dtype = static_cast<DType>(dtype);
@@ -148,7 +190,10 @@ uint64_t FrameHeader::num_elements() const {
   return n;
 }
 uint64_t FrameHeader::num_chunks() const {
-  return (num_elements() + chunk_symbols - 1) / chunk_symbols;
+  return (uint64_t{positions} + chunk_symbols - 1) / chunk_symbols;
+}
+uint32_t FrameHeader::alphabet() const {
+  return 2 * radius + (lossless == kLosslessZeroRuns ? kRunClasses : 0);
 }
 uint64_t FrameHeader::num_groups() const { return (num_chunks() + chunk_group - 1) / chunk_group; }
 uint64_t FrameHeader::frame_size() const {
@@ -163,20 +208,70 @@ uint64_t VerbatimBytes(const FrameHeader& h) {
   return AlignUp(h.verbatim_count * 4, kAlignment) + h.verbatim_count * DTypeSize(h.dtype);
 }
 uint64_t FillRunBytes(const FrameHeader& h) { return h.fill_run_count * 8; }
+uint64_t MaskChunks(uint64_t mask_tokens) {
+  return (mask_tokens + kMaskChunkTokens - 1) / kMaskChunkTokens;
+}
+
+uint64_t MetadataBlockBytes(uint64_t document_bytes) {
+  return AlignUp(12 + document_bytes, kAlignment);
+}
+
+void AppendMetadataBlock(absl::string_view document, std::vector<uint8_t>* out) {
+  ByteWriter w(out);
+  const size_t start = out->size();
+  w.Put<uint32_t>(kMetadataMagic);
+  w.Put<uint32_t>(static_cast<uint32_t>(document.size()));
+  w.Put<uint32_t>(Crc32cExtend(Crc32c(out->data() + start + 4, 4), document.data(),
+                               document.size()));
+  out->insert(out->end(), document.begin(), document.end());
+  out->resize(out->size() + MetadataBlockBytes(document.size()) - 12 - document.size(), 0);
+}
+
+absl::StatusOr<std::string> ParseMetadataBlock(absl::Span<const uint8_t> bytes,
+                                               uint32_t metadata_bytes) {
+  if (bytes.size() < metadata_bytes || metadata_bytes < 16) {
+    return Corrupt("truncated metadata block");
+  }
+  if (LoadLE<uint32_t>(bytes.data()) != kMetadataMagic) return Corrupt("bad metadata magic");
+  const uint32_t length = LoadLE<uint32_t>(bytes.data() + 4);
+  if (length == 0 || length > kMaxMetadataDocument ||
+      MetadataBlockBytes(length) != metadata_bytes) {
+    return Corrupt("metadata length disagrees with the block's size");
+  }
+  const uint8_t* doc = bytes.data() + 12;
+  if (Crc32cExtend(Crc32c(bytes.data() + 4, 4), doc, length) != LoadLE<uint32_t>(bytes.data() + 8)) {
+    return Corrupt("metadata checksum mismatch");
+  }
+  for (uint64_t i = 12 + length; i < metadata_bytes; ++i) {
+    if (bytes[i] != 0) return Corrupt("non-zero padding");
+  }
+  // The document is the application's; the format only promises a JSON
+  // object, which is all that is checked here (the CRC covers the rest).
+  auto is_space = [](uint8_t c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  uint32_t first = 0, last = length;
+  while (first < length && is_space(doc[first])) ++first;
+  while (last > first && is_space(doc[last - 1])) --last;
+  if (last - first < 2 || doc[first] != '{' || doc[last - 1] != '}') {
+    return Corrupt("metadata is not a JSON object");
+  }
+  return std::string(reinterpret_cast<const char*>(doc), length);
+}
 
 void AppendFrameHeader(const FrameHeader& h, std::vector<uint8_t>* out) {
   size_t start = out->size();
   ByteWriter w(out);
+  const bool v2 = h.version >= 2;
   w.Put<uint32_t>(kFrameMagic);
-  w.Put<uint16_t>(kVersion);
+  w.Put<uint16_t>(h.version);
   w.Put<uint16_t>(kFrameHeaderSize);
   w.Put<uint8_t>(static_cast<uint8_t>(h.dtype));
   w.Put<uint8_t>(static_cast<uint8_t>(h.ndim));
   w.Put<uint8_t>(static_cast<uint8_t>(h.bound_mode));
   w.Put<uint8_t>((h.has_gap_array ? kFrameFlagGapArray : 0) | (h.fill_value ? kFrameFlagFill : 0));
   w.Put<uint8_t>(h.max_code_length);
-  w.Put<uint8_t>(0);
-  w.Put<uint16_t>(0);
+  w.Put<uint8_t>(v2 ? h.predictor : 0);
+  w.Put<uint8_t>(v2 ? h.lossless : 0);
+  w.Put<uint8_t>(v2 ? h.fill_coding : 0);
   for (uint64_t d : h.shape) w.Put<uint64_t>(d);
   w.Put<uint64_t>(h.first_row);
   w.Put<double>(h.bound_value);
@@ -191,12 +286,12 @@ void AppendFrameHeader(const FrameHeader& h, std::vector<uint8_t>* out) {
   w.Put<uint64_t>(h.outlier_count);
   w.Put<uint64_t>(h.verbatim_count);
   w.Put<uint64_t>(h.fill_run_count);
-  for (const SectionEntry& s : h.sections) {
-    w.Put<uint64_t>(s.length);
-    w.Put<uint32_t>(s.crc);
-    w.Put<uint32_t>(0);
+  for (int i = 0; i < kSectionCount; ++i) {
+    w.Put<uint64_t>(h.sections[i].length);
+    w.Put<uint32_t>(h.sections[i].crc);
+    w.Put<uint32_t>(v2 && i == kBitstream ? h.positions : 0);
   }
-  w.Put<uint32_t>(0);
+  w.Put<uint32_t>(v2 ? h.order : 0);
   w.Put<uint32_t>(Crc32c(out->data() + start, kFrameHeaderSize - 4));
 }
 
@@ -217,14 +312,21 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
   uint8_t mode = r.Get<uint8_t>();
   uint8_t flags = r.Get<uint8_t>();
   h.max_code_length = r.Get<uint8_t>();
-  uint8_t reserved8 = r.Get<uint8_t>();
-  uint16_t reserved16 = r.Get<uint16_t>();
+  h.version = version;
+  h.predictor = r.Get<uint8_t>();
+  h.lossless = r.Get<uint8_t>();
+  h.fill_coding = r.Get<uint8_t>();
   if (header_size != kFrameHeaderSize) return Corrupt("unexpected frame header size");
   if (!ValidDType(dtype)) return Corrupt("unknown dtype in frame");
   if (ndim < 1 || ndim > kMaxDims) return Corrupt("frame rank out of range");
   if (!ValidMode(mode)) return Corrupt("unknown bound mode in frame");
-  if ((flags & ~(kFrameFlagGapArray | kFrameFlagFill)) != 0 || reserved8 != 0 || reserved16 != 0) {
+  if ((flags & ~(kFrameFlagGapArray | kFrameFlagFill)) != 0 ||
+      (version < 2 && (h.predictor != 0 || h.lossless != 0 || h.fill_coding != 0))) {
     return Corrupt("reserved frame bits set");
+  }
+  if (h.predictor > kPredictorInterp || h.lossless > kLosslessZeroRuns ||
+      h.fill_coding > kFillCodingMask) {
+    return Corrupt("unknown predictor, lossless stage or fill coding");
   }
   h.dtype = static_cast<DType>(dtype);
   h.ndim = ndim;
@@ -244,13 +346,23 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
   h.outlier_count = r.Get<uint64_t>();
   h.verbatim_count = r.Get<uint64_t>();
   h.fill_run_count = r.Get<uint64_t>();
-  for (SectionEntry& s : h.sections) {
-    s.length = r.Get<uint64_t>();
-    s.crc = r.Get<uint32_t>();
-    if (r.Get<uint32_t>() != 0) return Corrupt("reserved frame bits set");
+  uint32_t positions = 0;
+  for (int i = 0; i < kSectionCount; ++i) {
+    h.sections[i].length = r.Get<uint64_t>();
+    h.sections[i].crc = r.Get<uint32_t>();
+    const uint32_t extra = r.Get<uint32_t>();
+    if (version >= 2 && i == kBitstream) {
+      positions = extra;
+    } else if (extra != 0) {
+      return Corrupt("reserved frame bits set");
+    }
   }
-  if (r.Get<uint32_t>() != 0) return Corrupt("reserved frame bits set");
+  const uint32_t order_word = r.Get<uint32_t>();
   if (!r.ok()) return Corrupt("frame header");
+  if ((order_word & ~uint32_t{0xFF}) != 0 || (version < 2 && order_word != 0)) {
+    return Corrupt("reserved frame bits set");
+  }
+  h.order = static_cast<uint8_t>(order_word);
 
   uint64_t n = 1;
   for (int i = 0; i < ndim; ++i) {
@@ -269,6 +381,8 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
     return Corrupt("fill value without its flag");
   }
   if (h.radius < 1 || h.radius > kMaxRadius) return Corrupt("radius out of range");
+  h.positions = version >= 2 ? positions : static_cast<uint32_t>(n);
+  if (auto s = CheckVersion2Fields(h, n); !s.ok()) return s;
   if (h.chunk_symbols < 1 || h.chunk_symbols > kMaxChunkSymbols) {
     return Corrupt("chunk size out of range");
   }
@@ -282,7 +396,8 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
   if (h.chunk_group < 1 || h.chunk_group > kMaxChunkGroup) {
     return Corrupt("chunk group out of range");
   }
-  if (h.outlier_count > n || h.verbatim_count > n || h.fill_run_count > n) {
+  if (h.outlier_count > n || h.verbatim_count > n ||
+      (h.fill_coding == kFillCodingRuns && h.fill_run_count > n)) {
     return Corrupt("section count exceeds element count");
   }
   if (h.sections[kCodeLengths].length == 0) return Corrupt("empty code lengths");
@@ -291,16 +406,33 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
     return Corrupt("gap array flag and size disagree");
   }
   if (h.sections[kBitstream].length % 4 != 0) return Corrupt("bitstream is not whole words");
-  // Every codeword is at least one bit, so a frame cannot claim more elements
-  // than its bitstream has bits: this caps what a reader allocates.
-  if (h.sections[kBitstream].length * 8 < n) return Corrupt("bitstream too short for the frame");
-  if (h.sections[kOutliers].length != OutlierBytes(h)) return Corrupt("outlier section size");
-  if (h.sections[kVerbatim].length != VerbatimBytes(h)) return Corrupt("verbatim section size");
-  if (h.sections[kFillRuns].length != FillRunBytes(h)) return Corrupt("fill run section size");
-  if (!h.fill_value && h.fill_run_count != 0) return Corrupt("fill runs without a fill value");
   for (const SectionEntry& s : h.sections) {
     if (s.length > kMaxSectionBytes) return Corrupt("section too large");
   }
+  // Every token is at least one bit and covers at most kMaxRunPositions
+  // positions (one without zero-run tokens), and every mask token covers at
+  // most kMaxMaskRun elements: a frame cannot claim more elements than its
+  // bits allow, which caps what a reader allocates.
+  const uint64_t per_bit = h.lossless == kLosslessZeroRuns ? kMaxRunPositions : 1;
+  if (h.sections[kBitstream].length * 8 * per_bit < h.positions) {
+    return Corrupt("bitstream too short for the frame");
+  }
+  if (h.sections[kOutliers].length != OutlierBytes(h)) return Corrupt("outlier section size");
+  if (h.sections[kVerbatim].length != VerbatimBytes(h)) return Corrupt("verbatim section size");
+  if (h.fill_coding == kFillCodingRuns) {
+    if (h.sections[kFillRuns].length != FillRunBytes(h)) return Corrupt("fill run section size");
+  } else {
+    const uint64_t fixed = kMaskHeaderBytes + 4 * MaskChunks(h.fill_run_count);
+    const uint64_t length = h.sections[kFillRuns].length;
+    if (h.fill_run_count == 0 || length < fixed || (length - fixed) % 4 != 0 ||
+        (length - fixed) * 8 < h.fill_run_count) {
+      return Corrupt("fill mask section size");
+    }
+    if (n - h.positions > (length - fixed) * 8 * kMaxMaskRun) {
+      return Corrupt("fill mask too short for the frame");
+    }
+  }
+  if (!h.fill_value && h.fill_run_count != 0) return Corrupt("fill runs without a fill value");
   return h;
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,11 +20,15 @@
 
 namespace ebzip::format {
 
-inline constexpr uint16_t kVersion = 1;
+// The newest version this code reads; it writes version 1 whenever the
+// archive needs nothing of version 2 (FORMAT.md §11, §15).
+inline constexpr uint16_t kVersion = 2;
+inline constexpr uint16_t kVersion1 = 1;
 inline constexpr uint32_t kFileMagic = 0x415A4245;     // "EBZA"
 inline constexpr uint32_t kFrameMagic = 0x465A4245;    // "EBZF"
 inline constexpr uint32_t kIndexMagic = 0x495A4245;    // "EBZI"
 inline constexpr uint32_t kTrailerMagic = 0x455A4245;  // "EBZE"
+inline constexpr uint32_t kMetadataMagic = 0x4D5A4245;  // "EBZM"
 inline constexpr size_t kFileHeaderSize = 96;
 inline constexpr size_t kFrameHeaderSize = 256;
 inline constexpr size_t kTrailerSize = 16;
@@ -46,6 +51,28 @@ inline constexpr uint32_t kMaxChunkSymbols = uint32_t{1} << 20;
 inline constexpr uint32_t kMaxSubsequenceBits = uint32_t{1} << 16;
 inline constexpr uint32_t kMaxChunkGroup = uint32_t{1} << 16;
 inline constexpr uint64_t kMaxSectionBytes = uint64_t{1} << 48;
+inline constexpr uint32_t kMaxMetadataDocument = uint32_t{1} << 20;
+
+// Version 2's ids (FORMAT.md §15.2).
+inline constexpr uint8_t kPredictorLorenzo = 0;
+inline constexpr uint8_t kPredictorInterp = 1;
+inline constexpr uint8_t kLosslessHuffman = 0;
+inline constexpr uint8_t kLosslessZeroRuns = 1;
+inline constexpr uint8_t kFillCodingRuns = 0;
+inline constexpr uint8_t kFillCodingMask = 1;
+
+// Zero-run tokens (§15.4): classes 1..kRunClasses, class c followed by c
+// extra bits, covering 2^c + e positions.
+inline constexpr int kRunClasses = 12;
+inline constexpr uint32_t kMaxRunPositions = (uint32_t{1} << (kRunClasses + 1)) - 1;  // 8191
+inline constexpr int kMaxCodeLengthWithRuns = 20;  // + 12 extra bits fits a 32-bit window
+inline constexpr uint32_t kMaxRadiusWithRuns = (65536 - kRunClasses) / 2;  // 32762
+
+// The fill mask (§15.6): lengths as classes 0..12 with c extra bits.
+inline constexpr int kMaskClasses = 13;
+inline constexpr uint32_t kMaxMaskRun = (uint32_t{1} << kMaskClasses) - 2;  // 8190
+inline constexpr uint32_t kMaskChunkTokens = 4096;
+inline constexpr uint64_t kMaskHeaderBytes = 16;
 
 // Whether `fill` can be the fill value of an array of `dtype`: finite, and
 // for float32 within float32's range (so narrowing it is well defined).
@@ -72,6 +99,8 @@ inline constexpr uint8_t kFrameFlagGapArray = 1;
 inline constexpr uint8_t kFrameFlagFill = 2;
 
 struct FileHeader {
+  uint16_t version = kVersion1;
+  uint32_t metadata_bytes = 0;  // version 2: the metadata block after the header
   DType dtype = DType::kFloat32;
   std::vector<uint64_t> shape;  // the whole array, C order
   BoundMode bound_mode = BoundMode::kAbs;
@@ -86,12 +115,28 @@ void AppendFileHeader(const FileHeader& h, std::vector<uint8_t>* out);
 // Parses and validates the first kFileHeaderSize bytes of `bytes`.
 absl::StatusOr<FileHeader> ParseFileHeader(absl::Span<const uint8_t> bytes);
 
+// The metadata block (§15.1) holding `document`: its size is
+// MetadataBlockBytes(document.size()).
+uint64_t MetadataBlockBytes(uint64_t document_bytes);
+void AppendMetadataBlock(absl::string_view document, std::vector<uint8_t>* out);
+// Validates the block of `metadata_bytes` at the start of `bytes` (magic,
+// length, CRC, padding, a JSON object's first and last characters) and
+// returns the document.
+absl::StatusOr<std::string> ParseMetadataBlock(absl::Span<const uint8_t> bytes,
+                                               uint32_t metadata_bytes);
+
 struct SectionEntry {
   uint64_t length = 0;  // bytes, without the padding that follows
   uint32_t crc = 0;     // CRC-32C of those bytes
 };
 
 struct FrameHeader {
+  uint16_t version = kVersion1;
+  uint8_t predictor = kPredictorLorenzo;
+  uint8_t lossless = kLosslessHuffman;
+  uint8_t fill_coding = kFillCodingRuns;
+  uint8_t order = 0;       // interpolation: 1 linear, 3 cubic
+  uint32_t positions = 0;  // S, the symbol positions (§15.3); n in version 1
   DType dtype = DType::kFloat32;
   int ndim = 1;
   BoundMode bound_mode = BoundMode::kAbs;
@@ -105,15 +150,17 @@ struct FrameHeader {
   std::optional<double> fill_value;
   uint32_t radius = 0;
   uint32_t chunk_symbols = 0;
-  std::array<uint16_t, kMaxDims> block{};  // Lorenzo block; unused dims 0
+  std::array<uint16_t, kMaxDims> block{};  // Lorenzo block or interpolation tile; unused 0
   uint32_t subsequence_bits = 0;
   uint32_t chunk_group = 0;
   uint64_t outlier_count = 0;
   uint64_t verbatim_count = 0;
-  uint64_t fill_run_count = 0;
+  uint64_t fill_run_count = 0;  // fill coding 1: mask tokens
   std::array<SectionEntry, kSectionCount> sections{};
 
   uint64_t num_elements() const;
+  // The alphabet of the symbol stream: 2 * radius, plus the run tokens.
+  uint32_t alphabet() const;
   uint64_t num_chunks() const;
   uint64_t num_groups() const;
   // Header plus every section padded to kAlignment.
@@ -129,7 +176,8 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes);
 uint64_t ChunkIndexBytes(const FrameHeader& h);
 uint64_t OutlierBytes(const FrameHeader& h);
 uint64_t VerbatimBytes(const FrameHeader& h);
-uint64_t FillRunBytes(const FrameHeader& h);
+uint64_t FillRunBytes(const FrameHeader& h);  // fill coding 0
+uint64_t MaskChunks(uint64_t mask_tokens);
 
 struct FrameIndexEntry {
   uint64_t offset = 0;  // from the start of the archive

@@ -1,6 +1,9 @@
 // One frame: a slab of the array along dimension 0, compressed on its own
-// (FORMAT.md §Frame). The pipeline is quantize -> Lorenzo -> histogram ->
-// Huffman code -> chunked encode, and its exact inverse.
+// (FORMAT.md §4, §15). The pipeline is predictor (block Lorenzo,
+// codec/lorenzo_frame.h, or interpolation, codec/interp_predictor.h, chosen
+// per frame by codec/predictor_choice.h) -> symbols -> entropy stage
+// (Huffman, with or without zero-run tokens) -> sections, and its exact
+// inverse.
 #ifndef EBZIP_CODEC_FRAME_CODEC_H_
 #define EBZIP_CODEC_FRAME_CODEC_H_
 
@@ -18,8 +21,19 @@
 
 namespace ebzip {
 
+// Which predictor and lossless stage a writer may use; kAuto lets each frame
+// choose by estimate (FORMAT.md §15.9).
+enum class Predictor : uint8_t { kAuto, kLorenzo, kInterp };
+enum class Lossless : uint8_t { kAuto, kHuffman, kZeroRuns };
+
 // Everything that fixes a frame's bytes apart from its data.
 struct FrameParams {
+  // 1: Lorenzo, Huffman and fill runs only, as version 1 writes them; 2:
+  // the frame chooses within `predictor` and `lossless`.
+  uint16_t version = format::kVersion1;
+  Predictor predictor = Predictor::kLorenzo;
+  Lossless lossless = Lossless::kHuffman;
+  int interp_order = 0;  // 0: chosen; 1 linear, 3 cubic
   DType dtype = DType::kFloat32;
   std::vector<uint64_t> shape;  // the frame's own shape
   uint64_t first_row = 0;
@@ -39,6 +53,7 @@ struct FrameParams {
 
 // The frame header's data-independent fields (counts and sections zero), as
 // every writer fills them: the CPU encoder, and the GPU's header templates.
+// For version 2 the predictor's fields are the caller's to set.
 format::FrameHeader FrameHeaderFor(const FrameParams& params);
 
 // Appends the frame's bytes (a multiple of 8 long) to *out. `data` holds the

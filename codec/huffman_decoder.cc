@@ -41,43 +41,68 @@ class ChunkBits {
 };
 
 struct Run {
-  bool ok = true;    // false: an invalid codeword or one past the chunk's end
-  uint64_t end = 0;  // position of the first codeword at or after `limit`
-  uint64_t count = 0;
+  bool ok = true;    // false: an invalid token or one past the chunk's end
+  uint64_t end = 0;  // position of the first token at or after `limit`
+  uint64_t count = 0;  // positions covered
 };
 
-// Decodes the codewords that start in [start, limit). Writes symbols to `out`
-// when given (at most `capacity`), and marks codeword starts in `marks`
+// One token: its codeword and extra bits (length 0 when no codeword
+// matches or the token runs past the chunk), and the positions it covers.
+struct Token {
+  int length = 0;
+  uint16_t symbol = 0;
+  uint32_t positions = 1;
+};
+
+Token NextToken(const HuffmanTable& table, const RunTokens& runs, const ChunkBits& in,
+                uint64_t pos) {
+  Token t;
+  const uint32_t window = in.Peek(pos);
+  int len = table.Decode(window, &t.symbol);
+  if (len != 0 && runs.IsRun(t.symbol)) {
+    // A codeword is at most 20 bits with run tokens and the class at most
+    // 12, so the extra bits are inside the same 32-bit window.
+    const int c = static_cast<int>(t.symbol - runs.base()) + 1;
+    t.positions = (1u << c) + ((window << len) >> (32 - c));
+    t.symbol = static_cast<uint16_t>(runs.radius);
+    len += c;
+  }
+  t.length = pos + len > in.bits() ? 0 : len;
+  return t;
+}
+
+// Decodes the tokens that start in [start, limit). Writes symbols to `out`
+// when given (at most `capacity`), and marks token starts in `marks`
 // (bit p - mark_base) when given.
-Run DecodeRun(const HuffmanTable& table, const ChunkBits& in, uint64_t start, uint64_t limit,
-              uint16_t* out, uint64_t capacity, uint64_t* marks = nullptr, uint64_t mark_base = 0) {
+Run DecodeRun(const HuffmanTable& table, const RunTokens& runs, const ChunkBits& in,
+              uint64_t start, uint64_t limit, uint16_t* out, uint64_t capacity,
+              uint64_t* marks = nullptr, uint64_t mark_base = 0) {
   Run run;
   uint64_t pos = start;
   while (pos < limit) {
-    uint16_t symbol;
-    const int len = table.Decode(in.Peek(pos), &symbol);
-    if (len == 0 || pos + len > in.bits()) {
+    const Token t = NextToken(table, runs, in, pos);
+    if (t.length == 0) {
       run.ok = false;
       break;
     }
     if (marks) marks[(pos - mark_base) >> 6] |= uint64_t{1} << ((pos - mark_base) & 63);
     if (out) {
-      if (run.count >= capacity) {
+      if (t.positions > capacity - run.count) {
         run.ok = false;
         break;
       }
-      out[run.count] = symbol;
+      std::fill_n(out + run.count, t.positions, t.symbol);
     }
-    ++run.count;
-    pos += len;
+    run.count += t.positions;
+    pos += t.length;
   }
   run.end = pos;
   return run;
 }
 
-absl::Status DecodeChunkSequential(const HuffmanTable& table, const ChunkBits& in, uint64_t chunk,
-                                   absl::Span<uint16_t> out) {
-  Run run = DecodeRun(table, in, 0, in.bits(), out.data(), out.size());
+absl::Status DecodeChunkSequential(const HuffmanTable& table, const RunTokens& runs,
+                                   const ChunkBits& in, uint64_t chunk, absl::Span<uint16_t> out) {
+  Run run = DecodeRun(table, runs, in, 0, in.bits(), out.data(), out.size());
   if (!run.ok) return CorruptChunk(chunk, "invalid codeword");
   if (run.count != out.size()) return CorruptChunk(chunk, "symbol count mismatch");
   return absl::OkStatus();
@@ -85,14 +110,14 @@ absl::Status DecodeChunkSequential(const HuffmanTable& table, const ChunkBits& i
 
 // Count, scan, write: the second half of both subsequence decoders. Checks
 // that each subsequence ends exactly where the next one starts.
-absl::Status DecodeFromStarts(const HuffmanTable& table, const ChunkBits& in, uint64_t chunk,
-                              uint32_t subsequence_bits, absl::Span<const uint64_t> starts,
-                              absl::Span<uint16_t> out) {
+absl::Status DecodeFromStarts(const HuffmanTable& table, const RunTokens& runs,
+                              const ChunkBits& in, uint64_t chunk, uint32_t subsequence_bits,
+                              absl::Span<const uint64_t> starts, absl::Span<uint16_t> out) {
   const size_t m = starts.size();
   std::vector<uint64_t> offsets(m + 1, 0);
   for (size_t j = 0; j < m; ++j) {
     const uint64_t limit = std::min<uint64_t>(uint64_t{subsequence_bits} * (j + 1), in.bits());
-    Run run = DecodeRun(table, in, starts[j], limit, nullptr, 0);
+    Run run = DecodeRun(table, runs, in, starts[j], limit, nullptr, 0);
     const uint64_t expected_end = j + 1 < m ? starts[j + 1] : in.bits();
     if (!run.ok || run.end != expected_end) {
       return CorruptChunk(chunk, absl::StrCat("subsequence ", j, " does not meet the next"));
@@ -102,7 +127,8 @@ absl::Status DecodeFromStarts(const HuffmanTable& table, const ChunkBits& in, ui
   if (offsets[m] != out.size()) return CorruptChunk(chunk, "symbol count mismatch");
   for (size_t j = 0; j < m; ++j) {
     const uint64_t limit = std::min<uint64_t>(uint64_t{subsequence_bits} * (j + 1), in.bits());
-    DecodeRun(table, in, starts[j], limit, out.data() + offsets[j], offsets[j + 1] - offsets[j]);
+    DecodeRun(table, runs, in, starts[j], limit, out.data() + offsets[j],
+              offsets[j + 1] - offsets[j]);
   }
   return absl::OkStatus();
 }
@@ -122,6 +148,7 @@ absl::StatusOr<std::vector<uint64_t>> StartsFromGaps(const ChunkBits& in, uint64
 
 // Finds every subsequence's first codeword boundary without a gap array.
 absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table,
+                                                       const RunTokens& runs,
                                                        const ChunkBits& in, uint64_t chunk,
                                                        uint32_t subsequence_bits) {
   const uint64_t s = subsequence_bits;
@@ -137,14 +164,15 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
   std::vector<uint64_t> speculative_end(m, kNoEnd);
   std::vector<uint64_t> marks((uint64_t{in.bits()} + 63) / 64, 0);
   for (uint64_t j = 1; j < m; ++j) {
-    const Run run = DecodeRun(table, in, s * j, limit_of(j), nullptr, 0, marks.data(), 0);
+    const Run run =
+        DecodeRun(table, runs, in, s * j, limit_of(j), nullptr, 0, marks.data(), 0);
     if (run.ok) speculative_end[j] = run.end;
   }
   // Phase 2: walk the true boundaries; a subsequence whose speculative start
   // was wrong re-decodes from the true one until it lands on a codeword
   // start of its speculative path, after which both paths agree.
   std::vector<uint64_t> starts(m, 0);
-  Run first = DecodeRun(table, in, 0, limit_of(0), nullptr, 0);
+  Run first = DecodeRun(table, runs, in, 0, limit_of(0), nullptr, 0);
   if (!first.ok) return CorruptChunk(chunk, "invalid codeword");
   uint64_t boundary = first.end;
   for (uint64_t j = 1; j < m; ++j) {
@@ -157,10 +185,9 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
         synced = true;
         break;
       }
-      uint16_t symbol;
-      const int len = table.Decode(in.Peek(pos), &symbol);
-      if (len == 0 || pos + len > in.bits()) return CorruptChunk(chunk, "invalid codeword");
-      pos += len;
+      const Token t = NextToken(table, runs, in, pos);
+      if (t.length == 0) return CorruptChunk(chunk, "invalid codeword");
+      pos += t.length;
     }
     boundary = synced ? speculative_end[j] : pos;
   }
@@ -258,20 +285,20 @@ absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const Bi
         const uint64_t m = (layout.bits[c] + in.subsequence_bits - 1) / in.subsequence_bits;
         auto starts =
             StartsFromGaps(bits, c, in.subsequence_bits, in.gaps.subspan(layout.gap_offset[c], m));
-        status = starts.ok()
-                     ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts, chunk_out)
-                     : starts.status();
+        status = starts.ok() ? DecodeFromStarts(table, in.runs, bits, c, in.subsequence_bits,
+                                                *starts, chunk_out)
+                             : starts.status();
         break;
       }
       case DecoderKind::kSelfSync: {
-        auto starts = StartsBySelfSync(table, bits, c, in.subsequence_bits);
-        status = starts.ok()
-                     ? DecodeFromStarts(table, bits, c, in.subsequence_bits, *starts, chunk_out)
-                     : starts.status();
+        auto starts = StartsBySelfSync(table, in.runs, bits, c, in.subsequence_bits);
+        status = starts.ok() ? DecodeFromStarts(table, in.runs, bits, c, in.subsequence_bits,
+                                                *starts, chunk_out)
+                             : starts.status();
         break;
       }
       default:
-        status = DecodeChunkSequential(table, bits, c, chunk_out);
+        status = DecodeChunkSequential(table, in.runs, bits, c, chunk_out);
     }
     if (!status.ok() && !failed.exchange(true)) {
       std::lock_guard<std::mutex> lock(mu);

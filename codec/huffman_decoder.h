@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "codec/chunk_layout.h"
+#include "codec/run_tokens.h"
 
 namespace ebzip {
 
@@ -61,9 +62,10 @@ struct BitstreamView {
   absl::Span<const uint8_t> gaps;  // empty when the frame has no gap array
   uint32_t chunk_symbols;
   uint32_t subsequence_bits;
+  RunTokens runs;  // run tokens expand into runs of the zero residual
 };
 
-// Decodes out.size() symbols. kAuto picks the chunk-parallel decoder, the
+// Decodes out.size() symbols (positions: run tokens are expanded). kAuto picks the chunk-parallel decoder, the
 // fastest on a CPU. kGapArray needs gap entries. CANCELLED once *cancel is
 // set (codec/cancel.h): chunks not yet begun are skipped.
 absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const BitstreamView& in,

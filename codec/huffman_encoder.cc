@@ -55,7 +55,7 @@ std::vector<uint32_t> Histogram(absl::Span<const uint16_t> symbols, uint32_t alp
 EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<const uint8_t> lengths,
                              absl::Span<const uint32_t> codes, uint32_t chunk_symbols,
                              uint32_t subsequence_bits, bool with_gaps,
-                             const std::atomic<bool>* cancel) {
+                             const std::atomic<bool>* cancel, const RunTokens& runs) {
   const uint64_t n = symbols.size();
   const uint64_t chunks = (n + chunk_symbols - 1) / chunk_symbols;
   auto chunk_range = [&](uint64_t c) {
@@ -67,7 +67,12 @@ EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<cons
     if (Cancelled(cancel)) return;
     auto [begin, end] = chunk_range(c);
     uint32_t sum = 0;
-    for (uint64_t i = begin; i < end; ++i) sum += lengths[symbols[i]];
+    if (runs.enabled) {
+      ForEachToken(symbols.subspan(begin, end - begin), runs,
+                   [&](uint32_t s, int extra, uint32_t, uint32_t) { sum += lengths[s] + extra; });
+    } else {
+      for (uint64_t i = begin; i < end; ++i) sum += lengths[symbols[i]];
+    }
     bits[c] = sum;
   });
 
@@ -84,15 +89,23 @@ EncodedSymbols HuffmanEncode(absl::Span<const uint16_t> symbols, absl::Span<cons
     const uint64_t chunk_bits = out.layout.bits[c];
     uint64_t pos = 0;
     uint64_t boundary = 0;  // next subsequence start not yet given a gap
-    for (uint64_t i = begin; i < end; ++i) {
-      const uint16_t s = symbols[i];
+    auto put = [&](uint32_t s, int extra_bits, uint32_t extra) {
       if (gap) {
         for (; boundary <= pos && boundary < chunk_bits; boundary += subsequence_bits) {
           *gap++ = static_cast<uint8_t>(pos - boundary);
         }
       }
       writer.Put(codes[s], lengths[s]);
-      pos += lengths[s];
+      if (extra_bits != 0) writer.Put(extra, extra_bits);
+      pos += lengths[s] + extra_bits;
+    };
+    if (runs.enabled) {
+      ForEachToken(symbols.subspan(begin, end - begin), runs,
+                   [&](uint32_t s, int extra_bits, uint32_t extra, uint32_t) {
+                     put(s, extra_bits, extra);
+                   });
+    } else {
+      for (uint64_t i = begin; i < end; ++i) put(symbols[i], 0, 0);
     }
     if (gap) {
       // Subsequences that no codeword starts in point at the chunk's end.

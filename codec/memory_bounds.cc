@@ -169,7 +169,21 @@ Bytes EncodeOwnedBytes(const FrameParams& p) {
   // offsets besides the encoded stream; the frame header built on the side.
   const Bytes writing = alphabet + MaxCodeLengthBytes(alphabet.value()) + encoded + ranges * 16 +
                         format::kFrameHeaderSize;
-  return lists + residuals + Max(Max(placeholders, symbols + code), Max(encoding, writing));
+  const Bytes lorenzo =
+      lists + residuals + Max(Max(placeholders, symbols + code), Max(encoding, writing));
+  if (p.version < 2) return lorenzo;
+  // Version 2 (FORMAT.md §15): both entropy stages' codes are built (two
+  // histograms and code-length tables), and interpolation holds, per
+  // element, its working value, a symbol in element order and one in
+  // symbol order, a flag, the fill mask, at most a verbatim index, and the
+  // fill section (at most a 32-bit token per element); the candidates run
+  // on a sample of at most 2^20 elements first, each as a frame of that
+  // size.
+  const Bytes element = ElementSize(p.dtype);
+  const Bytes interp = n * (element + 2 + 2 + 1 + 1 + 4 + 4) + alphabet * 10 +
+                       Max(encoding, writing) + Bytes(1) * (1 << 16);
+  const Bytes sample = Min(n, Bytes(uint64_t{1} << 20)) * (element * 2 + 24) + alphabet * 10;
+  return Max(lorenzo + alphabet * 10, interp) + sample;
 }
 
 // The histogram's per-task counts (u32 per symbol) for tasks running at
@@ -260,11 +274,20 @@ uint64_t MaxFrameBytes(const FrameParams& p) {
   // (4 + element size) bytes an element and one run more; then the padding
   // inside the verbatim section and after both.
   size += n * (ElementSize(p.dtype) + 4) + 8 + 4 + 7 + 7;
+  if (p.version >= 2) {
+    // The run tokens' code lengths, and the fill mask: at most a token of
+    // 32 bits per element and per split, its 16-byte header and a chunk
+    // length per 4096 tokens.
+    size += format::kRunClasses;
+    const Bytes tokens = n + CeilDiv(n, format::kMaxMaskRun) * 2 + 2;
+    size += tokens * 4 + 16 + CeilDiv(tokens, format::kMaskChunkTokens) * 4 + 8;
+  }
   return size.value();
 }
 
 uint64_t MaxArchiveBytes(const ArchivePlan& plan) {
-  return (Bytes(format::kFileHeaderSize) + FramesBytes(plan) + format::FrameIndexSize(0) +
+  return (Bytes(format::kFileHeaderSize) + plan.header.metadata_bytes + FramesBytes(plan) +
+          format::FrameIndexSize(0) +
           Bytes(16) * plan.header.frame_count + format::kTrailerSize)
       .value();
 }
@@ -286,7 +309,11 @@ uint64_t DecodeFrameWorkingBytes(const format::FrameHeader& h) {
       Min(Bytes(std::max<uint64_t>(h.chunk_symbols, 1)) * max_code_length, bitstream * 8);
   const Bytes symbols_phase = DecodeSymbolsBytes(n, alphabet, bitstream, chunks, max_code_length) +
                               FrameChunkScratch(bitstream, chunk_bits, h.subsequence_bits, threads);
-  return (Max(symbols_phase, n * 6) + FrameSlack(threads)).value();
+  if (h.version < 2) return (Max(symbols_phase, n * 6) + FrameSlack(threads)).value();
+  // Version 2: the fill mask (a byte an element) throughout, and
+  // interpolation's symbols in both orders with a flag, plus its outliers.
+  const Bytes outliers = Bytes(h.outlier_count) * 8;
+  return (n + Max(symbols_phase + alphabet, n * 8 + outliers) + FrameSlack(threads)).value();
 }
 
 uint64_t CompressHeapBytes(const ArchivePlan& plan, uint64_t concurrent_frames) {
@@ -324,13 +351,17 @@ uint64_t DecompressHeapBytes(const format::FileHeader& header, uint64_t max_fram
   const Bytes alphabet = Bytes(2) * format::kMaxRadius;
   const uint64_t max_code_length = format::kMaxCodeLength;
   const uint64_t subsequence_bits = 32;
-  const Bytes fixed = DecodeSymbolsBytes(n, alphabet, 0, 0, max_code_length);
+  // Version 2's fill mask and interpolation (see DecodeFrameWorkingBytes)
+  // are counted for every archive, and its outliers (8 bytes each) lie in
+  // the frame's F bytes.
+  const Bytes fixed = DecodeSymbolsBytes(n, alphabet, 0, 0, max_code_length) + n + alphabet;
   // Either the chunk scratch is counted with each frame's bitstream...
-  const Bytes per_frame_scratch = open * Max(fixed + f * 6 + Bytes(32) * threads, n * 6);
+  const Bytes per_frame_scratch =
+      open * Max(fixed + f * 6 + Bytes(32) * threads, n * 9 + f);
   // ...or once for the threads, each at the largest chunk.
   const Bytes chunk_bits = Min(Bytes(format::kMaxChunkSymbols) * max_code_length, f * 8);
   const Bytes stream_and_layout = Min(f * 5, f + n * 20);
-  const Bytes per_thread_scratch = open * Max(fixed + stream_and_layout, n * 6) +
+  const Bytes per_thread_scratch = open * Max(fixed + stream_and_layout, n * 9 + f) +
                                    Bytes(threads) * ChunkScratch(chunk_bits, subsequence_bits);
   // ArchiveInfo: an index entry and a parsed header per frame.
   const Bytes info = Bytes(16 + sizeof(format::FrameHeader)) * rows.count;

@@ -77,6 +77,10 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     // fills header fields the device overwrites.
     auto archive = PlanArchive(task.spec, task.options, ResolvedBound{1, 2});
     if (!archive.ok()) return archive.status();
+    if (archive->header.version != format::kVersion1) {
+      return absl::UnimplementedError(
+          "the GPU codec writes format version 1 only (--predictor lorenzo --lossless huffman)");
+    }
     plan.elem_size = static_cast<int>(DTypeSize(task.spec.dtype));
     Item item{};
     item.archive = task.archive;

@@ -40,6 +40,11 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
     if (info.header.dtype != tasks[0].info->header.dtype) {
       return absl::InvalidArgumentError("a GPU batch takes one dtype");
     }
+    bool version1 = info.header.version == format::kVersion1;
+    for (const format::FrameHeader& h : info.frame_headers) version1 &= h.version == format::kVersion1;
+    if (!version1) {
+      return absl::UnimplementedError("the GPU codec reads format version 1 only");
+    }
     plan.elem_size = static_cast<int>(DTypeSize(info.header.dtype));
     Item item{};
     item.archive = const_cast<uint8_t*>(tasks[i].archive);

@@ -61,6 +61,38 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
     }
     out.options.block.push_back(static_cast<uint16_t>(b));
   }
+  switch (o.predictor()) {
+    case v1::PREDICTOR_AUTO:
+      out.options.predictor = Predictor::kAuto;
+      break;
+    case v1::LORENZO:
+      out.options.predictor = Predictor::kLorenzo;
+      break;
+    case v1::INTERPOLATION:
+      out.options.predictor = Predictor::kInterp;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("header.options.predictor: unknown value ",
+                                                     static_cast<int>(o.predictor())));
+  }
+  switch (o.lossless()) {
+    case v1::LOSSLESS_AUTO:
+      out.options.lossless = Lossless::kAuto;
+      break;
+    case v1::HUFFMAN:
+      out.options.lossless = Lossless::kHuffman;
+      break;
+    case v1::ZERO_RUNS:
+      out.options.lossless = Lossless::kZeroRuns;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("header.options.lossless: unknown value ",
+                                                     static_cast<int>(o.lossless())));
+  }
+  if (o.interp_order() > 3) {
+    return absl::InvalidArgumentError("header.options.interp_order must be 0, 1 or 3");
+  }
+  out.options.interp_order = static_cast<int>(o.interp_order());
   if (auto s = ValidateCompressOptions(out.spec, out.options); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
   }

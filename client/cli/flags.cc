@@ -24,6 +24,12 @@ ABSL_FLAG(uint64_t, frame_elements, uint64_t{1} << 24, "target elements per fram
 ABSL_FLAG(uint32_t, radius, 32768, "quantization radius (symbols per sign)");
 ABSL_FLAG(uint32_t, chunk_symbols, 16384, "symbols per Huffman chunk");
 ABSL_FLAG(uint32_t, subsequence_bits, 1024, "bits per gap-array subsequence");
+ABSL_FLAG(std::string, predictor, "auto",
+          "compress: auto (each frame picks the smaller), lorenzo or interp (FORMAT.md §15.9)");
+ABSL_FLAG(std::string, lossless, "auto",
+          "compress: auto, huffman or runs (Huffman with zero-run tokens); --predictor lorenzo "
+          "--lossless huffman writes format version 1");
+ABSL_FLAG(int, interp_order, 0, "compress: interpolation order, 1 (linear) or 3 (cubic); 0 chooses");
 ABSL_FLAG(std::string, decoder, "auto", "Huffman decoder: auto, chunk, gap or selfsync");
 ABSL_FLAG(bool, quiet, false, "print nothing on success");
 ABSL_FLAG(std::string, max_output_bytes, "",
@@ -135,6 +141,29 @@ absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> f
   o.radius = absl::GetFlag(FLAGS_radius);
   o.chunk_symbols = absl::GetFlag(FLAGS_chunk_symbols);
   o.subsequence_bits = absl::GetFlag(FLAGS_subsequence_bits);
+  const std::string predictor = absl::GetFlag(FLAGS_predictor);
+  if (predictor == "auto") {
+    o.predictor = Predictor::kAuto;
+  } else if (predictor == "lorenzo") {
+    o.predictor = Predictor::kLorenzo;
+  } else if (predictor == "interp") {
+    o.predictor = Predictor::kInterp;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --predictor '", predictor, "': use auto, lorenzo or interp"));
+  }
+  const std::string lossless = absl::GetFlag(FLAGS_lossless);
+  if (lossless == "auto") {
+    o.lossless = Lossless::kAuto;
+  } else if (lossless == "huffman") {
+    o.lossless = Lossless::kHuffman;
+  } else if (lossless == "runs") {
+    o.lossless = Lossless::kZeroRuns;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --lossless '", lossless, "': use auto, huffman or runs"));
+  }
+  o.interp_order = absl::GetFlag(FLAGS_interp_order);
   return o;
 }
 

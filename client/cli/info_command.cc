@@ -2,7 +2,10 @@
 // headers alone (no decoding).
 #include <array>
 #include <cstdio>
+#include <map>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
 #include "client/cli/flags.h"
@@ -23,6 +26,9 @@ absl::Status Run(const Args& args) {
   uint64_t headers =
       format::kFileHeaderSize + format::FrameIndexSize(info->frames.size()) + format::kTrailerSize;
   uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
+  // Frames choose their predictor and lossless stage (FORMAT.md §15.9):
+  // how many chose each.
+  std::map<std::string, uint64_t> choices;
   format::FrameHeader first;
   for (uint64_t i = 0; i < info->frames.size(); ++i) {
     const format::FrameHeader* h = &info->frame_headers[i];
@@ -32,13 +38,23 @@ absl::Status Run(const Args& args) {
     outliers += h->outlier_count;
     verbatim += h->verbatim_count;
     fill_runs += h->fill_run_count;
+    std::string choice =
+        h->predictor == format::kPredictorLorenzo
+            ? absl::StrCat("Lorenzo ",
+                           absl::StrJoin(h->block.begin(), h->block.begin() + h->ndim, "x"))
+            : absl::StrCat("interpolation ", h->order == 3 ? "cubic " : "linear ",
+                           absl::StrJoin(h->block.begin(), h->block.begin() + h->ndim, "x"));
+    absl::StrAppend(&choice, h->lossless == format::kLosslessZeroRuns ? ", zero-run tokens"
+                                                                      : ", Huffman");
+    if (h->fill_coding == format::kFillCodingMask) absl::StrAppend(&choice, ", fill mask");
+    ++choices[choice];
   }
 
   const format::FileHeader& f = info->header;
   const ArraySpec spec = info->spec();
   const uint64_t total = file->bytes().size();
   const uint64_t n = spec.num_elements();
-  std::printf("archive          %s (format version %d)\n", args[0].c_str(), format::kVersion);
+  std::printf("archive          %s (format version %d)\n", args[0].c_str(), f.version);
   std::printf("array            %s %s (%s)\n", DTypeName(spec.dtype),
               ShapeToString(spec.shape).c_str(), HumanBytes(spec.num_bytes()).c_str());
   std::printf("error bound      %s %.6g -> absolute %.17g\n", BoundModeName(f.bound_mode),
@@ -53,6 +69,12 @@ absl::Status Run(const Args& args) {
       absl::StrJoin(first.block.begin(), first.block.begin() + first.ndim, "x").c_str(),
       first.radius, first.chunk_symbols, first.subsequence_bits, first.max_code_length,
       first.has_gap_array ? "yes" : "no");
+  for (const auto& [choice, count] : choices) {
+    std::printf("predictor        %s (%llu of %llu frames)\n", choice.c_str(),
+                static_cast<unsigned long long>(count),
+                static_cast<unsigned long long>(info->frames.size()));
+  }
+  if (!info->metadata.empty()) std::printf("metadata         %s\n", info->metadata.c_str());
   std::printf(
       "quantization     step %.9g, outliers %llu (%.3f%%), verbatim %llu (%.3f%%), "
       "fill runs %llu\n",

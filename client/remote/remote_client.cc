@@ -54,6 +54,29 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
   opt->set_subsequence_bits(o.subsequence_bits);
   opt->set_chunk_group(o.chunk_group);
   for (uint16_t b : o.block) opt->add_block(b);
+  switch (o.predictor) {
+    case Predictor::kAuto:
+      opt->set_predictor(v1::PREDICTOR_AUTO);
+      break;
+    case Predictor::kLorenzo:
+      opt->set_predictor(v1::LORENZO);
+      break;
+    case Predictor::kInterp:
+      opt->set_predictor(v1::INTERPOLATION);
+      break;
+  }
+  switch (o.lossless) {
+    case Lossless::kAuto:
+      opt->set_lossless(v1::LOSSLESS_AUTO);
+      break;
+    case Lossless::kHuffman:
+      opt->set_lossless(v1::HUFFMAN);
+      break;
+    case Lossless::kZeroRuns:
+      opt->set_lossless(v1::ZERO_RUNS);
+      break;
+  }
+  opt->set_interp_order(static_cast<uint32_t>(o.interp_order));
   h.set_request_id(r.request_id);
   h.set_priority(r.priority);
   return h;
@@ -140,8 +163,11 @@ uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) 
   // up (1) and the bitstream's word padding (4).
   bytes += chunks * 17;
   // Per element: at most a 24-bit codeword, a gap-array byte per 32 bits,
-  // and one outlier (8), verbatim (4 + the value) or fill-run (8) entry.
-  bytes += n * (3 + 1 + std::max<uint64_t>(8, 4 + element_bytes));
+  // and one outlier (8), verbatim (4 + the value) or fill-run (8) entry;
+  // in version 2 also a fill-mask token (4).
+  bytes += n * (3 + 1 + 4 + std::max<uint64_t>(8, 4 + element_bytes));
+  // Version 2's metadata block, and its fill masks' fixed parts.
+  bytes += format::MetadataBlockBytes(format::kMaxMetadataDocument) + frames * 64;
   bytes += kSlack;
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   return bytes > kMax ? kMax : absl::Uint128Low64(bytes);

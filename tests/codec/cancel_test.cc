@@ -118,7 +118,7 @@ TEST(Cancel, StagesSkipTheirRangesOnceCancelled) {
   const EncodedSymbols encoded = HuffmanEncode(symbols, lengths, codes, 1000, 64, true);
   ASSERT_FALSE(encoded.words.empty());
   const HuffmanTable table(lengths);
-  const BitstreamView view{encoded.words, &encoded.layout, encoded.gaps, 1000, 64};
+  const BitstreamView view{encoded.words, &encoded.layout, encoded.gaps, 1000, 64, {}};
   for (DecoderKind kind : kDecoders) {
     std::vector<uint16_t> out(symbols.size(), 0xFFFF);
     EXPECT_EQ(HuffmanDecode(kind, table, view, absl::MakeSpan(out), &cancel).code(),

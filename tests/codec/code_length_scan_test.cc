@@ -354,7 +354,9 @@ TEST(CodeLengthScan, SectionsTheCodecWrites) {
   uint64_t longest = 0;
   for (const Field& f : fields) {
     const ArraySpec spec{DType::kFloat32, {f.values.size()}};
-    CompressOptions options;
+    CompressOptions options;  // version 1: its code-length sections are what is scanned
+    options.predictor = Predictor::kLorenzo;
+    options.lossless = Lossless::kHuffman;
     options.bound = f.bound;
     options.radius = f.radius;
     options.frame_elements = 100000;

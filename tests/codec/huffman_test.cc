@@ -247,7 +247,7 @@ TEST(HuffmanDecode, AllDecodersAgreeWithTheInput) {
       for (uint32_t subseq : {32u, 96u, 1024u}) {
         CodedStream s = MakeStream(50000, 4096, skew, chunk, subseq, ++seed);
         HuffmanTable table(s.lengths);
-        BitstreamView view{s.encoded.words, &s.encoded.layout, s.encoded.gaps, chunk, subseq};
+        BitstreamView view{s.encoded.words, &s.encoded.layout, s.encoded.gaps, chunk, subseq, {}};
         for (DecoderKind kind :
              {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
           std::vector<uint16_t> out(s.symbols.size());
@@ -269,7 +269,7 @@ TEST(HuffmanDecode, CorruptBitsAreDetectedOrHarmless) {
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<uint32_t> words = s.encoded.words;
     words[rng() % words.size()] ^= 1u << (rng() % 32);
-    BitstreamView view{words, &s.encoded.layout, s.encoded.gaps, 4096, 128};
+    BitstreamView view{words, &s.encoded.layout, s.encoded.gaps, 4096, 128, {}};
     for (DecoderKind kind :
          {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
       std::vector<uint16_t> out(s.symbols.size());
@@ -288,7 +288,7 @@ TEST(HuffmanDecode, CorruptBitsAreDetectedOrHarmless) {
 TEST(HuffmanDecode, GapDecoderNeedsGaps) {
   CodedStream s = MakeStream(1000, 64, 0.5, 100, 64, 3);
   HuffmanTable table(s.lengths);
-  BitstreamView view{s.encoded.words, &s.encoded.layout, {}, 100, 64};
+  BitstreamView view{s.encoded.words, &s.encoded.layout, {}, 100, 64, {}};
   std::vector<uint16_t> out(s.symbols.size());
   EXPECT_EQ(HuffmanDecode(DecoderKind::kGapArray, table, view, absl::MakeSpan(out)).code(),
             absl::StatusCode::kFailedPrecondition);

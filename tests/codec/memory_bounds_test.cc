@@ -455,7 +455,9 @@ TEST(BoundsAreUseful, SixteenMegaElementsDecompressWithinFourTimesTheOutput) {
   const uint64_t compress_bound = CompressHeapBytes(*plan, threads);
   RecordProperty("compress_bound_per_input_byte",
                  std::to_string(static_cast<double>(compress_bound) / data.size()));
-  EXPECT_LT(compress_bound, 16 * data.size());
+  // Version 2 (FORMAT.md §15) adds a fill-mask token per element at worst to
+  // the frames and the archive, and interpolation's working set.
+  EXPECT_LT(compress_bound, 20 * data.size());
   const uint64_t compress_peak = PeakDuring([&] { archive = Compress(spec, data, options); });
   ASSERT_TRUE(archive.ok()) << archive.status();
   EXPECT_LE(compress_peak, compress_bound);

@@ -184,8 +184,12 @@ std::vector<T> Wavy(const std::vector<uint64_t>& shape) {
   return v;
 }
 
+// Placeholders are the Lorenzo predictor's (FORMAT.md §10.2): these tests
+// write version 1, Lorenzo with plain Huffman.
 CompressOptions AbsHalf(std::vector<uint16_t> block) {
   CompressOptions o;
+  o.predictor = Predictor::kLorenzo;
+  o.lossless = Lossless::kHuffman;
   o.mode = BoundMode::kAbs;
   o.bound = 0.5;  // step 1
   o.block = std::move(block);

@@ -1,0 +1,39 @@
+// The entropy stage of a frame (FORMAT.md §5, §15.4): a canonical Huffman
+// code over the frame's symbols, or over its tokens when runs of the zero
+// residual are coded as run tokens. Both codes' sizes are exact from their
+// histograms, so choosing between them costs no encoding.
+#ifndef EBZIP_CODEC_ENTROPY_CODER_H_
+#define EBZIP_CODEC_ENTROPY_CODER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "codec/huffman_encoder.h"
+#include "codec/run_tokens.h"
+
+namespace ebzip {
+
+// A code for one stage and what it would cost.
+struct StageCode {
+  RunTokens runs;
+  std::vector<uint8_t> lengths;       // per symbol of the stage's alphabet
+  std::vector<uint8_t> length_bytes;  // the code-length section
+  uint64_t bits = 0;                  // payload, extra bits and the section, in bits
+};
+
+// The code of each stage: plain Huffman, and (when `allow_runs`) Huffman
+// with run tokens, chunks of chunk_symbols positions.
+StageCode PlainCode(absl::Span<const uint16_t> symbols, uint32_t radius, int max_code_length);
+StageCode RunCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
+                  int max_code_length);
+
+// Encodes the symbols with `code` (its chunks, gap array and bitstream).
+EncodedSymbols EncodeWith(const StageCode& code, absl::Span<const uint16_t> symbols,
+                          uint32_t chunk_symbols, uint32_t subsequence_bits, bool gap_array,
+                          const std::atomic<bool>* cancel);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_ENTROPY_CODER_H_

@@ -1,0 +1,194 @@
+#include "codec/fill_mask.h"
+
+#include <algorithm>
+#include <array>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "codec/byte_io.h"
+#include "codec/format.h"
+#include "codec/huffman_code.h"
+#include "codec/run_tokens.h"
+
+namespace ebzip {
+namespace {
+
+using format::kMaskChunkTokens;
+using format::kMaskClasses;
+using format::kMaskHeaderBytes;
+using format::kMaxMaskRun;
+
+constexpr int kMaxMaskCodeLength = 20;
+
+// The run lengths of X, alternating 0s and 1s from a run of 0s, with runs
+// longer than kMaxMaskRun split by empty runs of the other bit.
+std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
+  std::vector<uint32_t> lengths;
+  uint8_t bit = 0;
+  uint64_t run = 0;
+  auto emit = [&](uint64_t length) {
+    while (length > kMaxMaskRun) {
+      lengths.push_back(kMaxMaskRun);
+      lengths.push_back(0);
+      length -= kMaxMaskRun;
+    }
+    lengths.push_back(static_cast<uint32_t>(length));
+  };
+  for (uint64_t i = 0; i < mask.size(); ++i) {
+    const uint8_t x = i < row ? mask[i] : static_cast<uint8_t>(mask[i] ^ mask[i - row]);
+    if (x != bit) {
+      emit(run);
+      bit = x;
+      run = 0;
+    }
+    ++run;
+  }
+  emit(run);
+  return lengths;
+}
+
+// A token's class and extra bits (§15.6).
+int MaskClass(uint32_t length) { return length == 0 ? 0 : RunClass(length + 1); }
+
+}  // namespace
+
+EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
+  const std::vector<uint32_t> lengths = RunLengths(mask, row);
+  std::vector<uint32_t> histogram(kMaskClasses, 0);
+  for (uint32_t l : lengths) ++histogram[MaskClass(l)];
+  const std::vector<uint8_t> code_lengths = BuildCodeLengths(histogram, kMaxMaskCodeLength);
+  const std::vector<uint32_t> codes = CanonicalCodes(code_lengths);
+
+  const uint64_t chunks = format::MaskChunks(lengths.size());
+  std::vector<uint32_t> chunk_bits(chunks, 0);
+  std::vector<uint32_t> words;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    const uint64_t begin = c * kMaskChunkTokens;
+    const uint64_t end = std::min<uint64_t>(lengths.size(), begin + kMaskChunkTokens);
+    uint64_t acc = 0;  // bits not yet in a word, left-aligned
+    int fill = 0;
+    uint64_t bits = 0;
+    auto put = [&](uint32_t value, int count) {
+      if (count == 0) return;
+      acc |= static_cast<uint64_t>(value) << (64 - count - fill);
+      fill += count;
+      bits += count;
+      if (fill >= 32) {
+        words.push_back(static_cast<uint32_t>(acc >> 32));
+        acc <<= 32;
+        fill -= 32;
+      }
+    };
+    for (uint64_t t = begin; t < end; ++t) {
+      const int c_class = MaskClass(lengths[t]);
+      put(codes[c_class], code_lengths[c_class]);
+      put(lengths[t] + 1 - (1u << c_class), c_class);
+    }
+    if (fill > 0) words.push_back(static_cast<uint32_t>(acc >> 32));
+    chunk_bits[c] = static_cast<uint32_t>(bits);
+  }
+
+  EncodedFillMask out;
+  out.tokens = lengths.size();
+  std::vector<uint8_t>& s = out.section;
+  s.reserve(kMaskHeaderBytes + 4 * (chunks + words.size()));
+  s.insert(s.end(), code_lengths.begin(), code_lengths.end());
+  s.resize(kMaskHeaderBytes, 0);
+  ByteWriter w(&s);
+  for (uint32_t b : chunk_bits) w.Put<uint32_t>(b);
+  for (uint32_t word : words) w.Put<uint32_t>(word);
+  return out;
+}
+
+absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
+                                        uint64_t row, absl::Span<uint8_t> mask) {
+  auto corrupt = [](absl::string_view what) {
+    return format::CorruptArchive(absl::StrCat("fill mask: ", what));
+  };
+  const uint64_t chunks = format::MaskChunks(tokens);
+  if (tokens == 0 || section.size() < kMaskHeaderBytes + 4 * chunks) return corrupt("too short");
+  std::array<uint8_t, kMaskClasses> code_lengths;
+  std::copy_n(section.begin(), kMaskClasses, code_lengths.begin());
+  for (uint64_t i = kMaskClasses; i < kMaskHeaderBytes; ++i) {
+    if (section[i] != 0) return corrupt("non-zero padding");
+  }
+  // The 13 lengths checked as the code-length section's are: each at most
+  // the limit, one used, Kraft's inequality.
+  uint64_t kraft = 0;
+  bool any = false;
+  for (uint8_t l : code_lengths) {
+    if (l > kMaxMaskCodeLength) return corrupt("code length too long");
+    if (l != 0) kraft += uint64_t{1} << (kMaxMaskCodeLength - l), any = true;
+  }
+  if (!any || kraft > (uint64_t{1} << kMaxMaskCodeLength)) return corrupt("invalid code");
+  const std::vector<uint32_t> codes = CanonicalCodes(code_lengths);
+
+  const uint8_t* bits_at = section.data() + kMaskHeaderBytes;
+  const uint64_t words_bytes = section.size() - kMaskHeaderBytes - 4 * chunks;
+  if (words_bytes % 4 != 0) return corrupt("bitstream is not whole words");
+  const uint64_t total_words = words_bytes / 4;
+  const uint8_t* words_at = bits_at + 4 * chunks;
+  auto word = [&](uint64_t w) -> uint64_t {
+    return w < total_words ? LoadLE<uint32_t>(words_at + 4 * w) : 0;
+  };
+
+  // Decoding a class: the canonical code is tiny, so a linear search over
+  // the (length, class) pairs is enough.
+  struct Entry {
+    uint8_t length;
+    uint32_t code;
+    int klass;
+  };
+  std::vector<Entry> entries;
+  for (int c = 0; c < kMaskClasses; ++c) {
+    if (code_lengths[c] != 0) entries.push_back({code_lengths[c], codes[c], c});
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const Entry& a, const Entry& b) { return a.length < b.length; });
+
+  uint64_t start_word = 0;
+  uint64_t element = 0;
+  uint64_t fill = 0;
+  uint8_t bit = 0;
+  const uint64_t n = mask.size();
+  for (uint64_t c = 0; c < chunks; ++c) {
+    const uint64_t chunk_bits = LoadLE<uint32_t>(bits_at + 4 * c);
+    const uint64_t count = std::min<uint64_t>(kMaskChunkTokens, tokens - c * kMaskChunkTokens);
+    if (start_word + (chunk_bits + 31) / 32 > total_words) return corrupt("chunk past the end");
+    uint64_t pos = 0;
+    auto peek = [&](uint64_t p) -> uint32_t {
+      const uint64_t b = start_word * 32 + p;
+      const uint64_t two = word(b / 32) << 32 | word(b / 32 + 1);
+      return static_cast<uint32_t>((two << (b % 32)) >> 32);
+    };
+    for (uint64_t t = 0; t < count; ++t) {
+      const uint32_t window = peek(pos);
+      int klass = -1, len = 0;
+      for (const Entry& e : entries) {
+        if ((window >> (32 - e.length)) == e.code) {
+          klass = e.klass;
+          len = e.length;
+          break;
+        }
+      }
+      if (klass < 0 || pos + len + klass > chunk_bits) return corrupt("invalid token");
+      const uint32_t extra = klass == 0 ? 0 : peek(pos + len) >> (32 - klass);
+      pos += len + klass;
+      const uint64_t length = (uint64_t{1} << klass) + extra - 1;
+      if (length > n - element) return corrupt("runs longer than the frame");
+      std::fill_n(mask.begin() + element, length, bit);
+      element += length;
+      bit ^= 1;
+    }
+    if (pos != chunk_bits) return corrupt("chunk length disagrees with its tokens");
+    start_word += (chunk_bits + 31) / 32;
+  }
+  if (start_word != total_words) return corrupt("bitstream length disagrees with its chunks");
+  if (element != n) return corrupt("runs do not cover the frame");
+  // X back to M: each row XORed with the (already restored) previous one.
+  for (uint64_t i = row; i < n; ++i) mask[i] ^= mask[i - row];
+  for (uint64_t i = 0; i < n; ++i) fill += mask[i];
+  return fill;
+}
+
+}  // namespace ebzip

@@ -1,0 +1,125 @@
+#include "codec/frame_content.h"
+
+#include <cstring>
+
+#include "codec/byte_io.h"
+#include "codec/parallel.h"
+#include "codec/quantize_point.h"
+
+namespace ebzip {
+namespace {
+
+bool IsLorenzo(const PredictorConfig& c) { return c.predictor == format::kPredictorLorenzo; }
+
+// One byte per element, 1 where it is bit-equal to the fill value as T.
+template <typename T>
+std::vector<uint8_t> FillMask(const T* data, uint64_t n, double fill_value) {
+  std::vector<uint8_t> mask(n);
+  const auto fill_bits = ToBits(static_cast<T>(fill_value));
+  constexpr uint64_t kTask = 1 << 20;
+  ParallelFor((n + kTask - 1) / kTask, [&](uint64_t t) {
+    const uint64_t end = std::min(n, (t + 1) * kTask);
+    for (uint64_t i = t * kTask; i < end; ++i) mask[i] = ToBits(data[i]) == fill_bits;
+  });
+  return mask;
+}
+
+}  // namespace
+
+InterpParams InterpParamsFor(const FrameParams& p, const PredictorConfig& config) {
+  InterpParams ip;
+  ip.dtype = p.dtype;
+  ip.shape = p.shape;
+  ip.tile = config.block;
+  ip.order = static_cast<InterpOrder>(config.order);
+  ip.radius = p.radius;
+  ip.abs_bound = p.abs_bound;
+  ip.quant_step = p.quant_step;
+  ip.fill_value = p.fill_value;
+  return ip;
+}
+
+absl::StatusOr<FrameContent> FrameContent::Predict(const FrameParams& p,
+                                                   const PredictorConfig& config,
+                                                   const uint8_t* data,
+                                                   const std::atomic<bool>* cancel) {
+  FrameContent c;
+  c.config_ = config;
+  if (IsLorenzo(config)) {
+    FrameParams lp = p;
+    lp.block = config.block;
+    if (auto s = LorenzoEncode(lp, data, &c.lorenzo_, cancel); !s.ok()) return s;
+    return c;
+  }
+  uint64_t n = 1;
+  for (uint64_t d : p.shape) n *= d;
+  std::vector<uint8_t> mask;
+  if (p.fill_value) {
+    mask = p.dtype == DType::kFloat32
+               ? FillMask(reinterpret_cast<const float*>(data), n, *p.fill_value)
+               : FillMask(reinterpret_cast<const double*>(data), n, *p.fill_value);
+    c.fill_coding_ = format::kFillCodingMask;
+    c.mask_ = EncodeFillMask(mask, n / p.shape[0]);
+  }
+  if (auto s = InterpEncode(InterpParamsFor(p, config), data, p.fill_value ? mask.data() : nullptr,
+                            &c.interp_, cancel);
+      !s.ok()) {
+    return s;
+  }
+  return c;
+}
+
+absl::Span<const uint16_t> FrameContent::symbols() const {
+  return IsLorenzo(config_) ? absl::MakeConstSpan(lorenzo_.symbols)
+                            : absl::MakeConstSpan(interp_.symbols);
+}
+
+void FrameContent::ReleaseSymbols() {
+  std::vector<uint16_t>().swap(IsLorenzo(config_) ? lorenzo_.symbols : interp_.symbols);
+}
+
+uint64_t FrameContent::outlier_count() const {
+  return IsLorenzo(config_) ? lorenzo_.outlier_count() : interp_.outlier_index.size();
+}
+
+uint64_t FrameContent::verbatim_count() const {
+  return IsLorenzo(config_) ? lorenzo_.verbatim_count() : interp_.verbatim_index.size();
+}
+
+uint64_t FrameContent::fill_run_count() const {
+  return fill_coding_ == format::kFillCodingMask ? mask_.tokens
+         : IsLorenzo(config_)                    ? lorenzo_.fill_run_count()
+                                                 : 0;
+}
+
+uint64_t FrameContent::fill_bytes() const {
+  return fill_coding_ == format::kFillCodingMask ? mask_.section.size() : 8 * fill_run_count();
+}
+
+void FrameContent::WriteOutliers(uint8_t* index_at, uint8_t* residual_at) const {
+  if (IsLorenzo(config_)) return lorenzo_.WriteOutliers(index_at, residual_at);
+  for (size_t k = 0; k < interp_.outlier_index.size(); ++k) {
+    StoreLE<uint32_t>(index_at + 4 * k, interp_.outlier_index[k]);
+    StoreLE<int32_t>(residual_at + 4 * k, interp_.outlier_residual[k]);
+  }
+}
+
+void FrameContent::WriteVerbatim(const uint8_t* data, size_t element_size, uint8_t* index_at,
+                                 uint8_t* value_at) const {
+  if (IsLorenzo(config_)) return lorenzo_.WriteVerbatim(data, element_size, index_at, value_at);
+  for (size_t k = 0; k < interp_.verbatim_index.size(); ++k) {
+    const uint32_t i = interp_.verbatim_index[k];
+    StoreLE<uint32_t>(index_at + 4 * k, i);
+    std::memcpy(value_at + element_size * k, data + element_size * i, element_size);
+  }
+}
+
+void FrameContent::WriteFill(uint8_t* at) const {
+  if (fill_coding_ == format::kFillCodingMask) {
+    std::memcpy(at, mask_.section.data(), mask_.section.size());
+  } else if (IsLorenzo(config_)) {
+    lorenzo_.WriteFillRuns(at);
+  }
+}
+
+}  // namespace ebzip

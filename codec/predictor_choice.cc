@@ -1,0 +1,84 @@
+#include "codec/predictor_choice.h"
+
+#include <algorithm>
+
+#include "codec/cancel.h"
+#include "codec/entropy_coder.h"
+
+namespace ebzip {
+namespace {
+
+constexpr uint64_t kSampleElements = uint64_t{1} << 20;
+
+PredictorConfig Interp(int ndim, int interpolated, uint16_t tile, uint8_t order) {
+  PredictorConfig c;
+  c.predictor = format::kPredictorInterp;
+  c.order = order;
+  for (int d = 0; d < ndim; ++d) c.block[d] = d >= ndim - interpolated ? tile : 1;
+  return c;
+}
+
+}  // namespace
+
+std::vector<PredictorConfig> Candidates(const FrameParams& p) {
+  const int ndim = static_cast<int>(p.shape.size());
+  std::vector<PredictorConfig> out;
+  if (p.version < 2 || p.predictor != Predictor::kInterp) {
+    PredictorConfig lorenzo;
+    lorenzo.block = p.block;
+    out.push_back(lorenzo);
+  }
+  if (p.version < 2 || p.predictor == Predictor::kLorenzo) return out;
+  std::vector<std::pair<int, uint16_t>> tilings;  // (interpolated dims, tile)
+  if (ndim == 1) tilings = {{1, 256}};
+  if (ndim == 2) tilings = {{2, 32}, {2, 64}};
+  if (ndim >= 3) tilings = {{3, 16}, {2, 64}};
+  for (const auto& [dims, tile] : tilings) {
+    for (uint8_t order : {3, 1}) {
+      if (p.interp_order != 0 && p.interp_order != order) continue;
+      out.push_back(Interp(ndim, dims, tile, order));
+    }
+  }
+  return out;
+}
+
+uint64_t EstimateBits(const FrameParams& p, const FrameContent& content) {
+  const auto symbols = content.symbols();
+  uint64_t entropy = ~uint64_t{0};
+  if (p.lossless != Lossless::kZeroRuns) {
+    entropy = PlainCode(symbols, p.radius, p.max_code_length).bits;
+  }
+  if (p.version >= 2 && p.lossless != Lossless::kHuffman) {
+    entropy = std::min(entropy, RunCode(symbols, p.radius, p.chunk_symbols, p.max_code_length).bits);
+  }
+  return entropy + 64 * content.outlier_count() +
+         8 * (4 + DTypeSize(p.dtype)) * content.verbatim_count() + 8 * content.fill_bytes();
+}
+
+absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
+                                                const std::atomic<bool>* cancel) {
+  const std::vector<PredictorConfig> candidates = Candidates(p);
+  if (candidates.size() == 1) return candidates[0];
+  // The sample: the whole frame, or its middle rows.
+  FrameParams sample = p;
+  const uint8_t* sample_data = data;
+  uint64_t row = 1;
+  for (size_t d = 1; d < p.shape.size(); ++d) row *= p.shape[d];
+  if (row * p.shape[0] > kSampleElements) {
+    const uint64_t m = std::max<uint64_t>(1, kSampleElements / row);
+    sample.shape[0] = m;
+    sample_data += (p.shape[0] - m) / 2 * row * DTypeSize(p.dtype);
+  }
+  PredictorConfig best = candidates[0];
+  uint64_t best_bits = ~uint64_t{0};
+  for (const PredictorConfig& c : candidates) {
+    auto content = FrameContent::Predict(sample, c, sample_data, cancel);
+    if (!content.ok()) return content.status();
+    const uint64_t bits = EstimateBits(sample, *content);
+    if (bits < best_bits) best = c, best_bits = bits;
+  }
+  if (Cancelled(cancel)) return CancelledStatus("frame encoding");
+  return best;
+}
+
+}  // namespace ebzip

@@ -1,0 +1,32 @@
+// Which predictor codes a frame (FORMAT.md §15.9): each candidate runs on a
+// sample of the frame and the smallest estimated frame wins, the way SZ3
+// picks its predictor. Sizes of both entropy stages are exact from
+// histograms, so an estimate costs a prediction pass, not an encoding.
+#ifndef EBZIP_CODEC_PREDICTOR_CHOICE_H_
+#define EBZIP_CODEC_PREDICTOR_CHOICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codec/frame_codec.h"
+#include "codec/frame_content.h"
+
+namespace ebzip {
+
+// The candidates §15.9 lists for the frame, restricted by p.predictor and
+// p.interp_order, in order of preference.
+std::vector<PredictorConfig> Candidates(const FrameParams& p);
+
+// The frame's estimated size in bits with this content, under p.lossless.
+uint64_t EstimateBits(const FrameParams& p, const FrameContent& content);
+
+// The candidate with the smallest estimate on the frame's sample (the first
+// of equal ones). CANCELLED soon after *cancel is set.
+absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
+                                                const std::atomic<bool>* cancel);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_PREDICTOR_CHOICE_H_

@@ -1,0 +1,79 @@
+// Zero-run tokens (FORMAT.md §15.4): inside a chunk, a maximal run of k >= 2
+// positions whose symbol is `radius` (a zero residual) is coded as tokens of
+// class c = floor(log2 k) followed by c extra bits, which is what breaks
+// Huffman's floor of one bit per value. One definition of the tokens for the
+// encoder, the histogram the code is built from, and (through TokenAt) the
+// decoders, on the host and the device.
+#ifndef EBZIP_CODEC_RUN_TOKENS_H_
+#define EBZIP_CODEC_RUN_TOKENS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "codec/format.h"
+#include "codec/host_device.h"
+
+namespace ebzip {
+
+// Whether a frame's symbols are coded with run tokens, and the radius that
+// names the zero residual. Run tokens are the symbols base() .. base()+11.
+struct RunTokens {
+  bool enabled = false;
+  uint32_t radius = 0;
+
+  EBZIP_HD uint32_t base() const { return 2 * radius; }
+  EBZIP_HD bool IsRun(uint32_t symbol) const { return enabled && symbol >= base(); }
+};
+
+// The class of a run of k positions, 2 <= k <= kMaxRunPositions.
+EBZIP_HD inline int RunClass(uint32_t k) {
+  int c = 0;
+  while ((k >> (c + 1)) != 0) ++c;
+  return c;
+}
+
+// Calls token(symbol, extra_bits, extra_value, positions) for every token
+// of the positions `symbols` (one chunk), in order (§15.8's split of long
+// runs). Without runs, every symbol is its own token.
+template <typename Fn>
+void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn token) {
+  const uint64_t n = symbols.size();
+  for (uint64_t i = 0; i < n;) {
+    const uint16_t s = symbols[i];
+    if (!runs.enabled || s != runs.radius) {
+      token(s, 0, 0u, 1u);
+      ++i;
+      continue;
+    }
+    uint64_t k = 1;
+    while (i + k < n && symbols[i + k] == s) ++k;
+    i += k;
+    while (k >= format::kMaxRunPositions + 1) {
+      token(runs.base() + format::kRunClasses - 1, format::kRunClasses,
+            (1u << format::kRunClasses) - 1, format::kMaxRunPositions);
+      k -= format::kMaxRunPositions;
+    }
+    if (k >= 2) {
+      const int c = RunClass(static_cast<uint32_t>(k));
+      token(runs.base() + c - 1, c, static_cast<uint32_t>(k) - (1u << c),
+            static_cast<uint32_t>(k));
+    } else if (k == 1) {
+      token(s, 0, 0u, 1u);
+    }
+  }
+}
+
+// The histogram of the tokens of `symbols` cut into chunks of chunk_symbols
+// (alphabet 2 * radius, plus the run classes when enabled), and the extra
+// bits they carry.
+struct TokenStats {
+  std::vector<uint32_t> histogram;
+  uint64_t extra_bits = 0;
+};
+TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
+                          const RunTokens& runs);
+
+}  // namespace ebzip
+
+#endif  // EBZIP_CODEC_RUN_TOKENS_H_
