@@ -1,0 +1,790 @@
+#include "codec/interp_predictor.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "codec/cancel.h"
+#include "codec/format.h"
+#include "codec/lorenzo.h"
+#include "codec/parallel.h"
+#include "codec/quantize_point.h"
+
+namespace ebzip {
+namespace {
+
+constexpr uint64_t kRange = 1 << 16;  // elements per parallel task
+constexpr uint16_t kAnchorBlock = 8;  // the anchor grid's Lorenzo block (§15.5.1)
+constexpr uint64_t kMaxTile = 32768;
+constexpr absl::string_view kEncoding = "interpolation encoding";
+constexpr absl::string_view kDecoding = "interpolation decoding";
+
+using Coords = std::array<uint64_t, kMaxDims>;
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Frees a vector's storage (assigning {} would keep it).
+template <typename V>
+void Release(V& v) {
+  V().swap(v);
+}
+
+// The frame seen as 4-D: ranks below 4 get leading batch dimensions of
+// extent 1, which changes neither the tiles, the passes nor the C order.
+struct Geometry {
+  Coords dims{1, 1, 1, 1};
+  Coords stride{};
+  std::array<bool, kMaxDims> interp{};
+  uint64_t tile = 0;         // T
+  Coords tiles{1, 1, 1, 1};  // tile ranges per dimension = the anchor grid's extents
+  std::array<uint16_t, kMaxDims> anchor_block{1, 1, 1, 1};
+  uint64_t n = 1;
+  uint64_t num_tiles = 1;
+
+  uint64_t Index(const Coords& c) const {
+    return c[0] * stride[0] + c[1] * stride[1] + c[2] * stride[2] + c[3];
+  }
+  // The element index of the anchor of the tile at tile coordinates k.
+  uint64_t AnchorIndex(const Coords& k) const {
+    uint64_t i = 0;
+    for (int d = 0; d < kMaxDims; ++d) i += (interp[d] ? k[d] * tile : k[d]) * stride[d];
+    return i;
+  }
+  // Bit d is set when the tile at k is cut short by the frame's edge along
+  // interpolated dimension d. Tiles of one key have one shape.
+  unsigned ShapeKey(const Coords& k) const {
+    unsigned key = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (interp[d] && k[d] + 1 == tiles[d] && dims[d] % tile != 0) key |= 1u << d;
+    }
+    return key;
+  }
+  // The extents of the tiles of `key`, or false when no tile has that key.
+  bool Extents(unsigned key, Coords* extent) const {
+    for (int d = 0; d < kMaxDims; ++d) {
+      const bool cut = (key >> d) & 1;
+      if (!interp[d]) {
+        if (cut) return false;
+        (*extent)[d] = 1;
+      } else if (cut) {
+        if (dims[d] % tile == 0) return false;
+        (*extent)[d] = dims[d] % tile;
+      } else {
+        if (dims[d] < tile) return false;
+        (*extent)[d] = tile;
+      }
+    }
+    return true;
+  }
+};
+
+Geometry MakeGeometry(const InterpParams& p) {
+  Geometry g;
+  const int rank = static_cast<int>(p.shape.size());
+  const int pad = kMaxDims - rank;
+  for (int i = 0; i < rank; ++i) {
+    g.dims[pad + i] = p.shape[i];
+    g.anchor_block[pad + i] = kAnchorBlock;
+    if (p.tile[i] > 1) {
+      g.interp[pad + i] = true;
+      g.tile = p.tile[i];
+    }
+  }
+  g.stride[kMaxDims - 1] = 1;
+  for (int d = kMaxDims - 2; d >= 0; --d) g.stride[d] = g.stride[d + 1] * g.dims[d + 1];
+  for (int d = 0; d < kMaxDims; ++d) {
+    g.tiles[d] = g.interp[d] ? CeilDiv(g.dims[d], g.tile) : g.dims[d];
+    g.n *= g.dims[d];
+    g.num_tiles *= g.tiles[d];
+  }
+  return g;
+}
+
+// The anchor grid with its Lorenzo blocks, for lorenzo.h.
+BlockGrid AnchorGrid(const Geometry& g) {
+  BlockGrid grid;
+  for (int d = 0; d < kMaxDims; ++d) {
+    grid.dims[d] = g.tiles[d];
+    grid.block[d] = g.anchor_block[d];
+  }
+  return grid;
+}
+
+// Calls fn(t, k) for the tiles t in [begin, end) in order, k being tile t's
+// coordinates (row-major over the tile ranges, which is also the anchor
+// grid's C order). One division per dimension per call, not per tile.
+template <typename Fn>
+void ForEachTile(const Geometry& g, uint64_t begin, uint64_t end, Fn fn) {
+  if (begin >= end) return;
+  Coords k;
+  uint64_t rest = begin;
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    k[d] = rest % g.tiles[d];
+    rest /= g.tiles[d];
+  }
+  for (uint64_t t = begin; t < end; ++t) {
+    fn(t, k);
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (++k[d] < g.tiles[d]) break;
+      k[d] = 0;
+    }
+  }
+}
+
+// The elements of pass (h, d) (§15.5.2) within the box [0, extent) from a
+// tile's origin or the frame's: along each dimension an arithmetic
+// progression, because tiles start at multiples of T and every congruence
+// of the pass is modulo a divisor of T.
+struct Lattice {
+  Coords first, step, count;
+};
+
+Lattice PassLattice(const Geometry& g, const Coords& extent, uint64_t h, int d) {
+  Lattice l;
+  for (int e = 0; e < kMaxDims; ++e) {
+    uint64_t first = 0, step = 1;  // batch: every index
+    if (g.interp[e]) {
+      if (e == d) {
+        first = h;
+        step = 2 * h;
+      } else {
+        step = e < d ? h : 2 * h;
+      }
+    }
+    l.first[e] = first;
+    l.step[e] = step;
+    l.count[e] = extent[e] > first ? CeilDiv(extent[e] - first, step) : 0;
+  }
+  return l;
+}
+
+// Calls fn(h, d) for every pass, in the order of §15.5.2.
+template <typename Fn>
+void ForEachPass(const Geometry& g, Fn fn) {
+  for (uint64_t h = g.tile / 2; h >= 1; h /= 2) {
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (g.interp[d]) fn(h, d);
+    }
+  }
+}
+
+// Symbol order (§15.5.3): each tile's positions are consecutive, tiles in
+// order; within a tile, the anchor, then the passes. The elements of a tile
+// in that order, as offsets from its anchor, depend only on the tile's
+// shape, of which there are at most 2^4 (cut short or not along each
+// interpolated dimension), so each shape's list is built once and every tile
+// is gathered or scattered on its own, in parallel.
+class SymbolOrder {
+ public:
+  // Fails only when cancelled.
+  static absl::Status Make(const Geometry& g, const uint8_t* fill, const std::atomic<bool>* cancel,
+                           SymbolOrder* order) {
+    order->g_ = &g;
+    order->fill_ = fill;
+    for (unsigned key = 0; key < order->offsets_.size(); ++key) {
+      Coords extent;
+      if (g.Extents(key, &extent)) order->offsets_[key] = TileOffsets(g, extent);
+    }
+    for (const auto& list : order->offsets_) {
+      order->max_tile_volume_ = std::max<uint64_t>(order->max_tile_volume_, list.size());
+    }
+    // Each tile's symbol count, then their prefix sums: a frame has fewer
+    // than 2^32 elements, so positions fit 32 bits.
+    std::vector<uint32_t>& start = order->start_;
+    start.assign(g.num_tiles + 1, 0);
+    order->ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
+      uint64_t count = list.size();
+      if (fill != nullptr) {
+        for (size_t j = 1; j < list.size(); ++j) count -= fill[base + list[j]];
+      }
+      start[t] = static_cast<uint32_t>(count);
+    });
+    if (Cancelled(cancel)) return absl::CancelledError();
+    uint32_t total = 0;
+    for (uint64_t t = 0; t <= g.num_tiles; ++t) {
+      const uint32_t count = start[t];
+      start[t] = total;
+      total += count;
+    }
+    return absl::OkStatus();
+  }
+
+  uint64_t size() const { return start_.back(); }  // S
+
+  // Calls fn(position, element) for every symbol position, tile by tile in
+  // parallel (positions in increasing order within a tile), and
+  // fn_anchor(position, element) instead for the anchors'.
+  template <typename Fn, typename AnchorFn>
+  void ForEachPosition(const std::atomic<bool>* cancel, Fn fn, AnchorFn fn_anchor) const {
+    ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
+      uint64_t pos = start_[t];
+      fn_anchor(pos++, base);
+      for (size_t j = 1; j < list.size(); ++j) {
+        const uint64_t i = base + list[j];
+        if (fill_ == nullptr || !fill_[i]) fn(pos++, i);
+      }
+    });
+  }
+
+ private:
+  static std::vector<uint32_t> TileOffsets(const Geometry& g, const Coords& extent) {
+    std::vector<uint32_t> list{0};  // the anchor
+    ForEachPass(g, [&](uint64_t h, int d) {
+      const Lattice l = PassLattice(g, extent, h, d);
+      for (uint64_t a = 0; a < l.count[0]; ++a) {
+        for (uint64_t b = 0; b < l.count[1]; ++b) {
+          for (uint64_t c = 0; c < l.count[2]; ++c) {
+            for (uint64_t e = 0; e < l.count[3]; ++e) {
+              list.push_back(static_cast<uint32_t>(
+                  g.Index({l.first[0] + a * l.step[0], l.first[1] + b * l.step[1],
+                           l.first[2] + c * l.step[2], l.first[3] + e * l.step[3]})));
+            }
+          }
+        }
+      }
+    });
+    return list;
+  }
+
+  // Runs fn(t, anchor index, offset list) for every tile, in parallel
+  // batches of about kRange elements.
+  template <typename Fn>
+  void ForTileTasks(const std::atomic<bool>* cancel, Fn fn) const {
+    const Geometry& g = *g_;
+    const uint64_t per_task = std::max<uint64_t>(1, kRange / max_tile_volume_);
+    ParallelFor(CeilDiv(g.num_tiles, per_task), [&](uint64_t task) {
+      if (Cancelled(cancel)) return;
+      ForEachTile(
+          g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+          [&](uint64_t t, const Coords& k) { fn(t, g.AnchorIndex(k), offsets_[g.ShapeKey(k)]); });
+    });
+  }
+
+  const Geometry* g_ = nullptr;
+  const uint8_t* fill_ = nullptr;
+  std::array<std::vector<uint32_t>, 1u << kMaxDims> offsets_;  // by shape key
+  uint64_t max_tile_volume_ = 1;
+  std::vector<uint32_t> start_;  // per tile its first position; then S
+};
+
+// Gives every fill or verbatim anchor its placeholder q (§10.2 over the
+// anchor grid, §15.8): the q of the first quantized anchor of its own
+// Lorenzo block in row-major order, or 0 when the block has none. The
+// decoder reconstructs whatever q was chosen and overwrites the element's
+// output, so any q would be valid; this one is what ebzip's writers choose.
+// Being near the data, it keeps both the anchors' Lorenzo residuals and the
+// interpolation from this anchor's working value free of a cliff.
+// QuantizePoint left their q at 0.
+void ApplyAnchorPlaceholders(const BlockGrid& grid, const std::vector<uint8_t>& quantized,
+                             int32_t* q, const std::atomic<bool>* cancel) {
+  Coords blocks;
+  uint64_t count = 1, volume = 1;
+  for (int d = 0; d < kMaxDims; ++d) {
+    blocks[d] = CeilDiv(grid.dims[d], grid.block[d]);
+    count *= blocks[d];
+    volume *= grid.block[d];
+  }
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / volume);
+  ParallelFor(CeilDiv(count, per_task), [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    const uint64_t end = std::min(count, (task + 1) * per_task);
+    for (uint64_t b = task * per_task; b < end; ++b) {
+      Coords lo, hi;
+      uint64_t rest = b;
+      for (int d = kMaxDims - 1; d >= 0; --d) {
+        lo[d] = rest % blocks[d] * grid.block[d];
+        hi[d] = std::min(grid.dims[d], lo[d] + grid.block[d]);
+        rest /= blocks[d];
+      }
+      // Visits the block in row-major order until fn returns false.
+      auto visit = [&](auto fn) {
+        for (uint64_t x0 = lo[0]; x0 < hi[0]; ++x0) {
+          for (uint64_t x1 = lo[1]; x1 < hi[1]; ++x1) {
+            for (uint64_t x2 = lo[2]; x2 < hi[2]; ++x2) {
+              for (uint64_t x3 = lo[3]; x3 < hi[3]; ++x3) {
+                if (!fn(((x0 * grid.dims[1] + x1) * grid.dims[2] + x2) * grid.dims[3] + x3)) {
+                  return;
+                }
+              }
+            }
+          }
+        }
+      };
+      int32_t placeholder = 0;
+      bool found = false;
+      visit([&](uint64_t i) {
+        found = quantized[i] != 0;
+        if (found) placeholder = q[i];
+        return !found;
+      });
+      if (!found || placeholder == 0) continue;
+      visit([&](uint64_t i) {
+        if (!quantized[i]) q[i] = placeholder;
+        return true;
+      });
+    }
+  });
+}
+
+// The x of §15.8 that is kept verbatim whatever the prediction: NaN, ±Inf,
+// -0.0 and subnormals (exponent all ones, or zero with a non-zero pattern).
+template <typename T>
+bool IsSpecial(T x) {
+  using Bits = typename FloatTraits<T>::Bits;
+  const Bits bits = ToBits(x);
+  const Bits exponent = bits & FloatTraits<T>::kExponent;
+  return exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0);
+}
+
+// Which of the neighbours a (p_d - 3h), c (p_d + h) and e (p_d + 3h) lie in
+// the window [lo, hi] of an element at index pd along d (b, p_d - h, always
+// does).
+struct Neighbours {
+  bool a, c, e;
+};
+
+Neighbours Available(uint64_t pd, uint64_t h, uint64_t tile, uint64_t extent) {
+  const uint64_t lo = pd & ~(tile - 1);  // T is a power of two
+  const uint64_t hi = std::min(lo + tile, extent - 1);
+  return {pd >= lo + 3 * h, pd + h <= hi, pd + 3 * h <= hi};
+}
+
+// §15.5.2's prediction of element i from its neighbours s elements apart in
+// memory. Each operation is one binary64 operation in the order the table
+// writes it; nothing may be contracted or reassociated.
+template <typename T>
+double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
+  const double b = static_cast<double>(w[i - s]);
+  double pred;
+  if (cubic && nb.a && nb.c && nb.e) {
+    const double a = static_cast<double>(w[i - 3 * s]);
+    const double c = static_cast<double>(w[i + s]);
+    const double e = static_cast<double>(w[i + 3 * s]);
+    pred = (9.0 * (b + c) - (a + e)) * 0.0625;
+  } else if (cubic && nb.a && nb.c) {
+    const double a = static_cast<double>(w[i - 3 * s]);
+    const double c = static_cast<double>(w[i + s]);
+    pred = ((6.0 * b + 3.0 * c) - a) * 0.125;
+  } else if (cubic && nb.c && nb.e) {
+    const double c = static_cast<double>(w[i + s]);
+    const double e = static_cast<double>(w[i + 3 * s]);
+    pred = ((3.0 * b + 6.0 * c) - e) * 0.125;
+  } else if (nb.c) {
+    pred = (b + static_cast<double>(w[i + s])) * 0.5;
+  } else if (nb.a) {
+    pred = (3.0 * b - static_cast<double>(w[i - 3 * s])) * 0.5;
+  } else {
+    pred = b;
+  }
+  return std::isfinite(pred) ? pred : 0.0;
+}
+
+// w = narrow_T(pred + f64(ρ) × quant_step). ρ is converted from an integer,
+// so a zero residual adds +0.0 on both sides: rint(-0.3) would be -0.0, and
+// -0.0 + -0.0 keeps the sign that the decoder's -0.0 + +0.0 loses.
+template <typename T>
+T Reconstruct(double pred, int32_t rho, double step) {
+  return Narrow<T>(pred + static_cast<double>(rho) * step);
+}
+
+// What a pass reads and writes, element-indexed.
+template <typename T>
+struct PassData {
+  T* w = nullptr;                 // working values
+  uint16_t* sym = nullptr;        // symbols
+  uint8_t* verbatim = nullptr;    // encoder: 1 where the element is verbatim
+  const T* x = nullptr;           // encoder: the input
+  const uint8_t* fill = nullptr;  // null without a fill value
+  double step = 0;
+  double abs_bound = 0;
+  int32_t radius = 0;
+  bool cubic = false;
+};
+
+// The encoder's decision for one element that is not an anchor (§15.8).
+template <typename T>
+void EncodeElement(const PassData<T>& pd, uint64_t i, double pred) {
+  if (pd.fill != nullptr && pd.fill[i]) {
+    pd.w[i] = Reconstruct<T>(pred, 0, pd.step);
+    return;
+  }
+  const T x = pd.x[i];
+  const double xd = static_cast<double>(x);
+  const double r = (xd - pred) / pd.step;
+  int32_t rho = 0;
+  T y{};
+  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(pd.radius - 1);
+  if (ok) {
+    rho = static_cast<int32_t>(std::rint(r));
+    y = Reconstruct<T>(pred, rho, pd.step);
+    ok = std::fabs(static_cast<double>(y) - xd) <= pd.abs_bound;
+  }
+  if (!ok) {
+    rho = 0;
+    y = Reconstruct<T>(pred, 0, pd.step);
+    pd.verbatim[i] = 1;
+  }
+  pd.sym[i] = static_cast<uint16_t>(rho + pd.radius);
+  pd.w[i] = y;
+}
+
+template <typename T>
+void DecodeElement(const PassData<T>& pd, uint64_t i, double pred) {
+  const int32_t rho =
+      pd.fill != nullptr && pd.fill[i] ? 0 : static_cast<int32_t>(pd.sym[i]) - pd.radius;
+  pd.w[i] = Reconstruct<T>(pred, rho, pd.step);
+}
+
+// Pass (h, d) over the whole frame: its elements depend only on anchors and
+// earlier passes, never on each other, so lines of the lattice run in
+// parallel.
+template <typename T, bool kEncode>
+void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
+             const std::atomic<bool>* cancel) {
+  const Lattice l = PassLattice(g, g.dims, h, d);
+  const uint64_t lines = l.count[0] * l.count[1] * l.count[2];
+  const uint64_t length = l.count[3];
+  if (lines == 0 || length == 0) return;
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / length);
+  const uint64_t s = h * g.stride[d];
+  auto element = [&](uint64_t i, Neighbours nb) {
+    const double pred = Predict(pd.w, i, s, nb, pd.cubic);
+    if constexpr (kEncode) {
+      EncodeElement(pd, i, pred);
+    } else {
+      DecodeElement(pd, i, pred);
+    }
+  };
+  ParallelFor(CeilDiv(lines, per_task), [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    const uint64_t end = std::min(lines, (task + 1) * per_task);
+    for (uint64_t line = task * per_task; line < end; ++line) {
+      Coords c;
+      c[3] = l.first[3];
+      uint64_t rest = line;
+      for (int e = 2; e >= 0; --e) {
+        c[e] = l.first[e] + rest % l.count[e] * l.step[e];
+        rest /= l.count[e];
+      }
+      const uint64_t row = g.Index(c);
+      if (d == kMaxDims - 1) {
+        for (uint64_t j = 0; j < length; ++j) {
+          const uint64_t x = l.first[3] + j * l.step[3];
+          element(row + j * l.step[3], Available(x, h, g.tile, g.dims[d]));
+        }
+      } else {
+        // The window along d is the same for the whole line.
+        const Neighbours nb = Available(c[d], h, g.tile, g.dims[d]);
+        for (uint64_t j = 0; j < length; ++j) element(row + j * l.step[3], nb);
+      }
+    }
+  });
+}
+
+template <typename T, bool kEncode>
+absl::Status RunPasses(const Geometry& g, const PassData<T>& pd, const std::atomic<bool>* cancel) {
+  ForEachPass(g, [&](uint64_t h, int d) { RunPass<T, kEncode>(g, pd, h, d, cancel); });
+  if (Cancelled(cancel)) return CancelledStatus(kEncode ? kEncoding : kDecoding);
+  return absl::OkStatus();
+}
+
+// Lists, in increasing order, f(i) for the i < count with keep(i): each
+// range of kRange counts its own, then writes them at its offset.
+template <typename Out, typename Keep, typename Value>
+void CollectInOrder(uint64_t count, Keep keep, Value value, std::vector<Out>* out) {
+  const uint64_t ranges = CeilDiv(count, kRange);
+  std::vector<uint64_t> offset(ranges + 1, 0);
+  ParallelFor(ranges, [&](uint64_t r) {
+    const uint64_t end = std::min(count, (r + 1) * kRange);
+    uint64_t k = 0;
+    for (uint64_t i = r * kRange; i < end; ++i) k += keep(i);
+    offset[r + 1] = k;
+  });
+  for (uint64_t r = 0; r < ranges; ++r) offset[r + 1] += offset[r];
+  out->resize(offset[ranges]);
+  ParallelFor(ranges, [&](uint64_t r) {
+    const uint64_t end = std::min(count, (r + 1) * kRange);
+    uint64_t k = offset[r];
+    for (uint64_t i = r * kRange; i < end && k < offset[r + 1]; ++i) {
+      if (keep(i)) (*out)[k++] = value(i);
+    }
+  });
+}
+
+// The anchors (§15.5.1, §15.8): quantized as version 1 quantizes elements,
+// placeholders over the anchor grid's blocks, Lorenzo residuals on that grid;
+// sets their working values and symbols, and lists the outliers.
+template <typename T>
+absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassData<T>& pd,
+                           InterpEncoded* out, const std::atomic<bool>* cancel) {
+  const uint64_t count = g.num_tiles;
+  const uint64_t ranges = CeilDiv(count, kRange);
+  std::vector<int32_t> q(count);
+  std::vector<uint8_t> quantized(count);
+  std::vector<uint32_t> element(count);  // each anchor's element index
+  // The fill test is the caller's mask, so the rule has no fill value.
+  const QuantRule rule{p.abs_bound, p.quant_step, false, 0};
+  std::atomic<bool> any_other{false};
+  ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
+    bool other = false;
+    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
+      const uint64_t i = g.AnchorIndex(k);
+      element[t] = static_cast<uint32_t>(i);
+      PointKind kind = PointKind::kFill;
+      q[t] = 0;
+      if (pd.fill == nullptr || !pd.fill[i]) kind = QuantizePoint(pd.x[i], rule, &q[t]);
+      quantized[t] = kind == PointKind::kQuantized;
+      pd.verbatim[i] = kind == PointKind::kVerbatim;
+      other |= kind != PointKind::kQuantized;
+    });
+    if (other) any_other.store(true, std::memory_order_relaxed);
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+
+  const BlockGrid grid = AnchorGrid(g);
+  if (any_other.load()) ApplyAnchorPlaceholders(grid, quantized, q.data(), cancel);
+  Release(quantized);
+  ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
+    const uint64_t end = std::min(count, (r + 1) * kRange);
+    for (uint64_t t = r * kRange; t < end; ++t) pd.w[element[t]] = Dequantize<T>(q[t], pd.step);
+  });
+  LorenzoForward(grid, q.data(), cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+
+  // |q| <= 2^26 (QuantizePoint), so residuals fit an i32 (lorenzo.h).
+  const int64_t radius = pd.radius;
+  auto is_outlier = [&](uint64_t t) { return q[t] <= -radius || q[t] >= radius; };
+  ParallelFor(ranges, [&](uint64_t r) {
+    const uint64_t end = std::min(count, (r + 1) * kRange);
+    for (uint64_t t = r * kRange; t < end; ++t) {
+      pd.sym[element[t]] = is_outlier(t) ? 0 : static_cast<uint16_t>(q[t] + radius);
+    }
+  });
+  // The anchor grid's C order is increasing element index.
+  CollectInOrder(
+      count, is_outlier, [&](uint64_t t) { return element[t]; }, &out->outlier_index);
+  CollectInOrder(
+      count, is_outlier, [&](uint64_t t) { return q[t]; }, &out->outlier_residual);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, InterpEncoded* out,
+                     const std::atomic<bool>* cancel) {
+  const Geometry g = MakeGeometry(p);
+  *out = InterpEncoded{};
+  std::vector<T> w(g.n);
+  std::vector<uint16_t> sym(g.n);
+  std::vector<uint8_t> verbatim(g.n);
+  PassData<T> pd;
+  pd.w = w.data();
+  pd.sym = sym.data();
+  pd.verbatim = verbatim.data();
+  pd.x = data;
+  pd.fill = fill;
+  pd.step = p.quant_step;
+  pd.abs_bound = p.abs_bound;
+  pd.radius = static_cast<int32_t>(p.radius);
+  pd.cubic = p.order == InterpOrder::kCubic;
+
+  if (absl::Status s = EncodeAnchors(g, p, pd, out, cancel); !s.ok()) return s;
+  if (absl::Status s = RunPasses<T, true>(g, pd, cancel); !s.ok()) return s;
+  Release(w);
+
+  SymbolOrder order;
+  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kEncoding);
+  out->symbols.resize(order.size());
+  uint16_t* symbols = out->symbols.data();
+  auto gather = [&](uint64_t pos, uint64_t i) { symbols[pos] = sym[i]; };
+  order.ForEachPosition(cancel, gather, gather);
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+  Release(sym);
+
+  CollectInOrder(
+      g.n, [&](uint64_t i) { return verbatim[i] != 0; },
+      [](uint64_t i) { return static_cast<uint32_t>(i); }, &out->verbatim_index);
+  return absl::OkStatus();
+}
+
+absl::Status Corrupt(absl::string_view what) {
+  return format::CorruptArchive(absl::StrCat("interpolation: ", what));
+}
+
+// The anchors' residuals (outliers' from the outlier section) -> inverse
+// Lorenzo on the anchor grid -> their working values.
+template <typename T>
+absl::Status DecodeAnchors(const Geometry& g, const PassData<T>& pd,
+                           absl::Span<const uint32_t> outlier_index,
+                           absl::Span<const int32_t> outlier_residual,
+                           const std::atomic<bool>* cancel) {
+  const uint64_t count = g.num_tiles;
+  const uint64_t ranges = CeilDiv(count, kRange);
+  std::vector<int32_t> q(count);
+  ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
+    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
+      q[t] = static_cast<int32_t>(pd.sym[g.AnchorIndex(k)]) - pd.radius;
+    });
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  for (size_t j = 0; j < outlier_index.size(); ++j) {
+    if (j % kRange == 0 && Cancelled(cancel)) return CancelledStatus(kDecoding);
+    const uint64_t i = outlier_index[j];
+    if (i >= g.n) return Corrupt("outlier index beyond the frame");
+    uint64_t t = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      uint64_t x = i / g.stride[d] % g.dims[d];
+      if (g.interp[d]) {
+        if (x % g.tile != 0) return Corrupt("outlier at an element that is not an anchor");
+        x /= g.tile;
+      }
+      t = t * g.tiles[d] + x;
+    }
+    if (pd.sym[i] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
+    q[t] = outlier_residual[j];
+  }
+  const BlockGrid grid = AnchorGrid(g);
+  LorenzoInverse(grid, q.data(), cancel);
+  ParallelFor(ranges, [&](uint64_t r) {
+    if (Cancelled(cancel)) return;
+    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
+      pd.w[g.AnchorIndex(k)] = Dequantize<T>(q[t], pd.step);
+    });
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
+                     absl::Span<const uint32_t> outlier_index,
+                     absl::Span<const int32_t> outlier_residual, const uint8_t* fill, T* out,
+                     const std::atomic<bool>* cancel) {
+  const Geometry g = MakeGeometry(p);
+  SymbolOrder order;
+  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kDecoding);
+  if (symbols.size() != order.size()) {
+    return Corrupt(absl::StrCat(symbols.size(), " symbols where the frame has ", order.size(),
+                                " symbol positions"));
+  }
+  if (outlier_index.size() != outlier_residual.size()) {
+    return Corrupt("outlier indices and residuals differ in number");
+  }
+
+  // Symbols to their elements. Every check is made here, so the passes
+  // below cannot fail.
+  std::vector<uint16_t> sym(g.n);
+  const uint32_t alphabet = 2 * p.radius;
+  std::atomic<uint64_t> zeros{0};
+  std::atomic<bool> bad_zero{false}, bad_symbol{false};
+  order.ForEachPosition(
+      cancel,
+      [&](uint64_t pos, uint64_t i) {
+        sym[i] = symbols[pos];
+        if (symbols[pos] == 0) bad_zero.store(true, std::memory_order_relaxed);
+        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
+      },
+      [&](uint64_t pos, uint64_t i) {
+        sym[i] = symbols[pos];
+        if (symbols[pos] == 0) zeros.fetch_add(1, std::memory_order_relaxed);
+        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
+      });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (bad_symbol.load()) return Corrupt("symbol beyond the alphabet");
+  if (bad_zero.load()) return Corrupt("symbol 0 (an outlier) at an element that is not an anchor");
+  if (zeros.load() != outlier_index.size()) {
+    return Corrupt("outlier count disagrees with the symbols");
+  }
+
+  PassData<T> pd;
+  pd.w = out;
+  pd.sym = sym.data();
+  pd.fill = fill;
+  pd.step = p.quant_step;
+  pd.radius = static_cast<int32_t>(p.radius);
+  pd.cubic = p.order == InterpOrder::kCubic;
+  if (absl::Status s = DecodeAnchors(g, pd, outlier_index, outlier_residual, cancel); !s.ok()) {
+    return s;
+  }
+  return RunPasses<T, false>(g, pd, cancel);
+}
+
+bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+absl::Status ValidateInterpParams(const InterpParams& p) {
+  auto invalid = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("interpolation: ", what));
+  };
+  if (p.dtype != DType::kFloat32 && p.dtype != DType::kFloat64) return invalid("bad dtype");
+  const size_t rank = p.shape.size();
+  if (rank < 1 || rank > kMaxDims) return invalid("rank must be 1 to 4");
+  uint64_t n = 1;
+  for (uint64_t extent : p.shape) {
+    if (extent == 0) return invalid("a dimension has extent 0");
+    if (extent > format::kMaxFrameElements || n > format::kMaxFrameElements / extent) {
+      return invalid("more than 2^32 - 1 elements in a frame");
+    }
+    n *= extent;
+  }
+  uint64_t t = 0;
+  for (size_t d = 0; d < kMaxDims; ++d) {
+    const uint64_t b = p.tile[d];
+    if (d >= rank) {
+      if (b != 0) return invalid("tile extents beyond the rank must be 0");
+      continue;
+    }
+    if (b == 1) continue;
+    if (b < 2 || b > kMaxTile || !IsPowerOfTwo(b)) {
+      return invalid("a tile extent must be 1 or a power of two from 2 to 32768");
+    }
+    if (t != 0 && b != t) return invalid("the interpolated dimensions must share one tile extent");
+    t = b;
+  }
+  if (t == 0) return invalid("at least one dimension must be interpolated");
+  if (p.order != InterpOrder::kLinear && p.order != InterpOrder::kCubic) {
+    return invalid("order must be 1 (linear) or 3 (cubic)");
+  }
+  if (p.radius < 1 || p.radius > format::kMaxRadius) return invalid("radius must be 1 to 32768");
+  if (!(std::isfinite(p.quant_step) && p.quant_step > 0)) {
+    return invalid("quant_step must be finite and > 0");
+  }
+  if (!(std::isfinite(p.abs_bound) && p.abs_bound >= 0)) {
+    return invalid("abs_bound must be finite and >= 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InterpEncode(const InterpParams& params, const uint8_t* data, const uint8_t* fill_mask,
+                          InterpEncoded* out, const std::atomic<bool>* cancel) {
+  if (absl::Status s = ValidateInterpParams(params); !s.ok()) return s;
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+  if (params.dtype == DType::kFloat32) {
+    return EncodeT(params, reinterpret_cast<const float*>(data), fill_mask, out, cancel);
+  }
+  return EncodeT(params, reinterpret_cast<const double*>(data), fill_mask, out, cancel);
+}
+
+absl::Status InterpDecode(const InterpParams& params, absl::Span<const uint16_t> symbols,
+                          absl::Span<const uint32_t> outlier_index,
+                          absl::Span<const int32_t> outlier_residual, const uint8_t* fill_mask,
+                          uint8_t* out, const std::atomic<bool>* cancel) {
+  if (absl::Status s = ValidateInterpParams(params); !s.ok()) return s;
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (params.dtype == DType::kFloat32) {
+    return DecodeT(params, symbols, outlier_index, outlier_residual, fill_mask,
+                   reinterpret_cast<float*>(out), cancel);
+  }
+  return DecodeT(params, symbols, outlier_index, outlier_residual, fill_mask,
+                 reinterpret_cast<double*>(out), cancel);
+}
+
+}  // namespace ebzip
