@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
-"""usage: read_by_spec.py ARCHIVE.ebz OUT.raw
+"""usage: read_by_spec.py ARCHIVE.ebz OUT.raw [--metadata OUT.json]
 
 An independent .ebz decoder written only from FORMAT.md (the § numbers refer
-to it); pure Python 3 standard library, slow and strict. Writes the decoded
-array (raw little-endian elements, C order) and prints a one-line summary;
-exits 1 with "corrupt archive: ..." on any violation."""
+to it); pure Python 3 standard library, slow and strict. Reads format
+versions 1 and 2 (§15). Writes the decoded array (raw little-endian elements,
+C order) and prints a one-line summary; exits 1 with "corrupt archive: ..." on
+any violation. With --metadata, also writes the archive's metadata document
+(§15.1) to OUT.json, byte for byte as stored; when the archive has none, that
+file is not written."""
 import bisect
 import collections
+import itertools
+import json
 import math
 import struct
 import sys
 
+NEWEST_VERSION = 2
 FLT_MAX, FLT_OVERFLOW = 3.4028234663852886e38, 3.4028235677973366e38  # FLT_MAX + 1/2 ulp
 SECTIONS = ("code lengths", "chunk index", "gap array", "bitstream", "outliers", "verbatim",
             "fill runs")
 FILE_HEADER = struct.Struct("<IHHBBBBI4QdddQQII")  # §3, 96 bytes
-FRAME_HEADER = struct.Struct("<IHHBBBBBBH4QQddddII4HIIQQQ" + "QII" * 7 + "II")  # §4.1
+FRAME_HEADER = struct.Struct("<IHHBBBBBBBB4QQddddII4HIIQQQ" + "QII" * 7 + "BBHI")  # §4.1, §15.2
 assert FILE_HEADER.size == 96 and FRAME_HEADER.size == 256
+RUN_CLASSES = 12  # §15.4: run tokens of classes 1..12
+MAX_RUN, MAX_MASK_RUN, MASK_CHUNK = 8191, 8190, 4096  # §15.4, §15.6
 
 
 class Corrupt(Exception):
@@ -55,7 +63,12 @@ def align8(x):
 
 def check_magic_version(magic, want, version, what):  # §11: the version before the CRC
     check(magic == want, "bad %s magic" % what)
-    check(version == 1, "%s has format version %d; this reader supports 1" % (what, version))
+    check(1 <= version <= NEWEST_VERSION, "%s has format version %d; this reader supports 1 to %d"
+          % (what, version, NEWEST_VERSION))
+
+
+def is_pos_zero(x):
+    return struct.pack("<d", x) == bytes(8)
 
 
 def narrow(v, is_f32):
@@ -67,29 +80,73 @@ def narrow(v, is_f32):
     return struct.pack("<f", v)
 
 
+def narrow_value(v, is_f32):
+    """§8.4's narrow_T, then back to binary64 (exact): the value of a T as a Python float."""
+    return struct.unpack("<f", narrow(v, True))[0] if is_f32 else v
+
+
 def read_dims(values, ndim, what):  # used dimensions non-zero, unused ones zero
     check(all((x != 0) == (d < ndim) for d, x in enumerate(values)), what + " and rank disagree")
     return list(values[:ndim])
 
 
-def parse_file_header(buf):  # §3, §9.1
+def good_fill(fill, is_f32):  # §9.1 item 7 when a fill value is present
+    return math.isfinite(fill) and (not is_f32 or abs(fill) <= FLT_MAX)
+
+
+def parse_file_header(buf):  # §3, §9.1, §15.1
     check(len(buf) >= 96, "truncated: shorter than the file header")
     f = FILE_HEADER.unpack_from(buf, 0)
-    check_magic_version(f[0], 0x415A4245, f[1], "archive")
+    version = f[1]
+    check_magic_version(f[0], 0x415A4245, version, "archive")
     check(crc32c(buf[0:92]) == f[-1], "file header checksum mismatch")
-    (size, dtype, ndim, mode, flags, res1), dims = f[2:8], f[8:12]
+    (size, dtype, ndim, mode, flags, meta_bytes), dims = f[2:8], f[8:12]
     bound, abs_bound, fill, frame_rows, frame_count, res2 = f[12:18]
     check(size == 96 and dtype in (1, 2) and 1 <= ndim <= 4 and mode in (1, 2),
           "bad file header size, dtype, rank or mode")
-    check(flags & ~1 == 0 and res1 == 0 and res2 == 0, "reserved bits set")
+    # Offset 12 is reserved in version 1 and metadata_bytes in version 2 (§15.1).
+    check(flags & ~1 == 0 and res2 == 0 and (version >= 2 or meta_bytes == 0),
+          "reserved bits set")
+    check(meta_bytes == 0 or (meta_bytes % 8 == 0 and 16 <= meta_bytes <= 12 + 2**20 + 4),
+          "bad metadata_bytes")
     shape = read_dims(dims, ndim, "shape")
     check(math.prod(shape) * (4 if dtype == 1 else 8) < 2**64, "array too large")
     check(math.isfinite(bound) and bound > 0 and math.isfinite(abs_bound) and abs_bound >= 0
-          and (not flags & 1 or math.isfinite(fill)), "bad bound or fill value")
+          and not math.copysign(1, abs_bound) < 0, "bad bound")
+    check(good_fill(fill, dtype == 1) if flags & 1 else is_pos_zero(fill), "bad fill value")
     check(1 <= frame_rows <= shape[0] and frame_count == ceil_div(shape[0], frame_rows),
           "bad frame rows or frame count")
-    return dict(dtype=dtype, shape=shape, mode=mode, bound=bound, abs_bound=abs_bound,
-                fill=fill if flags & 1 else None, frame_rows=frame_rows, frame_count=frame_count)
+    check(frame_rows * math.prod(shape[1:]) <= 2**32 - 1, "frames too large")
+    return dict(version=version, dtype=dtype, shape=shape, mode=mode, bound=bound,
+                abs_bound=abs_bound, fill=fill if flags & 1 else None, frame_rows=frame_rows,
+                frame_count=frame_count, meta_bytes=meta_bytes)
+
+
+def parse_metadata(buf, fh):  # §15.1: the metadata block, or None
+    size = fh["meta_bytes"]
+    if size == 0:
+        return None
+    check(len(buf) >= 96 + size, "truncated: metadata block")
+    magic, length, crc = struct.unpack_from("<III", buf, 96)
+    check(magic == 0x4D5A4245, "bad metadata magic")
+    check(1 <= length <= 2**20 and size == align8(12 + length),
+          "metadata length disagrees with metadata_bytes")
+    doc = bytes(buf[108:108 + length])
+    check(crc32c(doc) == crc, "metadata checksum mismatch")
+    check(not any(buf[108 + length:96 + size]), "non-zero metadata padding")
+
+    def reject_constant(name):  # NaN, Infinity, -Infinity: Python's extensions, not RFC 8259
+        raise ValueError("%s is not JSON" % name)
+
+    try:  # RFC 8259 in strict UTF-8 (no BOM); numbers are not converted (no digit limits)
+        value = json.loads(doc.decode("utf-8"), parse_constant=reject_constant,
+                           parse_int=len, parse_float=len)
+    except RecursionError:
+        raise Corrupt("metadata: JSON nested too deeply for this reader") from None
+    except ValueError as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise Corrupt("metadata is not a JSON text in UTF-8: %s" % e) from None
+    check(isinstance(value, dict), "metadata's top-level value is not a JSON object")
+    return doc
 
 
 def parse_index(buf, fh):  # §7, §6
@@ -102,57 +159,100 @@ def parse_index(buf, fh):  # §7, §6
     check(magic == 0x495A4245 and n == count, "bad frame index magic or size")
     check(crc32c(buf[index_offset + 8:index_offset + 16 + 16 * n]) == crc,
           "frame index checksum mismatch")
-    frames, expected = [], 96
+    frames, expected = [], 96 + fh["meta_bytes"]  # §15.1: frame 0 follows the metadata block
     for i in range(n):
         off, size = struct.unpack_from("<QQ", buf, index_offset + 16 + 16 * i)
         check(off == expected and size >= 256 and size % 8 == 0, "frame index does not tile")
-        frames, expected = frames + [(off, size)], expected + size
+        frames.append((off, size))
+        expected += size
     check(expected == index_offset, "frame index does not tile the archive")
     return frames
 
 
-def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2 (the index ensures size >= 256)
+def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: size >= 256)
     v = FRAME_HEADER.unpack_from(buf, off)
-    check_magic_version(v[0], 0x465A4245, v[1], "frame")
+    version = v[1]
+    check_magic_version(v[0], 0x465A4245, version, "frame")
     check(crc32c(buf[off:off + 252]) == v[-1], "frame header checksum mismatch")
-    hsize, dtype, ndim, mode, flags, maxlen, res8, res16 = v[2:10]
+    hsize, dtype, ndim, mode, flags, maxlen, predictor, lossless, fill_coding = v[2:11]
     check(hsize == 256 and dtype in (1, 2) and 1 <= ndim <= 4 and mode in (1, 2),
           "bad frame header size, dtype, rank or mode")
-    check(flags & ~3 == 0 and res8 == 0 and res16 == 0 and v[-2] == 0, "reserved frame bits set")
-    shape = read_dims(v[10:14], ndim, "frame shape")
-    first_row, bound, abs_bound, step, fill, radius, chunk = v[14:21]
-    block = read_dims(v[21:25], ndim, "block")
-    sub_bits, group, n_out, n_verb, n_fill = v[25:30]
-    table, n = v[30:51], math.prod(shape)
+    order, res8, res16 = v[-4:-1]
+    check(flags & ~3 == 0 and res8 == 0 and res16 == 0 and not any(v[31:52][2::3]),
+          "reserved frame bits set")
+    # Bytes 13, 14, 15 and 248 are reserved in version 1, fields in version 2 (§15.2).
+    check(version >= 2 or predictor == lossless == fill_coding == order == 0,
+          "reserved frame bits set")
+    check(predictor in (0, 1) and lossless in (0, 1) and fill_coding in (0, 1),
+          "bad predictor, lossless or fill coding")
+    shape = read_dims(v[11:15], ndim, "frame shape")
+    first_row, bound, abs_bound, step, fill, radius, chunk = v[15:22]
+    block = read_dims(v[22:26], ndim, "block")
+    sub_bits, group, n_out, n_verb, n_fill = v[26:31]
+    table, n = v[31:52], math.prod(shape)
     lengths, crcs = list(table[0::3]), list(table[1::3])
-    check(not any(table[2::3]), "reserved frame bits set")
+    f32, has_fill = dtype == 1, bool(flags & 2)
     check(n <= 2**32 - 1, "frame has too many elements")
     check(math.isfinite(bound) and bound > 0 and math.isfinite(abs_bound) and abs_bound >= 0
-          and math.isfinite(step) and step > 0 and (not flags & 2 or math.isfinite(fill)),
-          "bad bound, quantization step or fill value")
+          and not math.copysign(1, abs_bound) < 0 and math.isfinite(step) and step > 0,
+          "bad bound or quantization step")
+    check(good_fill(fill, f32) if has_fill else is_pos_zero(fill), "bad fill value")
     check(1 <= radius <= 32768 and 1 <= chunk <= 2**20 and 1 <= maxlen <= 24 and 1 <= group
           <= 65536 and 32 <= sub_bits <= 65536 and sub_bits % 32 == 0, "parameter out of range")
-    check(max(n_out, n_verb, n_fill) <= n, "section count exceeds element count")
+    # §15.2: the predictor's parameters.
+    tile, interp, anchors = 0, [], n
+    if predictor == 1:
+        tile = max(block)
+        interp = [d for d in range(ndim) if block[d] == tile]
+        check(2 <= tile <= 32768 and tile & (tile - 1) == 0 and
+              all(b in (1, tile) for b in block), "bad interpolation tile")
+        check(order in (1, 3), "bad interpolation order")
+        anchors = math.prod(ceil_div(x, tile) if d in interp else x for d, x in enumerate(shape))
+    else:
+        check(order == 0, "order set for the Lorenzo predictor")
+    check((fill_coding == 1) == (predictor == 1 and has_fill), "bad fill coding")
+    check(lossless == 0 or (2 * radius + RUN_CLASSES <= 65536 and maxlen <= 20),
+          "radius or code length too large for zero-run tokens")
+    # §9.2 items 7 to 9; with fill coding 1 fill_run_count counts mask tokens (§15.6), which
+    # can be n + 1 (an initial empty run of 0s, then runs of one element).
+    check(max(n_out, n_verb) <= n and n_fill <= n + fill_coding,
+          "section count exceeds element count")
     chunks, tsize = ceil_div(n, chunk), 4 if dtype == 1 else 8
     check(lengths[0] != 0 and lengths[3] % 4 == 0 and bool(flags & 1) == (lengths[2] != 0),
           "bad code length, gap array or bitstream size")
-    check([lengths[1]] + lengths[4:] == [8 * ceil_div(chunks, group) + 4 * chunks, 8 * n_out,
-          align8(4 * n_verb) + tsize * n_verb, 8 * n_fill], "section size disagrees with counts")
-    check(flags & 2 or n_fill == 0, "fill runs without a fill value")
+    check([lengths[4], lengths[5]] == [8 * n_out, align8(4 * n_verb) + tsize * n_verb],
+          "section size disagrees with counts")
+    check(has_fill or n_fill == 0, "fill runs without a fill value")
     check(all(x <= 2**48 for x in lengths), "section too large")
+    per_bit = MAX_RUN if lossless else 1  # §9.2 item 8, §15.4, §15.8.1
+    if fill_coding == 0:  # S = n symbol positions
+        check(lengths[1] == 8 * ceil_div(chunks, group) + 4 * chunks and
+              lengths[6] == 8 * n_fill, "section size disagrees with counts")
+        check(8 * lengths[3] * per_bit >= n, "bitstream too short for the element count")
+    else:  # S is known after the mask; the chunk index is checked then (decode_frame)
+        mask_chunks = ceil_div(n_fill, MASK_CHUNK)
+        check(n_fill >= 1 and lengths[6] % 4 == 0 and lengths[6] >= 16 + 8 * mask_chunks,
+              "bad fill mask size")
+        check(8 * lengths[3] * per_bit >= anchors and
+              n <= 8 * lengths[3] * per_bit + MAX_MASK_RUN * 8 * lengths[6],
+              "bitstream and fill mask too short for the element count")
     # §9.2 item 10: agreement with the file header and the frame index.
     rows = min(fh["frame_rows"], fh["shape"][0] - i * fh["frame_rows"])
     check(256 + sum(align8(x) for x in lengths) == size, "frame size disagrees with index")
     check((dtype, ndim, mode, bound, abs_bound) ==
           (fh["dtype"], len(fh["shape"]), fh["mode"], fh["bound"], fh["abs_bound"]),
           "frame disagrees with the file header")
-    check((fill if flags & 2 else None) == fh["fill"], "frame fill value disagrees")
+    check((fill if has_fill else None) == fh["fill"], "frame fill value disagrees")
+    check(not has_fill or narrow(fill, False) == narrow(fh["fill"], False),
+          "frame fill value disagrees")
     check(shape[1:] == fh["shape"][1:] and shape[0] == rows, "frame shape disagrees")
     check(first_row == i * fh["frame_rows"], "frame first row disagrees")
-    return dict(f32=dtype == 1, shape=shape, n=n, gap=bool(flags & 1), maxlen=maxlen,
-                step=step, fill=fill if flags & 2 else None, radius=radius, chunk=chunk,
+    return dict(version=version, f32=f32, shape=shape, n=n, gap=bool(flags & 1), maxlen=maxlen,
+                step=step, fill=fill if has_fill else None, radius=radius, chunk=chunk,
                 block=block, sub_bits=sub_bits, group=group, n_out=n_out, n_verb=n_verb,
-                n_fill=n_fill, sec_len=lengths, sec_crc=crcs)
+                n_fill=n_fill, sec_len=lengths, sec_crc=crcs, predictor=predictor,
+                lossless=lossless, fill_coding=fill_coding, order=order, tile=tile,
+                interp=interp, anchors=anchors)
 
 
 def parse_code_lengths(sec, alphabet, maxlen):  # §5.1
@@ -172,9 +272,12 @@ def parse_code_lengths(sec, alphabet, maxlen):  # §5.1
         check(1 <= run <= alphabet - len(out), "code lengths: bad zero run")
         out.extend([0] * run)
     check(len(out) == alphabet and any(out), "code lengths: too few, or none non-zero")
-    check(sum(1 << (maxlen - x) for x in out if x) <= 1 << maxlen,
-          "code lengths: over-subscribed")
+    check(kraft_ok(out, maxlen), "code lengths: over-subscribed")
     return out
+
+
+def kraft_ok(lengths, maxlen):
+    return sum(1 << (maxlen - x) for x in lengths if x) <= 1 << maxlen
 
 
 def canonical_code(lengths):  # §5.2, as DEFLATE: {(length, codeword): symbol}
@@ -191,14 +294,30 @@ def canonical_code(lengths):  # §5.2, as DEFLATE: {(length, codeword): symbol}
     return table
 
 
-def decode_symbols(h, sec, code_lengths):  # §5.3 - §5.5, §8.1
-    n, chunk, group, sub_bits = h["n"], h["chunk"], h["group"], h["sub_bits"]
-    chunks, groups = ceil_div(n, chunk), ceil_div(ceil_div(n, chunk), group)
+def read_codeword(stream, pos, end, table, maxlen, what):
+    """§8.1: the codeword at bit `pos` of the bit string `stream`, none past `end`."""
+    code = length = 0
+    while (length, code) not in table:
+        check(length < maxlen and pos + length < end, what + ": invalid codeword")
+        code = code * 2 + (stream[pos + length] == "1")
+        length += 1
+    return table[(length, code)], pos + length
+
+
+def chunk_bits(words, start, stop):  # §1 bit order: MSB first within each u32 word
+    return "".join(format(w, "032b") for w in words[start:stop])
+
+
+def decode_symbols(h, sec, count, code_lengths):
+    """§5.3 - §5.5, §8.1, §15.3, §15.4: the symbols of the frame's `count` positions."""
+    chunk, group, sub_bits, maxlen = h["chunk"], h["group"], h["sub_bits"], h["maxlen"]
+    chunks, groups = ceil_div(count, chunk), ceil_div(ceil_div(count, chunk), group)
     index, words = sec[1], struct.unpack("<%dI" % (len(sec[3]) // 4), sec[3])
+    check(len(index) == 8 * groups + 4 * chunks, "chunk index size disagrees with symbol count")
     bits = struct.unpack_from("<%dI" % chunks, index, 8 * groups)
     starts = [0]  # start_word[c]; starts[chunks] is the total word count
     for c in range(chunks):
-        check(bits[c] <= chunk * h["maxlen"], "chunk index: chunk too long")
+        check(bits[c] <= chunk * maxlen, "chunk index: chunk too long")
         starts.append(starts[-1] + ceil_div(bits[c], 32))
     for g in range(groups):
         check(struct.unpack_from("<Q", index, 8 * g)[0] == starts[g * group],
@@ -207,57 +326,215 @@ def decode_symbols(h, sec, code_lengths):  # §5.3 - §5.5, §8.1
     gap_total = sum(ceil_div(b, sub_bits) for b in bits)
     check(not h["gap"] or len(sec[2]) == gap_total, "gap array size disagrees")
     table, symbols, gap_pos = canonical_code(code_lengths), [], 0
-    for c in range(chunks):  # §1 bit order: MSB first within each u32 word
-        stream = "".join(format(w, "032b") for w in words[starts[c]:starts[c + 1]])
-        codeword_starts, pos = [], 0
-        while pos < bits[c]:
-            codeword_starts.append(pos)
-            code = length = 0
-            while (length, code) not in table:
-                check(length < h["maxlen"] and pos + length < bits[c],
-                      "bitstream: chunk %d: invalid codeword" % c)
-                code = code * 2 + (stream[pos + length] == "1")
-                length += 1
-            symbols.append(table[(length, code)])
-            pos += length
-        check(len(codeword_starts) == min(chunk, n - c * chunk),
-              "bitstream: chunk %d: symbol count mismatch" % c)
-        codeword_starts.append(bits[c])  # "or the chunk end"
-        for j in range(ceil_div(bits[c], sub_bits) if h["gap"] else 0):  # §5.4: recompute
-            first = codeword_starts[bisect.bisect_left(codeword_starts, j * sub_bits)]
+    zero, first_run = h["radius"], 2 * h["radius"]  # §15.4: symbols >= 2 radius are run tokens
+    for c in range(chunks):
+        stream, end, what = chunk_bits(words, starts[c], starts[c + 1]), bits[c], \
+            "bitstream: chunk %d" % c
+        want, got, token_starts, pos = min(chunk, count - c * chunk), 0, [], 0
+        while pos < end:
+            token_starts.append(pos)
+            sym, pos = read_codeword(stream, pos, end, table, maxlen, what)
+            if sym < first_run:
+                symbols.append(sym)
+                got += 1
+                continue
+            cls = sym - first_run + 1  # a run token: `cls` extra bits, MSB first
+            check(pos + cls <= end, what + ": run token's extra bits pass the chunk's end")
+            run = (1 << cls) + int(stream[pos:pos + cls], 2)
+            pos += cls
+            check(got + run <= want, what + ": zero run crosses the chunk's end")
+            symbols.extend([zero] * run)
+            got += run
+        check(got == want, what + ": symbol count mismatch")
+        token_starts.append(end)  # "or the chunk end"
+        for j in range(ceil_div(end, sub_bits) if h["gap"] else 0):  # §5.4: recompute
+            first = token_starts[bisect.bisect_left(token_starts, j * sub_bits)]
             check(sec[2][gap_pos] == first - j * sub_bits, "gap array: wrong gap")
             gap_pos += 1
     return symbols
 
 
-def decode_frame(buf, off, h):  # §8
+def decode_fill_mask(h, sec):  # §15.6: the mask M, one 0/1 per element
+    n, k, shape = h["n"], h["n_fill"], h["shape"]
+    chunks = ceil_div(k, MASK_CHUNK)  # parse_frame_header: the section holds these
+    lengths = list(sec[:13])
+    check(all(x <= 20 for x in lengths) and any(lengths) and kraft_ok(lengths, 20) and
+          sec[13:16] == bytes(3), "fill mask: bad code lengths")
+    bits = struct.unpack_from("<%dI" % chunks, sec, 16)
+    body = sec[16 + 4 * chunks:]
+    words = struct.unpack("<%dI" % (len(body) // 4), body)
+    check(sum(ceil_div(b, 32) for b in bits) == len(words),
+          "fill mask: chunk lengths disagree with its size")
+    table, runs, total, start = canonical_code(lengths), [], 0, 0
+    for c in range(chunks):
+        stop = start + ceil_div(bits[c], 32)
+        stream, end, what = chunk_bits(words, start, stop), bits[c], "fill mask: chunk %d" % c
+        pos = 0
+        for _ in range(min(MASK_CHUNK, k - c * MASK_CHUNK)):
+            cls, pos = read_codeword(stream, pos, end, table, 20, what)
+            check(pos + cls <= end, what + ": extra bits pass the chunk's end")
+            length = (1 << cls) + (int(stream[pos:pos + cls], 2) if cls else 0) - 1
+            pos += cls
+            total += length
+            check(total <= n, "fill mask: runs longer than the frame")
+            runs.append(length)
+        check(pos == end, what + ": does not end at its bit length")
+        start = stop
+    check(total == n, "fill mask: runs do not cover the frame")
+    x, i = bytearray(n), 0  # runs alternate 0s and 1s, starting with 0s
+    for j, length in enumerate(runs):
+        if j % 2:
+            x[i:i + length] = b"\x01" * length
+        i += length
+    row = n if len(shape) == 1 else n // shape[0]  # §15.6: XOR with the previous row
+    for i in range(row, n):
+        x[i] ^= x[i - row]
+    return x
+
+
+def inverse_lorenzo(q, shape, block):  # §8.3: one in-block prefix sum per dimension
+    n = len(q)
+    for d in range(len(shape)):
+        stride = math.prod(shape[d + 1:])
+        for i in range(n):
+            if (i // stride) % shape[d] % block[d] != 0:
+                q[i] = (q[i] + q[i - stride] + 2**31) % 2**32 - 2**31  # wraps as i32
+    return q
+
+
+def interp_layout(h):
+    """§15.5.1 - §15.5.3: (rank, symbol order). rank[i] is 0 for an anchor, else 1 + the
+    number of passes before element i's pass; symbol order lists the elements tile by tile,
+    within a tile by rank, within a rank in C order."""
+    shape, tile, interp = h["shape"], h["tile"], h["interp"]
+    grid = [ceil_div(x, tile) if d in interp else x for d, x in enumerate(shape)]
+    log_t = tile.bit_length() - 1
+    tile_of, level_of = [], []  # per dimension and index: tile-number term, level (0 = anchor)
+    for d, extent in enumerate(shape):
+        gstride = math.prod(grid[d + 1:])
+        if d in interp:
+            tile_of.append([i // tile * gstride for i in range(extent)])
+            level_of.append([log_t - ((i % tile) & -(i % tile)).bit_length() + 1 if i % tile
+                             else 0 for i in range(extent)])
+        else:
+            tile_of.append([i * gstride for i in range(extent)])
+            level_of.append(None)
+    width = len(interp)
+    rank, key = [], []
+    for p in itertools.product(*(range(x) for x in shape)):  # C order
+        top, last = 0, 0
+        for k, d in enumerate(interp):  # the finest level; the last dimension at that level
+            lv = level_of[d][p[d]]
+            if lv >= top:
+                top, last = lv, k
+        r = 1 + (top - 1) * width + last if top else 0
+        rank.append(r)
+        key.append(sum(tile_of[d][p[d]] for d in range(len(shape))) * (log_t * width + 1) + r)
+    order = sorted(range(len(rank)), key=key.__getitem__)  # stable: C order within a pass
+    return rank, order
+
+
+def interpolate(h, rank, sym_at, outlier):  # §15.5: the working values of every element
+    shape, tile, interp, f32 = h["shape"], h["tile"], h["interp"], h["f32"]
+    step, radius, cubic = h["step"], h["radius"], h["order"] == 3
+    n, width = h["n"], len(interp)
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    # §15.5.1: the anchor grid, a Lorenzo frame with blocks of 8.
+    grid = [ceil_div(x, tile) if d in interp else x for d, x in enumerate(shape)]
+    anchor_elems = [sum((g * tile if d in interp else g) * strides[d] for d, g in enumerate(p))
+                    for p in itertools.product(*(range(x) for x in grid))]
+    q = [outlier[i] if sym_at[i] == 0 else sym_at[i] - radius for i in anchor_elems]
+    inverse_lorenzo(q, grid, [8] * len(grid))
+    w = [0.0] * n
+    for i, qi in zip(anchor_elems, q):
+        w[i] = narrow_value(float(qi) * step, f32)
+    # §15.5.2: the passes, each over the whole frame.
+    passes = [[] for _ in range((tile.bit_length() - 1) * width + 1)]
+    for i, r in enumerate(rank):
+        passes[r].append(i)
+    for r in range(1, len(passes)):
+        h_, d = tile >> ((r - 1) // width + 1), interp[(r - 1) % width]
+        stride, extent = strides[d], shape[d]
+        for i in passes[r]:
+            x = i // stride % extent
+            lo = x // tile * tile
+            hi = min(lo + tile, extent - 1)
+            b = w[i - h_ * stride]
+            has_a, has_c, has_e = x - 3 * h_ >= lo, x + h_ <= hi, x + 3 * h_ <= hi
+            if cubic and has_a and has_c and has_e:
+                a, c, e = w[i - 3 * h_ * stride], w[i + h_ * stride], w[i + 3 * h_ * stride]
+                pred = (9.0 * (b + c) - (a + e)) * 0.0625
+            elif cubic and has_a and has_c:
+                a, c = w[i - 3 * h_ * stride], w[i + h_ * stride]
+                pred = ((6.0 * b + 3.0 * c) - a) * 0.125
+            elif cubic and has_c and has_e:
+                c, e = w[i + h_ * stride], w[i + 3 * h_ * stride]
+                pred = ((3.0 * b + 6.0 * c) - e) * 0.125
+            elif has_c:
+                pred = (b + w[i + h_ * stride]) * 0.5
+            elif has_a:
+                pred = (3.0 * b - w[i - 3 * h_ * stride]) * 0.5
+            else:
+                pred = b
+            if not math.isfinite(pred):
+                pred = 0.0
+            s = sym_at[i]
+            check(s != 0, "outlier symbol at an element that is not an anchor")
+            rho = 0 if s is None else s - radius  # no symbol: a fill element
+            w[i] = narrow_value(pred + float(rho) * step, f32)
+    return w
+
+
+def decode_frame(buf, off, h):  # §8, §15.7
     sec, p = [], off + 256
     for s, length in enumerate(h["sec_len"]):  # §4: sections, CRCs, zero padding
         sec.append(buf[p:p + length])
         check(crc32c(sec[s]) == h["sec_crc"][s], SECTIONS[s] + " checksum mismatch")
         check(all(b == 0 for b in buf[p + length:p + align8(length)]), "non-zero padding")
         p += align8(length)
-    n, radius = h["n"], h["radius"]
-    symbols = decode_symbols(h, sec, parse_code_lengths(sec[0], 2 * radius, h["maxlen"]))
-    q, k = [s - radius for s in symbols], h["n_out"]  # §8.2
+    n, radius, f32 = h["n"], h["radius"], h["f32"]
+    mask = decode_fill_mask(h, sec[6]) if h["fill_coding"] else None  # §15.7 step 1
+    if h["predictor"] == 0:
+        rank, positions = None, range(n)
+    else:  # §15.3: tile by tile; fill elements carry no symbol, except anchors
+        rank, order = interp_layout(h)
+        positions = order if mask is None else [i for i in order if not rank[i] or not mask[i]]
+    count = len(positions)
+    check(8 * len(sec[3]) * (MAX_RUN if h["lossless"] else 1) >= count,
+          "bitstream too short for the symbol count")
+    alphabet = 2 * radius + (RUN_CLASSES if h["lossless"] else 0)
+    symbols = decode_symbols(h, sec, count, parse_code_lengths(sec[0], alphabet, h["maxlen"]))
+    if mask is None and h["predictor"] == 0:
+        sym_at = symbols
+    else:
+        sym_at = [None] * n
+        for i, s in zip(positions, symbols):
+            sym_at[i] = s
+    k = h["n_out"]  # §5.6: outliers on the 0 symbols, by element index
     check(symbols.count(0) == k, "outlier count disagrees with the bitstream")
     idx, res = struct.unpack_from("<%dI" % k, sec[4]), struct.unpack_from("<%di" % k, sec[4], 4 * k)
+    outlier = {}
     for j in range(k):
-        check(idx[j] < n and (j == 0 or idx[j] > idx[j - 1]) and symbols[idx[j]] == 0,
+        check(idx[j] < n and (j == 0 or idx[j] > idx[j - 1]) and sym_at[idx[j]] == 0,
               "outlier index out of order or not an outlier symbol")
-        q[idx[j]] = res[j]
-    shape, block = h["shape"], h["block"]  # §8.3: one in-block prefix sum per dimension
-    for d in range(len(shape)):
-        stride = math.prod(shape[d + 1:])
+        outlier[idx[j]] = res[j]
+    if h["predictor"] == 0:
+        q = [outlier[i] if s == 0 else s - radius for i, s in enumerate(sym_at)]  # §8.2
+        inverse_lorenzo(q, h["shape"], h["block"])
+        out = [narrow(float(x) * h["step"], f32) for x in q]  # §8.4
+    else:
+        w = interpolate(h, rank, sym_at, outlier)  # §15.5.4: the working values
+        out = [narrow(x, f32) for x in w]
+    tsize, covered = 4 if f32 else 8, 0  # §8.5: fill runs or mask, then verbatim
+    fill = narrow(h["fill"], f32) if h["fill"] is not None else None
+    if mask is not None:
         for i in range(n):
-            if (i // stride) % shape[d] % block[d] != 0:
-                q[i] = (q[i] + q[i - stride] + 2**31) % 2**32 - 2**31  # wraps as i32
-    out = [narrow(float(x) * h["step"], h["f32"]) for x in q]  # §8.4
-    tsize, covered = 4 if h["f32"] else 8, 0  # §8.5: fill runs, then verbatim
-    for j in range(h["n_fill"]):
+            if mask[i]:
+                out[i] = fill
+    for j in range(h["n_fill"] if mask is None else 0):
         start, length = struct.unpack_from("<II", sec[6], 8 * j)
         check(length >= 1 and start >= covered and start + length <= n, "bad fill runs")
-        out[start:start + length] = [narrow(h["fill"], h["f32"])] * length
+        out[start:start + length] = [fill] * length
         covered = start + length
     k, idx = h["n_verb"], struct.unpack_from("<%dI" % h["n_verb"], sec[5])
     for j in range(k):
@@ -267,28 +544,38 @@ def decode_frame(buf, off, h):  # §8
 
 
 def decode(buf):
-    """Returns (file header, frame count, decoded array bytes); raises Corrupt."""
+    """Returns (file header, frame count, decoded array bytes); raises Corrupt. The file
+    header's "metadata" is the metadata document (bytes), or None."""
     fh = parse_file_header(buf)
     frames = parse_index(buf, fh)
+    fh["metadata"] = parse_metadata(buf, fh)
     return fh, len(frames), b"".join(decode_frame(buf, off, parse_frame_header(
         buf, off, size, fh, i)) for i, (off, size) in enumerate(frames))  # §8.6: row order
 
 
 def main(argv):
-    if len(argv) != 3:
-        sys.exit("usage: read_by_spec.py ARCHIVE.ebz OUT.raw")
-    with open(argv[1], "rb") as f:
+    args, metadata_out = list(argv[1:]), None
+    if "--metadata" in args[:-1]:
+        at = args.index("--metadata")
+        metadata_out = args[at + 1]
+        del args[at:at + 2]
+    if len(args) != 2:
+        sys.exit("usage: read_by_spec.py ARCHIVE.ebz OUT.raw [--metadata OUT.json]")
+    with open(args[0], "rb") as f:
         buf = f.read()
     try:
         fh, frames, data = decode(buf)
     except (Corrupt, struct.error) as e:
         print("corrupt archive: %s" % e, file=sys.stderr)
         return 1
-    with open(argv[2], "wb") as f:
+    with open(args[1], "wb") as f:
         f.write(data)
-    print("%s shape=%s frames=%d abs_bound=%r mode=%s fill=%r" % (
+    if metadata_out is not None and fh["metadata"] is not None:
+        with open(metadata_out, "wb") as f:
+            f.write(fh["metadata"])
+    print("%s shape=%s frames=%d abs_bound=%r mode=%s fill=%r version=%d" % (
         ("f32", "f64")[fh["dtype"] - 1], "x".join(map(str, fh["shape"])), frames,
-        fh["abs_bound"], ("ABS", "REL")[fh["mode"] - 1], fh["fill"]))
+        fh["abs_bound"], ("ABS", "REL")[fh["mode"] - 1], fh["fill"], fh["version"]))
     return 0
 
 

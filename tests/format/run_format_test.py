@@ -8,8 +8,9 @@ usage: run_format_test.py MAKE_ARCHIVES READ_BY_SPEC WORKDIR [FORMAT.md]
    archive as a separate process; its output must equal the C++ output byte
    for byte.
 3. Every single-byte change to a small archive (a sample of them in larger
-   ones), truncations, a format version from the future, and a wrong gap
-   array entry with valid CRCs must be rejected by the spec decoder.
+   ones), truncations, a format version from the future (in the file header
+   and in frame 0's header), and a wrong gap array entry with valid CRCs must
+   be rejected by the spec decoder.
 4. With FORMAT.md given, its §14 example hex dump must be byte for byte the
    archive MAKE_ARCHIVES writes for the same input (d3_f32_single).
 Exits non-zero on any difference or acceptance of a corrupt archive.
@@ -80,13 +81,18 @@ def check_corruptions(module, workdir, names):
         cuts = sorted(set([0, 1, 95, 96, len(good) - 16, len(good) - 1] +
                           rng.sample(range(len(good)), 20)))
         bad_cuts = [n for n in cuts if not rejected(module, good[:n])]
-        future = bytearray(good)
-        struct.pack_into("<H", future, 4, 2)
-        try:
-            module.decode(bytes(future))
-            future_ok = False
-        except module.Corrupt as e:
-            future_ok = "version 2" in str(e)
+        # A format version newer than the reader's, in the file header or frame 0's
+        # header (frame 0 follows the version-2 metadata block, §15.1).
+        newer = getattr(module, "NEWEST_VERSION", 1) + 1
+        future_ok = True
+        for at in (4, 96 + struct.unpack_from("<I", good, 12)[0] + 4):
+            future = bytearray(good)
+            struct.pack_into("<H", future, at, newer)
+            try:
+                module.decode(bytes(future))
+                future_ok = False
+            except module.Corrupt as e:
+                future_ok = future_ok and "version %d" % newer in str(e)
         if bad or bad_cuts or not future_ok:
             print("FAIL %s: accepted corrupt archives: changed bytes %s, truncations %s, "
                   "future version rejected properly: %s" % (name, bad[:10], bad_cuts[:10],
@@ -104,7 +110,7 @@ def check_gap_array_consistency(module, workdir, names):
     for name in names:
         with open(os.path.join(workdir, name + ".ebz"), "rb") as f:
             buf = bytearray(f.read())
-        off = 96  # frame 0
+        off = 96 + struct.unpack_from("<I", buf, 12)[0]  # frame 0, after any metadata
         flags, = struct.unpack_from("<B", buf, off + 11)
         lengths = [struct.unpack_from("<Q", buf, off + 136 + 16 * s)[0] for s in range(7)]
         if not flags & 1 or lengths[2] < 2:
