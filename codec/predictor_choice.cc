@@ -1,6 +1,7 @@
 #include "codec/predictor_choice.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "codec/cancel.h"
 #include "codec/entropy_coder.h"
@@ -9,6 +10,8 @@ namespace ebzip {
 namespace {
 
 constexpr uint64_t kSampleElements = uint64_t{1} << 20;
+constexpr uint64_t kStripeElements = uint64_t{1} << 16;
+constexpr uint64_t kStripeRows = 64;
 
 PredictorConfig Interp(int ndim, int interpolated, uint16_t tile, uint8_t order) {
   PredictorConfig c;
@@ -59,15 +62,27 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
                                                 const std::atomic<bool>* cancel) {
   const std::vector<PredictorConfig> candidates = Candidates(p);
   if (candidates.size() == 1) return candidates[0];
-  // The sample: the whole frame, or its middle rows.
+  // The sample (FORMAT.md §15.9): the whole frame, or stripes of whole rows
+  // spread over it (one place of a field is often unlike the rest: the
+  // middle rows of a map of the Earth are mostly ocean), copied together.
   FrameParams sample = p;
   const uint8_t* sample_data = data;
+  std::vector<uint8_t> stripes;
+  const uint64_t rows = p.shape[0];
   uint64_t row = 1;
   for (size_t d = 1; d < p.shape.size(); ++d) row *= p.shape[d];
-  if (row * p.shape[0] > kSampleElements) {
+  if (row * rows > kSampleElements) {
     const uint64_t m = std::max<uint64_t>(1, kSampleElements / row);
-    sample.shape[0] = m;
-    sample_data += (p.shape[0] - m) / 2 * row * DTypeSize(p.dtype);
+    const uint64_t g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
+    const uint64_t count = m / g;
+    const uint64_t row_bytes = row * DTypeSize(p.dtype);
+    stripes.resize(count * g * row_bytes);
+    for (uint64_t k = 0; k < count; ++k) {
+      const uint64_t first = count == 1 ? (rows - g) / 2 : k * (rows - g) / (count - 1);
+      std::memcpy(stripes.data() + k * g * row_bytes, data + first * row_bytes, g * row_bytes);
+    }
+    sample.shape[0] = count * g;
+    sample_data = stripes.data();
   }
   PredictorConfig best = candidates[0];
   uint64_t best_bits = ~uint64_t{0};
