@@ -26,6 +26,15 @@
 namespace ebzip {
 namespace {
 
+// The GPU codec writes and reads format version 1 (Lorenzo, plain
+// Huffman); version 2 goes to the CPU codec until the kernels have it.
+CompressOptions Version1() {
+  CompressOptions o;
+  o.predictor = Predictor::kLorenzo;
+  o.lossless = Lossless::kHuffman;
+  return o;
+}
+
 #define CHECK_CUDA(expr)                                                                         \
   do {                                                                                           \
     cudaError_t e_ = (expr);                                                                     \
@@ -91,7 +100,7 @@ struct Field {
 };
 
 void Run(const Field& f, double rel, double copy_bw, int reps) {
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = rel;
   options.fill_value = f.fill;
@@ -322,7 +331,7 @@ void PrintStages(const std::vector<std::pair<std::string, float>>& stages) {
 void RunSmallBatch(const Field& f, int count, uint64_t rows, int reps) {
   const uint64_t nx = f.spec.shape.back();
   const ArraySpec spec{DType::kFloat32, {rows, nx}};
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
   std::vector<gpu::CompressTask> tasks(count);

@@ -28,6 +28,15 @@
 namespace ebzip::gpu {
 namespace {
 
+// The GPU codec writes and reads format version 1 (Lorenzo, plain
+// Huffman); version 2 goes to the CPU codec until the kernels have it.
+CompressOptions Version1() {
+  CompressOptions o;
+  o.predictor = Predictor::kLorenzo;
+  o.lossless = Lossless::kHuffman;
+  return o;
+}
+
 #define SKIP_WITHOUT_GPU()                                                        \
   do {                                                                            \
     if (absl::Status s = DeviceAvailable(); !s.ok()) GTEST_SKIP() << s.message(); \
@@ -130,7 +139,7 @@ TEST(GpuCodec, SmallAdversarialCases) {
   uint32_t seed = 1;
   for (const Case& c : cases) {
     const ArraySpec spec{c.dtype, c.shape};
-    CompressOptions options;
+    CompressOptions options = Version1();
     options.mode = c.mode;
     options.bound = c.bound;
     ExpectSameAsCpu(spec, MakeAnyField(c.dtype, spec.num_elements(), seed++, true, std::nullopt),
@@ -183,7 +192,7 @@ void ExpectSpecialBlocksAsOnTheCpu(const std::vector<std::vector<uint64_t>>& sha
       const ArraySpec spec{dtype, shape};
       const auto data = dtype == DType::kFloat32 ? WithSpecialBlocks<float>(shape, seed++)
                                                  : WithSpecialBlocks<double>(shape, seed++);
-      CompressOptions options;
+      CompressOptions options = Version1();
       options.mode = BoundMode::kRel;
       options.bound = 1e-4;
       options.fill_value = -1e34;
@@ -221,7 +230,7 @@ TEST(GpuCodec, ManyChunksDecodeAsOnTheCpu) {
   const auto data = MakeField<float>(spec.num_elements(), 5, true, -1e34);
   for (uint32_t chunk : {256u, 1000u, 4096u}) {
     for (double rel : {1e-2, 1e-4, 1e-6}) {
-      CompressOptions options;
+      CompressOptions options = Version1();
       options.mode = BoundMode::kRel;
       options.bound = rel;
       options.fill_value = -1e34;
@@ -237,7 +246,7 @@ TEST(GpuCodec, ManyChunksDecodeAsOnTheCpu) {
 
 TEST(GpuCodec, SmallConstantAndNonFiniteArrays) {
   SKIP_WITHOUT_GPU();
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = 1e-3;
   const ArraySpec spec{DType::kFloat32, {40, 50}};
@@ -261,7 +270,7 @@ TEST(GpuCodec, RandomShapesDtypesAndBounds) {
     std::vector<uint64_t> shape(ndim);
     for (uint64_t& d : shape) d = 1 + rng() % (ndim == 1 ? 300000 : ndim == 2 ? 700 : 60);
     const DType dtype = rng() % 2 ? DType::kFloat32 : DType::kFloat64;
-    CompressOptions options;
+    CompressOptions options = Version1();
     options.mode = rng() % 2 ? BoundMode::kRel : BoundMode::kAbs;
     options.bound = options.mode == BoundMode::kRel ? std::pow(10.0, -1.0 - rng() % 6)
                                                     : std::pow(10.0, -4.0 + rng() % 5);
@@ -294,7 +303,7 @@ TEST(GpuCodec, WideHistogramsMatchTheCpu) {
   }
   std::vector<uint8_t> data(v.size() * 4);
   std::memcpy(data.data(), v.data(), data.size());
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kAbs;
   options.bound = 1e-4;
   options.frame_elements = kFrame;
@@ -309,7 +318,7 @@ void ExpectBatchMatchesOneByOne(CodeBuilder builder) {
                                         {DType::kFloat32, {5, 6, 7}},
                                         {DType::kFloat32, {123456}},
                                         {DType::kFloat32, {1}}};
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
   std::vector<std::vector<uint8_t>> data, expected;
@@ -428,7 +437,7 @@ int UnlimitedDepth(const std::map<int64_t, uint32_t>& histogram) {
 }
 
 void ExpectFlattenedAsOnTheCpu(uint64_t n, const std::vector<uint8_t>& data) {
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kAbs;
   options.bound = 0.5;
   options.frame_elements = n;
@@ -532,7 +541,7 @@ TEST(GpuCodec, LeftoverBytesInBuffersChangeNothing) {
   for (uint8_t junk : {uint8_t{0xA5}, uint8_t{0xFF}, uint8_t{0x00}}) {
     for (const Case& c : cases) {
       SCOPED_TRACE(ShapeToString(c.spec.shape) + " junk " + std::to_string(junk));
-      CompressOptions options;
+      CompressOptions options = Version1();
       options.mode = c.mode;
       options.bound = c.bound;
       options.fill_value = c.fill;
@@ -576,7 +585,7 @@ TEST(GpuCodec, SmallOverflowWritesNothing) {
   SKIP_WITHOUT_GPU();
   const ArraySpec spec{DType::kFloat32, {4096}};
   const std::vector<uint8_t> data = MakeField<float>(4096, 5, true, std::nullopt);
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.bound = 1e-9;  // incompressible
   const uint64_t capacity = 1024;
   void *in, *out;
@@ -640,7 +649,7 @@ void ExpectCorruptionCaught(uint32_t chunk_symbols) {
   SCOPED_TRACE("chunk_symbols " + std::to_string(chunk_symbols));
   const ArraySpec spec{DType::kFloat32, {300, 200}};
   const std::vector<uint8_t> data = MakeField<float>(60000, 9, true, -1e34);
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
   options.fill_value = -1e34;
@@ -683,7 +692,7 @@ void ExpectCorruptionCaught(uint32_t chunk_symbols) {
 // kWarpGapDecodeMinChunks chunks take its warp form.
 TEST(GpuCodec, SmallCorruptArchivesAreRejected) {
   SKIP_WITHOUT_GPU();
-  ExpectCorruptionCaught(CompressOptions{}.chunk_symbols);
+  ExpectCorruptionCaught(Version1().chunk_symbols);
   static_assert(60000 / 64 > kWarpGapDecodeMinChunks);
   ExpectCorruptionCaught(64);
 }
@@ -697,7 +706,7 @@ void ExpectEveryGapEntryChecked(uint64_t n, uint32_t chunk_symbols, int entries)
   SCOPED_TRACE("n " + std::to_string(n) + ", chunk_symbols " + std::to_string(chunk_symbols));
   const ArraySpec spec{DType::kFloat32, {n}};
   const std::vector<uint8_t> data = MakeField<float>(n, 5, false, std::nullopt);
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kRel;
   options.bound = 1e-4;
   options.chunk_symbols = chunk_symbols;
@@ -779,7 +788,7 @@ TEST(GpuCodec, EditedCodeLengthsAgreeWithTheCpu) {
   int32_t grid = 0;
   for (float& x : v) x = static_cast<float>(3 * (grid += steps(rng))) / 64;
   const ArraySpec spec{DType::kFloat32, {v.size()}};
-  CompressOptions options;
+  CompressOptions options = Version1();
   options.mode = BoundMode::kAbs;
   options.bound = 1.0 / 128;
   auto archive =
@@ -894,7 +903,7 @@ TEST(GpuCodec, RealFieldsAreByteIdentical) {
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     field = *std::move(loaded);
     for (double rel : {1e-2, 1e-3, 1e-4, 1e-5}) {
-      CompressOptions options;
+      CompressOptions options = Version1();
       options.mode = BoundMode::kRel;
       options.bound = rel;
       options.fill_value = field.fill_value;
@@ -904,6 +913,37 @@ TEST(GpuCodec, RealFieldsAreByteIdentical) {
       if (HasFatalFailure()) return;
     }
   }
+}
+
+// Version 2 is the CPU codec's for now: the GPU codec says UNIMPLEMENTED
+// (which sends the service's work to the CPU) instead of writing or reading
+// anything else. Needs no device: planning happens on the host.
+TEST(GpuCodec, VersionTwoIsUnimplemented) {
+  const ArraySpec spec{DType::kFloat32, {64, 64}};
+  const std::vector<uint8_t> data = MakeAnyField(DType::kFloat32, 64 * 64, 7, false, std::nullopt);
+  CompressOptions v2;
+  v2.mode = BoundMode::kRel;
+  v2.bound = 1e-3;
+  CompressTask task;
+  task.spec = spec;
+  task.options = v2;
+  EXPECT_EQ(CompressWorkspaceSize({&task, 1}).status().code(), absl::StatusCode::kUnimplemented);
+  if (DeviceAvailable().ok()) {  // sizing a version-1 batch asks CUB, which needs a device
+    task.options = Version1();
+    task.options.mode = BoundMode::kRel;
+    task.options.bound = 1e-3;
+    EXPECT_TRUE(CompressWorkspaceSize({&task, 1}).ok());
+  }
+
+  auto archive = Compress(spec, data, v2);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto info = ReadArchiveInfo(*archive);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->header.version, 2);
+  DecompressTask d;
+  d.info = &*info;
+  EXPECT_EQ(DecompressWorkspaceSize({&d, 1}, DecoderKind::kAuto).status().code(),
+            absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace
