@@ -584,7 +584,12 @@ class RoundTripTest(ServerTestBase):
                 archive, summary, _ = self.round_trip(x, **kwargs)
                 self.assertLess(len(archive), x.nbytes / 2,
                                 'relief data should compress')
-                self.assertEqual(summary.verbatim, 0)
+                # Interpolation stores a handful of values whose residual
+                # falls on half a step and whose float32 narrowing then
+                # misses the bound (FORMAT.md §15.8); Lorenzo none here.
+                self.assertLess(summary.verbatim, x.size // 100000)
+                _, lorenzo, _ = self.round_trip(x, predictor='lorenzo', **kwargs)
+                self.assertEqual(lorenzo.verbatim, 0)
 
     def test_ocean_atlas_temp_with_fill(self):
         # 4-D, with land masked by -1e34: fill values must come back exactly
@@ -626,10 +631,19 @@ class RoundTripTest(ServerTestBase):
         x[:10] = -1e34  # 500 fill elements in one run
         x[30:, 40:] = -1e34  # 10 more runs of 10
         x[20, 7] = np.nan
-        _, summary, _ = self.round_trip(x, abs=1e-3, fill=-1e34)
+        _, summary, _ = self.round_trip(x, abs=1e-3, fill=-1e34,
+                                        predictor='lorenzo')
         self.assertGreaterEqual(summary.verbatim, 1)
         self.assertLess(summary.verbatim, 500)
         self.assertEqual(summary.fill_runs, 11)
+        # Interpolation frames code fill as a mask (FORMAT.md §15.6):
+        # fill_runs counts its tokens, the XORed rows' run lengths.
+        _, summary, _ = self.round_trip(x, abs=1e-3, fill=-1e34,
+                                        predictor='interp')
+        self.assertGreaterEqual(summary.verbatim, 1)
+        self.assertLess(summary.verbatim, 500)
+        self.assertGreater(summary.fill_runs, 0)
+        self.assertLess(summary.fill_runs, 500)
 
     def test_specials_without_fill_are_exact(self):
         # -1e34 here is an ordinary (huge) value: with REL it sets the range,

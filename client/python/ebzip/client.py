@@ -290,6 +290,9 @@ def compress_header(dtype: Any,
                     subsequence_bits: int = 0,
                     chunk_group: int = 0,
                     block: Sequence[int] = (),
+                    predictor: str = 'auto',
+                    lossless: str = 'auto',
+                    interp_order: int = 0,
                     request_id: str = '',
                     priority: int = 0) -> 'ebzip_pb2.CompressHeader':
     """Builds the CompressHeader message; see Client.compress for arguments.
@@ -311,6 +314,19 @@ def compress_header(dtype: Any,
                                         subsequence_bits=subsequence_bits,
                                         chunk_group=chunk_group,
                                         block=[int(b) for b in block])
+    predictors = {'auto': ebzip_pb2.PREDICTOR_AUTO, 'lorenzo': ebzip_pb2.LORENZO,
+                  'interp': ebzip_pb2.INTERPOLATION}
+    stages = {'auto': ebzip_pb2.LOSSLESS_AUTO, 'huffman': ebzip_pb2.HUFFMAN,
+              'runs': ebzip_pb2.ZERO_RUNS}
+    if predictor not in predictors:
+        raise ValueError(f'predictor must be one of {sorted(predictors)}, got {predictor!r}')
+    if lossless not in stages:
+        raise ValueError(f'lossless must be one of {sorted(stages)}, got {lossless!r}')
+    if interp_order not in (0, 1, 3):
+        raise ValueError(f'interp_order must be 0 (chosen), 1 or 3, got {interp_order!r}')
+    options.predictor = predictors[predictor]
+    options.lossless = stages[lossless]
+    options.interp_order = interp_order
     if gap_array is not None:
         options.gap_array = bool(gap_array)
     if fill_value is not None:
@@ -622,7 +638,10 @@ class Client:
                  chunk_symbols: int = 0,
                  subsequence_bits: int = 0,
                  chunk_group: int = 0,
-                 block: Sequence[int] = ()) -> bytes:
+                 block: Sequence[int] = (),
+                 predictor: str = 'auto',
+                 lossless: str = 'auto',
+                 interp_order: int = 0) -> bytes:
         """Compresses a float32 or float64 array of 1 to 4 dimensions.
 
         Args:
@@ -644,7 +663,12 @@ class Client:
             subsequence_bits: Gap-array granularity; 0: server default.
             chunk_group: Chunks per chunk-index group; 0: server default.
             block: Lorenzo block edge per dimension; empty: server default.
-            The last five change the archive's bytes and speed, never the
+            predictor: 'auto' (each frame picks the smaller), 'lorenzo' or
+                'interp' (FORMAT.md §15.9).
+            lossless: 'auto', 'huffman' or 'runs' (Huffman with zero-run
+                tokens); 'lorenzo' with 'huffman' writes format version 1.
+            interp_order: Interpolation order, 1 or 3; 0: chosen per frame.
+            The last eight change the archive's bytes and speed, never the
             bound; the defaults are the command line's.
 
         Returns:
@@ -659,7 +683,8 @@ class Client:
             frame_elements=frame_elements, gap_array=gap_array,
             request_id=request_id, priority=priority, radius=radius,
             chunk_symbols=chunk_symbols, subsequence_bits=subsequence_bits,
-            chunk_group=chunk_group, block=block)
+            chunk_group=chunk_group, block=block, predictor=predictor,
+            lossless=lossless, interp_order=interp_order)
         return archive
 
     def compress_with_summary(
