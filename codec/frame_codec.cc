@@ -227,8 +227,10 @@ absl::Status DecodeContent(const FrameHeader& h, const Sections& sec, DecoderKin
   std::vector<uint8_t> mask;
   if (h.fill_coding == format::kFillCodingMask) {
     mask.resize(h.num_elements());
-    auto fill = DecodeFillMask(sec[format::kFillRuns], h.fill_run_count,
-                               h.num_elements() / h.shape[0], absl::MakeSpan(mask));
+    // FORMAT.md §15.6: rows of n / shape[0] elements, or one row of n in 1-D.
+    const uint64_t row = h.ndim == 1 ? h.num_elements() : h.num_elements() / h.shape[0];
+    auto fill = DecodeFillMask(sec[format::kFillRuns], h.fill_run_count, row,
+                               absl::MakeSpan(mask));
     if (!fill.ok()) return fill.status();
   }
   absl::StatusOr<std::vector<uint16_t>> symbols = DecodeSymbols(h, sec, decoder, cancel);

@@ -59,7 +59,8 @@ absl::StatusOr<FrameContent> FrameContent::Predict(const FrameParams& p,
                ? FillMask(reinterpret_cast<const float*>(data), n, *p.fill_value)
                : FillMask(reinterpret_cast<const double*>(data), n, *p.fill_value);
     c.fill_coding_ = format::kFillCodingMask;
-    c.mask_ = EncodeFillMask(mask, n / p.shape[0]);
+    // FORMAT.md §15.6: rows of n / shape[0] elements, or one row of n in 1-D.
+    c.mask_ = EncodeFillMask(mask, p.shape.size() == 1 ? n : n / p.shape[0]);
   }
   if (auto s = InterpEncode(InterpParamsFor(p, config), data, p.fill_value ? mask.data() : nullptr,
                             &c.interp_, cancel);

@@ -5,7 +5,8 @@
 //   make_archives OUTDIR
 //
 // writes OUTDIR/NAME.ebz, OUTDIR/NAME.cpp.raw for every case and
-// OUTDIR/cases.txt listing the case names, one per line.
+// OUTDIR/cases.txt listing the case names, one per line. Cases named v2_*
+// are format version 2 (FORMAT.md §15); the others are version 1.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -25,6 +26,8 @@ using ebzip::ArraySpec;
 using ebzip::BoundMode;
 using ebzip::CompressOptions;
 using ebzip::DType;
+using ebzip::Lossless;
+using ebzip::Predictor;
 
 template <typename T>
 constexpr DType DTypeOf() {
@@ -37,10 +40,14 @@ bool WriteFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   return static_cast<bool>(f);
 }
 
+// Lorenzo with plain Huffman and no metadata: a version-1 archive (FORMAT.md
+// §15). The version-2 cases choose their predictor and lossless stage.
 CompressOptions Options(BoundMode mode, double bound) {
   CompressOptions o;
   o.mode = mode;
   o.bound = bound;
+  o.predictor = Predictor::kLorenzo;
+  o.lossless = Lossless::kHuffman;
   return o;
 }
 
@@ -310,6 +317,226 @@ int main(int argc, char** argv) {
     o.subsequence_bits = 128;
     o.chunk_group = 5;
     w.Case("d3_f32_noise", shape, v, o);
+  }
+
+  // ---- Format version 2 (FORMAT.md §15). Together: both orders, 1-D to 4-D,
+  // batch dimensions, partial tiles in every dimension, several frames,
+  // zero-run tokens of every class up to 12, runs cut by chunk ends, the gap
+  // array with run tokens, the fill mask (row XOR, runs longer than 8190, more
+  // than 4096 mask tokens, fill anchors, an all-fill frame, n = 1), metadata,
+  // f32 overflow in predictions, f64 predictions that overflow (then 0), REL
+  // with a zero bound, and the writer's own choices.
+  {  // Interpolation, cubic, 1-D f32, several frames (T = 256: a partial last
+     // tile), zero-run tokens, fill mask, specials (verbatim elements and
+     // anchors), gap array with small subsequences, metadata, default radius
+     // (lowered to 32762 for zero-run tokens).
+    std::vector<uint64_t> shape{5000};
+    auto v = Smooth<float>(shape, 101);
+    AddSpecials(&v, 102, true);
+    AddFill(&v, -9999.0, 103);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-3);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 3;
+    o.lossless = Lossless::kZeroRuns;
+    o.fill_value = -9999.0;
+    o.frame_elements = 1024;
+    o.chunk_symbols = 512;
+    o.subsequence_bits = 64;
+    o.chunk_group = 4;
+    o.metadata = R"({"variable": "t", "units": "K", "dims": ["x"]})";
+    w.Case("v2_d1_f32_interp_cubic_fill_meta", shape, v, o);
+  }
+  {  // Interpolation, linear, 2-D f32 small (T = 32 over both dimensions,
+     // partial tiles along both), plain Huffman, REL, a fill mask whose rows
+     // differ (XOR with the previous row); small enough for the corruption
+     // pass.
+    std::vector<uint64_t> shape{40, 37};
+    auto v = Smooth<float>(shape, 104);
+    AddSpecials(&v, 105, false);
+    AddFill(&v, -1e34, 106);
+    CompressOptions o = Options(BoundMode::kRel, 1e-2);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 1;
+    o.lossless = Lossless::kHuffman;
+    o.fill_value = -1e34;
+    o.chunk_symbols = 200;
+    o.subsequence_bits = 32;
+    w.Case("v2_d2_f32_interp_linear_small", shape, v, o);
+  }
+  {  // Interpolation, 3-D f64 (T = 16 over all three dimensions, partial
+     // tiles), zero-run tokens over a constant block (long runs cut by chunk
+     // ends), small radius (anchor outliers, verbatim non-anchors), no gap
+     // array, several frames.
+    std::vector<uint64_t> shape{20, 13, 11};
+    auto v = Smooth<double>(shape, 107);
+    for (uint64_t i = 0; i < 13 * 11 * 6; ++i) v[i] = 5.0;  // rows 0..5 constant
+    AddSpecials(&v, 108, true);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-4);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 3;
+    o.lossless = Lossless::kZeroRuns;
+    o.radius = 64;
+    o.gap_array = false;
+    o.frame_elements = 13 * 11 * 8;
+    o.chunk_symbols = 300;
+    o.chunk_group = 2;
+    w.Case("v2_d3_f64_interp_zeroruns_radius64", shape, v, o);
+  }
+  {  // Interpolation, 4-D f32 (dimension 0 a batch dimension), the writer's
+     // own choice of tile, order and lossless stage, fill value 0.0 (also a
+     // common data value), two rows per frame.
+    std::vector<uint64_t> shape{5, 5, 9, 10};
+    auto v = Smooth<float>(shape, 109);
+    AddSpecials(&v, 110, true);
+    AddFill(&v, 0.0, 111);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-2);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kAuto;
+    o.fill_value = 0.0;
+    o.frame_elements = 5 * 9 * 10 * 2;
+    o.chunk_symbols = 128;
+    o.subsequence_bits = 32;
+    w.Case("v2_d4_f32_interp_auto_fill0", shape, v, o);
+  }
+  {  // Lorenzo with zero-run tokens (predictor 0, lossless 1) and fill runs
+     // (fill coding 0): 1-D f64, mostly constant, one chunk long enough for
+     // runs of more than 8191 positions (class-12 tokens, e = 4095), and runs
+     // of every length 2..20 between bumps.
+    std::vector<uint64_t> shape{40000};
+    std::vector<double> v(Count(shape), 1.0);
+    uint64_t at = 20000;
+    for (int k = 2; k <= 20; ++k) {
+      v[at] = 3.0;
+      at += static_cast<uint64_t>(k) + 1;
+    }
+    for (uint64_t i = 30000; i < 30050; ++i) v[i] = -1.0;  // fill
+    CompressOptions o = Options(BoundMode::kAbs, 1e-3);
+    o.predictor = Predictor::kLorenzo;
+    o.lossless = Lossless::kZeroRuns;
+    o.fill_value = -1.0;
+    o.radius = 1024;
+    o.chunk_symbols = 20000;
+    o.subsequence_bits = 128;
+    w.Case("v2_d1_f64_lorenzo_zeroruns_long", shape, v, o);
+  }
+  {  // Version 2 only for its metadata: Lorenzo, plain Huffman, 2-D f64,
+     // metadata with non-ASCII text, escapes, nesting and numbers.
+    std::vector<uint64_t> shape{33, 29};
+    auto v = Smooth<double>(shape, 112);
+    CompressOptions o = Options(BoundMode::kAbs, 1e-5);
+    o.metadata = "{\"name\": \"temp\\u00e9rature \\\"sea\\\"\", \"units\": \"\xc2\xb0" "C\","
+                 " \"dims\": [\"lat\", \"lon\"], \"attrs\": {\"scale\": 1.5e-3, \"n\": null,"
+                 " \"ok\": true, \"list\": [[], {}]}}";
+    w.Case("v2_d2_f64_lorenzo_metadata", shape, v, o);
+  }
+  {  // Interpolation where every element is fill: only anchors carry
+     // symbols, the mask is an empty run of 0s then one run of 1s.
+    std::vector<uint64_t> shape{300};
+    std::vector<float> v(Count(shape), -1.0f);
+    CompressOptions o = Options(BoundMode::kRel, 1e-2);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kAuto;
+    o.fill_value = -1.0;
+    w.Case("v2_d1_f32_interp_all_fill", shape, v, o);
+  }
+  {  // One element, which is fill: its anchor keeps its symbol, and the mask
+     // has n + 1 = 2 tokens (an empty run of 0s, then one 1).
+    std::vector<uint64_t> shape{1};
+    std::vector<float> v{-7.0f};
+    CompressOptions o = Options(BoundMode::kAbs, 0.1);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kAuto;
+    o.fill_value = -7.0;
+    w.Case("v2_d1_f32_single_fill", shape, v, o);
+  }
+  {  // Fill mask stress, 1-D f32 (no row XOR in 1-D): a fill run longer than
+     // 8190 (split into 8190, an empty run, the rest) and more than 4096 mask
+     // tokens (alternating fill and data), so two or more mask chunks.
+    std::vector<uint64_t> shape{30000};
+    auto v = Smooth<float>(shape, 113);
+    for (uint64_t i = 1000; i < 10000; ++i) v[i] = 1e20f;
+    for (uint64_t i = 15000; i < 25000; i += 2) v[i] = 1e20f;
+    CompressOptions o = Options(BoundMode::kAbs, 1e-2);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 3;
+    o.lossless = Lossless::kZeroRuns;
+    o.fill_value = 1e20;
+    w.Case("v2_d1_f32_interp_mask_long_runs", shape, v, o);
+  }
+  {  // Fill mask with the row XOR doing work, 2-D f64 100x100: every odd row
+     // is fill, so X is all 1s after the first rows (a run of 1s longer than
+     // 8190, split), plus a column of fill (identical rows: long runs of 0s).
+    std::vector<uint64_t> shape{100, 100};
+    auto v = Smooth<double>(shape, 114);
+    for (uint64_t r = 1; r < 100; r += 2) {
+      for (uint64_t c = 0; c < 100; ++c) v[r * 100 + c] = -5.0;
+    }
+    for (uint64_t r = 0; r < 100; ++r) v[r * 100 + 37] = -5.0;
+    CompressOptions o = Options(BoundMode::kAbs, 1e-3);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 1;
+    o.lossless = Lossless::kAuto;
+    o.fill_value = -5.0;
+    w.Case("v2_d2_f64_interp_mask_xor_rows", shape, v, o);
+  }
+  {  // f32 overflow in interpolation (§8.4's narrow_T on pred + rho * step):
+     // values near +-FLT_MAX with a bound of about FLT_MAX / 2, both orders.
+    std::vector<uint64_t> shape{600};
+    std::vector<float> v(Count(shape));
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = i % 3 == 0 ? FLT_MAX : (i % 3 == 1 ? -FLT_MAX : 1e36f * static_cast<float>(i % 97));
+    }
+    v[599] = std::numeric_limits<float>::quiet_NaN();  // verbatim where pred extrapolates
+    CompressOptions o = Options(BoundMode::kAbs, static_cast<double>(FLT_MAX) * (1 + 1e-9) / 2);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kAuto;
+    o.interp_order = 3;
+    w.Case("v2_d1_f32_interp_near_flt_max_cubic", shape, v, o);
+    o.interp_order = 1;
+    o.bound = 5e37;  // step 1e38: extrapolated predictions beyond FLT_MAX
+    w.Case("v2_d1_f32_interp_overflow_linear", shape, v, o);
+  }
+  {  // f64 REL whose range overflows (quant_step near DBL_MAX): 9*(b+c) and
+     // b+c overflow, so predictions are infinite and become 0.
+    std::vector<uint64_t> shape{6, 50};
+    auto v = Smooth<double>(shape, 115);
+    for (size_t i = 0; i < v.size(); i += 3) v[i] = i % 2 ? 1.7e308 : -1.6e308;
+    CompressOptions o = Options(BoundMode::kRel, 1e-3);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kAuto;
+    o.interp_order = 3;
+    w.Case("v2_d2_f64_interp_range_overflow", shape, v, o);
+  }
+  {  // REL over a constant field (abs_bound 0, quant_step = |value|) with
+     // interpolation and zero-run tokens: every residual is 0.
+    std::vector<uint64_t> shape{40, 30};
+    std::vector<float> v(Count(shape), 2.5f);
+    v[7] = std::numeric_limits<float>::quiet_NaN();
+    CompressOptions o = Options(BoundMode::kRel, 1e-2);
+    o.predictor = Predictor::kInterp;
+    o.lossless = Lossless::kZeroRuns;
+    w.Case("v2_d2_f32_interp_rel_constant", shape, v, o);
+  }
+  {  // The writer's own choice (kAuto, the default) on white noise and on a
+     // smooth field: whatever §15.9 picks must decode by the spec too.
+    std::vector<uint64_t> shape{12, 40, 41};
+    std::mt19937_64 rng(116);
+    std::uniform_real_distribution<float> u(-3, 3);
+    std::vector<float> v(Count(shape));
+    for (float& x : v) x = u(rng);
+    CompressOptions o = Options(BoundMode::kAbs, 0.01);
+    o.predictor = Predictor::kAuto;
+    o.lossless = Lossless::kAuto;
+    o.radius = 512;
+    o.frame_elements = 40 * 41 * 8;
+    o.chunk_symbols = 1500;
+    o.subsequence_bits = 128;
+    w.Case("v2_d3_f32_auto_noise", shape, v, o);
+    auto s = Smooth<float>(shape, 117);
+    CompressOptions d = Options(BoundMode::kAbs, 1e-3);
+    d.predictor = Predictor::kAuto;
+    d.lossless = Lossless::kAuto;
+    w.Case("v2_d3_f32_auto_smooth", shape, s, d);
   }
 
   std::ofstream list(w.dir + "/cases.txt", std::ios::trunc);

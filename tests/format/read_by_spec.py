@@ -132,9 +132,11 @@ def parse_metadata(buf, fh):  # §15.1: the metadata block, or None
     check(1 <= length <= 2**20 and size == align8(12 + length),
           "metadata length disagrees with metadata_bytes")
     doc = bytes(buf[108:108 + length])
-    check(crc32c(doc) == crc, "metadata checksum mismatch")
+    check(crc32c(bytes(buf[100:104]) + doc) == crc, "metadata checksum mismatch")  # length, doc
     check(not any(buf[108 + length:96 + size]), "non-zero metadata padding")
 
+    # Readers MUST check the above; this one also validates the JSON fully, which §15.1
+    # allows (the C++ reader only checks for `{` ... `}` within JSON whitespace).
     def reject_constant(name):  # NaN, Infinity, -Infinity: Python's extensions, not RFC 8259
         raise ValueError("%s is not JSON" % name)
 
@@ -153,7 +155,8 @@ def parse_index(buf, fh):  # §7, §6
     index_offset, magic, crc = struct.unpack_from("<QII", buf, len(buf) - 16)  # len >= 96
     check(magic == 0x455A4245 and crc32c(buf[-16:-4]) == crc, "truncated: bad trailer")
     count = fh["frame_count"]  # so the index's size is known: 16 + 16 * count
-    check(96 <= index_offset <= len(buf) and len(buf) - index_offset == 32 + 16 * count,
+    check(96 + fh["meta_bytes"] <= index_offset <= len(buf) and
+          len(buf) - index_offset == 32 + 16 * count,
           "truncated or misplaced frame index")
     magic, crc, n = struct.unpack_from("<IIQ", buf, index_offset)
     check(magic == 0x495A4245 and n == count, "bad frame index magic or size")
@@ -178,10 +181,12 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
     check(hsize == 256 and dtype in (1, 2) and 1 <= ndim <= 4 and mode in (1, 2),
           "bad frame header size, dtype, rank or mode")
     order, res8, res16 = v[-4:-1]
-    check(flags & ~3 == 0 and res8 == 0 and res16 == 0 and not any(v[31:52][2::3]),
-          "reserved frame bits set")
-    # Bytes 13, 14, 15 and 248 are reserved in version 1, fields in version 2 (§15.2).
-    check(version >= 2 or predictor == lossless == fill_coding == order == 0,
+    table = v[31:52]
+    positions = table[3 * 3 + 2]  # §15.2: section 3's reserved u32 (offset 196) is S
+    check(flags & ~3 == 0 and res8 == 0 and res16 == 0 and
+          not any(x for s, x in enumerate(table[2::3]) if s != 3), "reserved frame bits set")
+    # Bytes 13, 14, 15, 196 and 248 are reserved in version 1, fields in version 2 (§15.2).
+    check(version >= 2 or predictor == lossless == fill_coding == order == positions == 0,
           "reserved frame bits set")
     check(predictor in (0, 1) and lossless in (0, 1) and fill_coding in (0, 1),
           "bad predictor, lossless or fill coding")
@@ -189,7 +194,7 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
     first_row, bound, abs_bound, step, fill, radius, chunk = v[15:22]
     block = read_dims(v[22:26], ndim, "block")
     sub_bits, group, n_out, n_verb, n_fill = v[26:31]
-    table, n = v[31:52], math.prod(shape)
+    n = math.prod(shape)
     lengths, crcs = list(table[0::3]), list(table[1::3])
     f32, has_fill = dtype == 1, bool(flags & 2)
     check(n <= 2**32 - 1, "frame has too many elements")
@@ -200,42 +205,51 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
     check(1 <= radius <= 32768 and 1 <= chunk <= 2**20 and 1 <= maxlen <= 24 and 1 <= group
           <= 65536 and 32 <= sub_bits <= 65536 and sub_bits % 32 == 0, "parameter out of range")
     # §15.2: the predictor's parameters.
-    tile, interp, anchors = 0, [], n
+    tile, interp = 0, []
     if predictor == 1:
         tile = max(block)
         interp = [d for d in range(ndim) if block[d] == tile]
         check(2 <= tile <= 32768 and tile & (tile - 1) == 0 and
               all(b in (1, tile) for b in block), "bad interpolation tile")
         check(order in (1, 3), "bad interpolation order")
-        anchors = math.prod(ceil_div(x, tile) if d in interp else x for d, x in enumerate(shape))
     else:
         check(order == 0, "order set for the Lorenzo predictor")
     check((fill_coding == 1) == (predictor == 1 and has_fill), "bad fill coding")
     check(lossless == 0 or (2 * radius + RUN_CLASSES <= 65536 and maxlen <= 20),
           "radius or code length too large for zero-run tokens")
-    # §9.2 items 7 to 9; with fill coding 1 fill_run_count counts mask tokens (§15.6), which
-    # can be n + 1 (an initial empty run of 0s, then runs of one element).
-    check(max(n_out, n_verb) <= n and n_fill <= n + fill_coding,
+    # §15.2: S, the symbol positions (version 1: every element).
+    if version == 1 or fill_coding == 0:
+        check(version == 1 or positions == n, "symbol positions disagree with element count")
+        positions = n
+    else:  # checked against the mask when it is decoded (§15.7 step 1)
+        check(1 <= positions <= n, "bad symbol positions")
+    # §9.2 items 7 to 9; with fill coding 1 fill_run_count is the mask's token count K
+    # (§15.6), bounded by the fill section's size instead (below).
+    check(max(n_out, n_verb) <= n and (fill_coding == 1 or n_fill <= n),
           "section count exceeds element count")
-    chunks, tsize = ceil_div(n, chunk), 4 if dtype == 1 else 8
+    chunks, tsize = ceil_div(positions, chunk), 4 if dtype == 1 else 8
     check(lengths[0] != 0 and lengths[3] % 4 == 0 and bool(flags & 1) == (lengths[2] != 0),
           "bad code length, gap array or bitstream size")
     check([lengths[4], lengths[5]] == [8 * n_out, align8(4 * n_verb) + tsize * n_verb],
           "section size disagrees with counts")
     check(has_fill or n_fill == 0, "fill runs without a fill value")
     check(all(x <= 2**48 for x in lengths), "section too large")
-    per_bit = MAX_RUN if lossless else 1  # §9.2 item 8, §15.4, §15.8.1
-    if fill_coding == 0:  # S = n symbol positions
-        check(lengths[1] == 8 * ceil_div(chunks, group) + 4 * chunks and
-              lengths[6] == 8 * n_fill, "section size disagrees with counts")
-        check(8 * lengths[3] * per_bit >= n, "bitstream too short for the element count")
-    else:  # S is known after the mask; the chunk index is checked then (decode_frame)
-        mask_chunks = ceil_div(n_fill, MASK_CHUNK)
-        check(n_fill >= 1 and lengths[6] % 4 == 0 and lengths[6] >= 16 + 8 * mask_chunks,
-              "bad fill mask size")
-        check(8 * lengths[3] * per_bit >= anchors and
-              n <= 8 * lengths[3] * per_bit + MAX_MASK_RUN * 8 * lengths[6],
-              "bitstream and fill mask too short for the element count")
+    # §9.2 item 8 with S for n (§15.2, §15.4, §15.8.1): chunk index, bitstream minimum.
+    check(lengths[1] == 8 * ceil_div(chunks, group) + 4 * chunks,
+          "chunk index size disagrees with the symbol positions")
+    check(8 * lengths[3] * (MAX_RUN if lossless else 1) >= positions,
+          "bitstream too short for the symbol positions")
+    if fill_coding == 0:
+        check(lengths[6] == 8 * n_fill, "section size disagrees with counts")
+    else:  # §15.2, §15.6: the fill mask's fixed part, chunk lengths, >= K bits of bitstream
+        mask_stream = lengths[6] - 16 - 4 * ceil_div(n_fill, MASK_CHUNK)
+        check(n_fill >= 1 and mask_stream >= 0 and mask_stream % 4 == 0 and
+              8 * mask_stream >= n_fill, "bad fill mask size")
+        # "n - S <= 8190 * 8 * (its bytes beyond the fixed part)": taken here as the mask
+        # bitstream's bytes; any reading holds for a valid mask (n <= 8190 * K <= 8 * 8190
+        # * those bytes), this one is the tightest.
+        check(n - positions <= MAX_MASK_RUN * 8 * mask_stream,
+              "fill mask too short for the fill elements")
     # §9.2 item 10: agreement with the file header and the frame index.
     rows = min(fh["frame_rows"], fh["shape"][0] - i * fh["frame_rows"])
     check(256 + sum(align8(x) for x in lengths) == size, "frame size disagrees with index")
@@ -252,7 +266,7 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
                 block=block, sub_bits=sub_bits, group=group, n_out=n_out, n_verb=n_verb,
                 n_fill=n_fill, sec_len=lengths, sec_crc=crcs, predictor=predictor,
                 lossless=lossless, fill_coding=fill_coding, order=order, tile=tile,
-                interp=interp, anchors=anchors)
+                interp=interp, positions=positions)
 
 
 def parse_code_lengths(sec, alphabet, maxlen):  # §5.1
@@ -499,9 +513,8 @@ def decode_frame(buf, off, h):  # §8, §15.7
     else:  # §15.3: tile by tile; fill elements carry no symbol, except anchors
         rank, order = interp_layout(h)
         positions = order if mask is None else [i for i in order if not rank[i] or not mask[i]]
-    count = len(positions)
-    check(8 * len(sec[3]) * (MAX_RUN if h["lossless"] else 1) >= count,
-          "bitstream too short for the symbol count")
+    count = len(positions)  # §15.7 step 1: non-fill elements plus the anchors that are fill
+    check(count == h["positions"], "symbol positions disagree with the fill mask")
     alphabet = 2 * radius + (RUN_CLASSES if h["lossless"] else 0)
     symbols = decode_symbols(h, sec, count, parse_code_lengths(sec[0], alphabet, h["maxlen"]))
     if mask is None and h["predictor"] == 0:

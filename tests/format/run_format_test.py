@@ -106,27 +106,38 @@ def check_corruptions(module, workdir, names):
 
 def check_gap_array_consistency(module, workdir, names):
     """A gap array entry changed with every CRC fixed up must still be
-    rejected (FORMAT.md §5.4): the CRCs are not what catches it."""
-    for name in names:
-        with open(os.path.join(workdir, name + ".ebz"), "rb") as f:
-            buf = bytearray(f.read())
-        off = 96 + struct.unpack_from("<I", buf, 12)[0]  # frame 0, after any metadata
-        flags, = struct.unpack_from("<B", buf, off + 11)
-        lengths = [struct.unpack_from("<Q", buf, off + 136 + 16 * s)[0] for s in range(7)]
-        if not flags & 1 or lengths[2] < 2:
-            continue
-        gap_at = off + 256 + sum((x + 7) // 8 * 8 for x in lengths[:2])
-        buf[gap_at + 1] ^= 1  # chunk 0, subsequence 1 (or chunk 1's first entry)
-        struct.pack_into("<I", buf, off + 136 + 16 * 2 + 8,
-                         module.crc32c(bytes(buf[gap_at:gap_at + lengths[2]])))
-        struct.pack_into("<I", buf, off + 252, module.crc32c(bytes(buf[off:off + 252])))
-        if rejected(module, buf):
-            print("ok   %-32s a wrong gap with valid CRCs rejected" % name)
-            return 0
-        print("FAIL %s: a wrong gap array entry with valid CRCs was accepted" % name)
-        return 1
-    print("FAIL: no archive has a gap array with two entries")
-    return 1
+    rejected (FORMAT.md §5.4): the CRCs are not what catches it. Checked on
+    the first version-1 archive with a gap array, and on the first version-2
+    one whose frame 0 also has zero-run tokens (§15.4: entries point at
+    token starts)."""
+    wanted = {"version 1": lambda version, lossless: version == 1,
+              "version 2 with zero-run tokens": lambda version, lossless: lossless == 1}
+    failures = 0
+    for kind, fits in wanted.items():
+        for name in names:
+            with open(os.path.join(workdir, name + ".ebz"), "rb") as f:
+                buf = bytearray(f.read())
+            off = 96 + struct.unpack_from("<I", buf, 12)[0]  # frame 0, after any metadata
+            version, = struct.unpack_from("<H", buf, off + 4)
+            flags, lossless = buf[off + 11], buf[off + 14]
+            lengths = [struct.unpack_from("<Q", buf, off + 136 + 16 * s)[0] for s in range(7)]
+            if not fits(version, lossless) or not flags & 1 or lengths[2] < 2:
+                continue
+            gap_at = off + 256 + sum((x + 7) // 8 * 8 for x in lengths[:2])
+            buf[gap_at + 1] ^= 1  # chunk 0, subsequence 1 (or chunk 1's first entry)
+            struct.pack_into("<I", buf, off + 136 + 16 * 2 + 8,
+                             module.crc32c(bytes(buf[gap_at:gap_at + lengths[2]])))
+            struct.pack_into("<I", buf, off + 252, module.crc32c(bytes(buf[off:off + 252])))
+            if rejected(module, buf):
+                print("ok   %-32s a wrong gap with valid CRCs rejected (%s)" % (name, kind))
+            else:
+                print("FAIL %s: a wrong gap array entry with valid CRCs was accepted" % name)
+                failures += 1
+            break
+        else:
+            print("FAIL: no %s archive has a gap array with two entries" % kind)
+            failures += 1
+    return failures
 
 
 def check_spec_example(format_md, workdir):

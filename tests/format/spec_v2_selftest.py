@@ -474,7 +474,8 @@ def encode_frame(values, shape, p, first_row=0, tamper=None):
                   fill=p["fill"] if p["fill"] is not None else 0.0, radius=radius,
                   chunk=chunk, block=p["block"], sub_bits=p["sub_bits"], group=group,
                   n_out=len(outliers), n_verb=len(verb), n_fill=fcount,
-                  order=p.get("order", 0))
+                  order=p.get("order", 0),
+                  positions=len(syms) if p.get("version", 2) >= 2 else 0)
     if "fields" in tamper:
         tamper["fields"](fields)
     if "sections" in tamper:
@@ -498,6 +499,7 @@ def frame_bytes(f, sections):  # §4.1, §15.2
                      f["n_fill"])
     for s, sec in enumerate(sections):
         struct.pack_into("<QI", hdr, 136 + 16 * s, len(sec), crc32c(sec) if sec else 0)
+    struct.pack_into("<I", hdr, 196, f["positions"])  # §15.2: S in section 3's entry
     hdr[248] = f["order"]
     struct.pack_into("<I", hdr, 252, crc32c(hdr[:252]))
     return bytes(hdr) + b"".join(pad8(s) for s in sections)
@@ -507,7 +509,8 @@ def archive(frames, a, metadata=None):
     """§2, §3, §6, §7, §15.1: the file header, metadata block, frames, index, trailer."""
     meta = b""
     if metadata is not None:
-        meta = pad8(struct.pack("<4sII", b"EBZM", len(metadata), crc32c(metadata)) + metadata)
+        length = struct.pack("<I", len(metadata))  # §15.1: the CRC covers length + document
+        meta = pad8(b"EBZM" + length + struct.pack("<I", crc32c(length + metadata)) + metadata)
     hdr = bytearray(96)
     struct.pack_into("<4sHHBBBBI", hdr, 0, b"EBZA", a.get("version", 2), 96, a["dtype"],
                      len(a["shape"]), a["mode"], 1 if a["fill"] is not None else 0, len(meta))
@@ -876,6 +879,41 @@ def semantic_violations(ck):
                   **kw)
     ck.rejects("chunk index one chunk too long", bad)
 
+    # S, the symbol positions at offset 196 (§15.2, §15.7 step 1).
+    S = struct.unpack_from("<I", good, off + 196)[0]
+    other = S - 1 if -(-(S - 1) // p["chunk"]) == -(-S // p["chunk"]) else S + 1
+    ck.rejects("S off by one against the mask", header_edit(196, other, "<I"),
+               "disagree with the fill mask")
+    ck.rejects("S = 0 with a fill mask", header_edit(196, 0, "<I"))
+    ck.rejects("S > n with a fill mask", header_edit(196, 36, "<I"))
+    bad, _ = make(v, shape, p, tamper={"fields": lambda f: f.update(positions=S + 7),
+                                       "sections": lambda s: [s[0], s[1] + bytes(4)] + s[2:]},
+                  **kw)
+    ck.rejects("S one chunk more, chunk index to match", bad)
+    for case in (case_3d_linear, case_lorenzo_runs):  # fill coding 0: S = n
+        v0, shape0, p0, kw0 = case()
+        buf0 = bytearray(make(v0, shape0, p0, **kw0)[0])
+        off0 = frame_fields(buf0)[0]
+        n0 = struct.unpack_from("<I", buf0, off0 + 196)[0]
+        struct.pack_into("<I", buf0, off0 + 196, n0 - 1)
+        ck.rejects("%s: S = n - 1 with fill coding 0" % case.__name__, refresh_crcs(buf0),
+                   "symbol positions")
+    v1, shape1, p1, kw1 = case_v1()
+    buf1 = bytearray(make(v1, shape1, p1, **kw1)[0])
+    struct.pack_into("<I", buf1, frame_fields(buf1)[0] + 196, 66)
+    ck.rejects("version-1 frame with S set (reserved)", refresh_crcs(buf1), "reserved")
+
+    # Mask token counts: empty runs anywhere are valid, so K may exceed n + 1 (§15.6).
+    vs, shapes, ps, kws = case_single_fill()
+    extra, exp = make(vs, shapes, ps, tamper={"mask_runs": lambda r: [0, 0, 0, 0] + r}, **kws)
+    try:
+        if ck.reader.decode(extra)[2] != exp:
+            ck.fail("mask with K = n + 5 (empty runs): wrong output")
+    except ck.reader.Corrupt as e:
+        ck.fail("mask with K = n + 5 (empty runs) rejected: %s" % e)
+    bad, _ = make(vs, shapes, ps, tamper={"fields": lambda f: f.update(n_fill=10**6)}, **kws)
+    ck.rejects("mask token count beyond the fill section's bits", bad, "fill mask size")
+
     # Metadata block.
     def with_metadata(doc):
         return make(v, shape, p, metadata=doc)[0]
@@ -895,8 +933,12 @@ def semantic_violations(ck):
     b[96 + 20] = 1
     ck.rejects("metadata: non-zero padding", b, "padding")
     b = bytearray(with_metadata(b'{"a":1}'))
-    struct.pack_into("<I", b, 100, 8)  # length 8: same metadata_bytes, CRC over 8 bytes
-    ck.rejects("metadata: length changed", b)
+    struct.pack_into("<I", b, 100, 8)  # length 8: same metadata_bytes
+    struct.pack_into("<I", b, 104, crc32c(b[100:104] + b[108:116]))
+    ck.rejects("metadata: length changed, CRC made valid", b)
+    b = bytearray(with_metadata(b'{"a":1}'))
+    struct.pack_into("<I", b, 104, crc32c(b[108:115]))  # the document alone (an old draft)
+    ck.rejects("metadata: CRC of the document alone", b, "metadata checksum")
     b = bytearray(good)
     struct.pack_into("<I", b, 12, 24)
     ck.rejects("metadata_bytes in a version-1 file header",
