@@ -43,6 +43,8 @@ struct CompressOptions {
   Lossless lossless = Lossless::kAuto;
   int interp_order = 0;  // 0: chosen per frame; 1 linear, 3 cubic
   // A JSON object stored in the metadata block (version 2); empty for none.
+  // It must be a JSON text (FORMAT.md §15.1); ValidateCompressOptions checks
+  // only that it is braced, not that it parses.
   std::string metadata;
 };
 
