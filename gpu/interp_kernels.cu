@@ -1,0 +1,655 @@
+// The interpolation predictor's kernels (gpu/interp_kernels.h): thin
+// wrappers that run gpu/interp_tile.h's per-tile, per-anchor and per-entry
+// functions, a sub-block of threads per tile with its own named barrier.
+#include <algorithm>
+#include <cub/device/device_scan.cuh>
+
+#include "gpu/cuda_status.h"
+#include "gpu/interp_kernels.h"
+#include "gpu/workspace_carver.h"
+
+namespace ebzip::gpu {
+namespace {
+
+using interp::Geometry;
+using interp::KeyHeader;
+
+// Grid-stride loops cap grids here (a frame can have up to 2^32 - 1 tiles).
+constexpr uint64_t kMaxGridBlocks = uint64_t{1} << 24;
+constexpr uint32_t kSmallThreads = 256;  // the per-anchor and per-entry kernels
+// Tile-kernel policy (tuned for the H100): about this many elements per
+// thread in a tile's largest pass region, so small tiles (1-D 256) share a
+// thread block with others and large ones (64x64, 16^3) get all 256 threads.
+constexpr uint32_t kElementsPerThread = 8;
+constexpr uint32_t kMinTileThreads = 32;  // a warp: the scans are warp-based
+
+uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+uint32_t GridFor(uint64_t threads, uint32_t per_block) {
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>(CeilDiv(threads, per_block), 1, kMaxGridBlocks));
+}
+
+// ---------------------------------------------------------------------------
+// Shared memory of one tile in each tile kernel: 8 words for the scan's warp
+// sums, then its arrays, each 16-byte aligned.
+
+enum class TileKernel { kEncode, kDecode, kScatter, kCount };
+
+struct SubLayout {
+  uint32_t box = 0, fbox = 0, srank = 0, keep = 0;  // byte offsets
+  uint32_t bytes = 0;                               // per tile
+};
+
+__host__ __device__ inline uint32_t Align16(uint64_t x) {
+  return static_cast<uint32_t>((x + 15) & ~uint64_t{15});
+}
+
+__host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& g, uint32_t elem,
+                                               bool fill) {
+  SubLayout l;
+  uint32_t at = 32;  // warp sums
+  switch (kind) {
+    case TileKernel::kEncode:
+      l.box = at;
+      at = Align16(at + uint64_t{elem} * g.box_volume);
+      if (fill) {
+        l.fbox = at;
+        at = Align16(at + uint64_t{g.box_volume});
+        l.srank = at;
+        at = Align16(at + 2 * uint64_t{g.own_max});
+        l.keep = at;
+        at = Align16(at + uint64_t{g.own_max});
+      }
+      break;
+    case TileKernel::kDecode:
+      l.box = at;
+      at = Align16(at + uint64_t{elem} * g.box_volume);
+      break;
+    case TileKernel::kScatter:
+      l.box = at;
+      at = Align16(at + 2 * uint64_t{g.box_volume});
+      if (fill) {
+        l.fbox = at;
+        at = Align16(at + uint64_t{g.box_volume});
+      }
+      break;
+    case TileKernel::kCount:
+      break;
+  }
+  l.bytes = at;
+  return l;
+}
+
+// A tile's threads: lane, barrier (named, one per tile of the block, so the
+// tiles of a block never wait for each other), exclusive sum, atomics.
+struct SubBlock {
+  uint32_t lane;
+  uint32_t threads;
+  uint32_t barrier;
+  uint32_t* warp_sums;  // threads / 32 words of shared memory
+
+  __host__ __device__ uint32_t Lane() const { return lane; }
+  __host__ __device__ uint32_t Threads() const { return threads; }
+  __host__ __device__ void Sync() const {
+#ifdef __CUDA_ARCH__
+    __barrier_sync_count(barrier, threads);
+#endif
+  }
+  __host__ __device__ uint32_t ExclusiveSum(uint32_t v, uint32_t* total) const {
+#ifdef __CUDA_ARCH__
+    const uint32_t wl = lane & 31, w = lane >> 5, warps = threads >> 5;
+    uint32_t inclusive = v;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+      const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, inclusive, d);
+      if (wl >= d) inclusive += up;
+    }
+    if (wl == 31) warp_sums[w] = inclusive;
+    Sync();
+    uint32_t before = 0, sum = 0;
+    for (uint32_t u = 0; u < warps; ++u) {
+      const uint32_t s = warp_sums[u];
+      before += u < w ? s : 0;
+      sum += s;
+    }
+    Sync();
+    *total = sum;
+    return before + inclusive - v;
+#else
+    *total = v;
+    return 0;
+#endif
+  }
+  __host__ __device__ void AtomicOr(uint32_t* p, uint32_t bits) const {
+#ifdef __CUDA_ARCH__
+    atomicOr(p, bits);
+#else
+    *p |= bits;
+#endif
+  }
+  __host__ __device__ void AtomicAdd(uint32_t* p, uint32_t v) const {
+#ifdef __CUDA_ARCH__
+    atomicAdd(p, v);
+#else
+    *p += v;
+#endif
+  }
+};
+
+extern __shared__ __align__(16) unsigned char interp_smem[];
+
+// This thread's tile slot in the block, its sub-block and its shared memory.
+__device__ inline SubBlock MakeSubBlock(const Geometry& g, uint32_t bytes, unsigned char** base) {
+  const uint32_t sub = threadIdx.x / g.tile_threads;
+  *base = interp_smem + uint64_t{sub} * bytes;
+  return SubBlock{threadIdx.x % g.tile_threads, g.tile_threads, sub + 1,
+                  reinterpret_cast<uint32_t*>(*base)};
+}
+
+// ---------------------------------------------------------------------------
+// Tables.
+
+__global__ void HeadersKernel(Geometry g, KeyHeader* headers) {
+  interp::ComputeHeaders(g, headers);
+}
+
+__global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* entries) {
+  const KeyHeader& h = headers[blockIdx.y];
+  const uint32_t p = blockIdx.x;
+  if (!h.exists || p >= g.num_passes) return;
+  const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+  uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+  for (uint32_t j = threadIdx.x; j < count; j += blockDim.x) {
+    uint32_t slot, value;
+    interp::TableEntry(g, h, p, j, &slot, &value);
+    list[slot] = value;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Tile starts.
+
+__global__ void StartsKernel(Geometry g, uint32_t* tile_start) {
+  for (uint64_t t = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; t <= g.num_tiles;
+       t += uint64_t{gridDim.x} * blockDim.x) {
+    tile_start[t] = static_cast<uint32_t>(interp::TileStartWithoutFill(g, t));
+  }
+}
+
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    CountKernel(Geometry g, const KeyHeader* headers, const uint8_t* fill, uint32_t* counts,
+                uint32_t bytes) {
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, bytes, &base);
+  if (blockIdx.x == 0 && threadIdx.x == 0) counts[g.num_tiles] = 0;
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::CountTile(sb, g, headers, t, fill, counts);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Anchors.
+
+#define EBZIP_FOR_EACH(i, count)                                                  \
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < (count); \
+       i += uint64_t{gridDim.x} * blockDim.x)
+
+template <typename T>
+__global__ void AnchorQuantizeKernel(Geometry g, const T* x, const uint8_t* fill, int32_t* q,
+                                     uint8_t* quantized, uint32_t* verbatim_mask) {
+  SubBlock sb{0, 1, 0, nullptr};
+  EBZIP_FOR_EACH(t, g.num_tiles) {
+    interp::AnchorQuantize<T>(sb, g, t, x, fill, q, quantized, verbatim_mask);
+  }
+}
+
+__global__ void AnchorPlaceholderKernel(Geometry g, const int32_t* q, const uint8_t* quantized,
+                                        int32_t* placeholder) {
+  EBZIP_FOR_EACH(b, g.num_anchor_blocks) {
+    interp::AnchorPlaceholder(g, b, q, quantized, placeholder);
+  }
+}
+
+template <typename T>
+__global__ void AnchorResidualKernel(Geometry g, const int32_t* q, const uint8_t* quantized,
+                                     const int32_t* placeholder, T* anchor_w, uint16_t* anchor_sym,
+                                     uint32_t* flag, int32_t* residual) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) flag[g.num_tiles] = 0;
+  EBZIP_FOR_EACH(t, g.num_tiles) {
+    interp::AnchorResidual<T>(g, t, q, quantized, placeholder, anchor_w, anchor_sym, flag,
+                              residual);
+  }
+}
+
+__global__ void AnchorOutlierKernel(Geometry g, const uint32_t* flag, const uint32_t* at,
+                                    const int32_t* residual, uint32_t* outlier_index,
+                                    int32_t* outlier_residual, const uint32_t* tile_start,
+                                    uint32_t* counts) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    counts[0] = tile_start[g.num_tiles];
+    counts[1] = at[g.num_tiles];
+  }
+  EBZIP_FOR_EACH(t, g.num_tiles) {
+    interp::AnchorOutlier(g, t, flag, at, residual, outlier_index, outlier_residual);
+  }
+}
+
+__global__ void AnchorLoadKernel(Geometry g, const uint16_t* sym_elem, int32_t* q) {
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorLoad(g, t, sym_elem, q); }
+}
+
+__global__ void ApplyOutliersKernel(Geometry g, const uint32_t* index, const int32_t* value,
+                                    uint64_t count, const uint16_t* sym_elem, int32_t* q,
+                                    uint32_t* error) {
+  SubBlock sb{0, 1, 0, nullptr};
+  EBZIP_FOR_EACH(j, count) {
+    interp::AnchorApplyOutlier(sb, g, j, index, value, sym_elem, q, error);
+  }
+}
+
+__global__ void AnchorPrefixKernel(Geometry g, int d, int32_t* q) {
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorPrefix(g, d, t, q); }
+}
+
+template <typename T>
+__global__ void AnchorDequantizeKernel(Geometry g, const int32_t* q, T* anchor_w) {
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorDequantize<T>(g, t, q, anchor_w); }
+}
+
+// S and the outlier count against what the decoder was given.
+__global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint64_t num_symbols,
+                                   const uint32_t* anchor_zeros, uint64_t num_outliers,
+                                   uint32_t* error) {
+  uint32_t e = 0;
+  if (tile_start[g.num_tiles] != num_symbols) e |= interp::kErrSymbolCount;
+  if (*anchor_zeros != num_outliers) e |= interp::kErrOutlierCount;
+  if (e != 0) atomicOr(error, e);
+}
+
+#undef EBZIP_FOR_EACH
+
+// ---------------------------------------------------------------------------
+// Tiles.
+
+template <typename T, bool kFill>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    EncodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                      interp::EncodeTileArgs<T> args, SubLayout layout) {
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  const interp::EncodeTileSmem<T> sm{
+      reinterpret_cast<T*>(base + layout.box), kFill ? base + layout.fbox : nullptr,
+      kFill ? reinterpret_cast<uint16_t*>(base + layout.srank) : nullptr,
+      kFill ? base + layout.keep : nullptr};
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::EncodeTile<T, kFill>(sb, g, headers, entries, t, args, sm);
+  }
+}
+
+template <bool kFill>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    ScatterKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                  interp::ScatterArgs args, SubLayout layout) {
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  const interp::ScatterSmem sm{reinterpret_cast<uint16_t*>(base + layout.box),
+                               kFill ? base + layout.fbox : nullptr};
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::ScatterTile<kFill>(sb, g, headers, entries, t, args, sm);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    DecodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                      const uint16_t* sym_elem, const T* anchor_w, T* out, SubLayout layout) {
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  T* box = reinterpret_cast<T*>(base + layout.box);
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::DecodeTile<T>(sb, g, headers, entries, t, sym_elem, anchor_w, out, box);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Host side.
+
+// The scratch block's arrays; Carve runs once to measure, once to hand out.
+struct Scratch {
+  KeyHeader* headers = nullptr;
+  uint32_t* entries = nullptr;
+  uint32_t* tile_start = nullptr;
+  uint32_t* counts = nullptr;  // per tile, with a fill mask (then scanned)
+  int32_t* q = nullptr;
+  void* anchor_w = nullptr;
+  void* cub_temp = nullptr;
+  // Encoding.
+  uint8_t* quantized = nullptr;
+  int32_t* placeholder = nullptr;
+  uint16_t* anchor_sym = nullptr;
+  uint32_t* flag = nullptr;
+  uint32_t* at = nullptr;
+  int32_t* residual = nullptr;
+  // Decoding.
+  uint16_t* sym_elem = nullptr;
+  uint32_t* anchor_zeros = nullptr;
+};
+
+Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c) {
+  const Geometry& g = plan.geo;
+  const uint64_t tiles = g.num_tiles;
+  Scratch s;
+  s.headers = c.Take<KeyHeader>(interp::kMaxKeys);
+  s.entries = c.Take<uint32_t>(plan.table_entries);
+  s.tile_start = c.Take<uint32_t>(tiles + 1);
+  if (plan.has_fill) s.counts = c.Take<uint32_t>(tiles + 1);
+  s.q = c.Take<int32_t>(tiles);
+  s.anchor_w = c.Take<uint8_t>(tiles * plan.elem_size);
+  s.cub_temp = c.Take<uint8_t>(plan.cub_bytes);
+  if (!decode) {
+    s.quantized = c.Take<uint8_t>(tiles);
+    s.placeholder = c.Take<int32_t>(g.num_anchor_blocks);
+    s.anchor_sym = c.Take<uint16_t>(tiles);
+    s.flag = c.Take<uint32_t>(tiles + 1);
+    s.at = c.Take<uint32_t>(tiles + 1);
+    s.residual = c.Take<int32_t>(tiles);
+  } else {
+    s.sym_elem = c.Take<uint16_t>(g.n);
+    s.anchor_zeros = c.Take<uint32_t>(1);
+  }
+  return s;
+}
+
+template <typename Kernel>
+cudaError_t AllowShared(Kernel kernel, size_t bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              static_cast<int>(bytes));
+}
+
+uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
+uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
+
+// Tables and tile starts: what both directions begin with.
+absl::Status LaunchCommon(const InterpPlan& plan, const uint8_t* fill_mask, const Scratch& s,
+                          cudaStream_t stream) {
+  const Geometry& g = plan.geo;
+  HeadersKernel<<<1, 1, 0, stream>>>(g, s.headers);
+  EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
+                  stream>>>(g, s.headers, s.entries);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  if (!plan.has_fill) {
+    StartsKernel<<<GridFor(g.num_tiles + 1, kSmallThreads), kSmallThreads, 0, stream>>>(
+        g, s.tile_start);
+    CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    return absl::OkStatus();
+  }
+  const SubLayout l = LayoutFor(TileKernel::kCount, g, plan.elem_size, true);
+  const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+  CountKernel<<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, fill_mask,
+                                                                    s.counts, l.bytes);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  size_t temp = plan.cub_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(s.cub_temp, temp, s.counts, s.tile_start,
+                                                     g.num_tiles + 1, stream));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status EncodeT(const InterpPlan& plan, const T* x, const uint8_t* fill, const Scratch& s,
+                     const InterpEncodeOutputs& out, cudaStream_t stream) {
+  const Geometry& g = plan.geo;
+  if (absl::Status st = LaunchCommon(plan, fill, s, stream); !st.ok()) return st;
+  CUDA_RETURN_IF_ERROR(
+      cudaMemsetAsync(out.verbatim_mask, 0, CeilDiv(g.n, 32) * sizeof(uint32_t), stream));
+  T* anchor_w = static_cast<T*>(s.anchor_w);
+  const uint32_t anchor_grid = GridFor(g.num_tiles, kSmallThreads);
+  AnchorQuantizeKernel<T>
+      <<<anchor_grid, kSmallThreads, 0, stream>>>(g, x, fill, s.q, s.quantized, out.verbatim_mask);
+  AnchorPlaceholderKernel<<<GridFor(g.num_anchor_blocks, kSmallThreads), kSmallThreads, 0,
+                            stream>>>(g, s.q, s.quantized, s.placeholder);
+  AnchorResidualKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(
+      g, s.q, s.quantized, s.placeholder, anchor_w, s.anchor_sym, s.flag, s.residual);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  size_t temp = plan.cub_bytes;
+  CUDA_RETURN_IF_ERROR(
+      cub::DeviceScan::ExclusiveSum(s.cub_temp, temp, s.flag, s.at, g.num_tiles + 1, stream));
+  AnchorOutlierKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(
+      g, s.flag, s.at, s.residual, out.outlier_index, out.outlier_residual, s.tile_start,
+      out.counts);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  const interp::EncodeTileArgs<T> args{
+      x, fill, s.tile_start, anchor_w, s.anchor_sym, out.symbols, out.verbatim_mask};
+  const SubLayout l = LayoutFor(TileKernel::kEncode, g, sizeof(T), fill != nullptr);
+  const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+  if (fill != nullptr) {
+    CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, true>, shared));
+    EncodeTilesKernel<T, true>
+        <<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, args, l);
+  } else {
+    CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, false>, shared));
+    EncodeTilesKernel<T, false>
+        <<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, args, l);
+  }
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DecodeT(const InterpPlan& plan, const InterpDecodeInputs& in, T* output,
+                     const Scratch& s, uint32_t* error, cudaStream_t stream) {
+  const Geometry& g = plan.geo;
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
+  if (absl::Status st = LaunchCommon(plan, in.fill_mask, s, stream); !st.ok()) return st;
+
+  const interp::ScatterArgs args{in.symbols, in.num_symbols, in.fill_mask,  s.tile_start,
+                                 s.sym_elem, error,          s.anchor_zeros};
+  const SubLayout ls = LayoutFor(TileKernel::kScatter, g, sizeof(T), plan.has_fill);
+  const size_t scatter_shared = size_t{ls.bytes} * g.tiles_per_block;
+  if (plan.has_fill) {
+    CUDA_RETURN_IF_ERROR(AllowShared(ScatterKernel<true>, scatter_shared));
+    ScatterKernel<true><<<TileGrid(g), TileBlockThreads(g), scatter_shared, stream>>>(
+        g, s.headers, s.entries, args, ls);
+  } else {
+    CUDA_RETURN_IF_ERROR(AllowShared(ScatterKernel<false>, scatter_shared));
+    ScatterKernel<false><<<TileGrid(g), TileBlockThreads(g), scatter_shared, stream>>>(
+        g, s.headers, s.entries, args, ls);
+  }
+  DecodeChecksKernel<<<1, 1, 0, stream>>>(g, s.tile_start, in.num_symbols, s.anchor_zeros,
+                                          in.num_outliers, error);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  T* anchor_w = static_cast<T*>(s.anchor_w);
+  const uint32_t anchor_grid = GridFor(g.num_tiles, kSmallThreads);
+  AnchorLoadKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, s.sym_elem, s.q);
+  if (in.num_outliers > 0) {
+    ApplyOutliersKernel<<<GridFor(in.num_outliers, kSmallThreads), kSmallThreads, 0, stream>>>(
+        g, in.outlier_index, in.outlier_residual, in.num_outliers, s.sym_elem, s.q, error);
+  }
+  for (int d = interp::kIDims - 1; d >= 0; --d) {
+    if (g.tiles[d] > 1 && g.ablock[d] > 1) {
+      AnchorPrefixKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, d, s.q);
+    }
+  }
+  AnchorDequantizeKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(g, s.q, anchor_w);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  const SubLayout ld = LayoutFor(TileKernel::kDecode, g, sizeof(T), plan.has_fill);
+  const size_t shared = size_t{ld.bytes} * g.tiles_per_block;
+  CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesKernel<T>, shared));
+  DecodeTilesKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
+      g, s.headers, s.entries, s.sym_elem, anchor_w, output, ld);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
+uint32_t NextPowerOfTwo(uint64_t x) {
+  uint32_t p = 1;
+  while (p < x && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+InterpSharedBytes InterpShared(const Geometry& g, int elem_size, bool has_fill) {
+  const uint32_t e = static_cast<uint32_t>(elem_size);
+  InterpSharedBytes b;
+  b.encode = size_t{LayoutFor(TileKernel::kEncode, g, e, has_fill).bytes} * g.tiles_per_block;
+  b.decode = size_t{LayoutFor(TileKernel::kDecode, g, e, has_fill).bytes} * g.tiles_per_block;
+  b.scatter = size_t{LayoutFor(TileKernel::kScatter, g, e, has_fill).bytes} * g.tiles_per_block;
+  b.count = size_t{LayoutFor(TileKernel::kCount, g, e, has_fill).bytes} * g.tiles_per_block;
+  return b;
+}
+
+absl::StatusOr<Geometry> MakeInterpGeometry(const InterpParams& p, bool has_fill,
+                                            size_t max_shared_bytes) {
+  if (absl::Status s = ValidateInterpParams(p); !s.ok()) return s;
+  Geometry g{};
+  const int rank = static_cast<int>(p.shape.size());
+  const int pad = interp::kIDims - rank;
+  for (int d = 0; d < interp::kIDims; ++d) {
+    g.dims[d] = 1;
+    g.ablock[d] = 1;
+  }
+  g.k = 0;
+  for (int i = 0; i < rank; ++i) {
+    const int d = pad + i;
+    g.dims[d] = p.shape[i];
+    g.ablock[d] = interp::kAnchorBlock;
+    if (p.tile[i] > 1) {
+      g.idim[g.k++] = static_cast<uint32_t>(d);
+      g.E = p.tile[i];
+    }
+  }
+  g.log2E = 0;
+  while ((1u << g.log2E) < g.E) ++g.log2E;
+  g.num_passes = g.log2E * g.k;
+  if (g.num_passes > interp::kMaxPasses) {
+    return absl::UnimplementedError("interpolation on the GPU: too many passes");
+  }
+  g.stride[interp::kIDims - 1] = 1;
+  for (int d = interp::kIDims - 2; d >= 0; --d) g.stride[d] = g.stride[d + 1] * g.dims[d + 1];
+  g.n = 1;
+  g.num_tiles = 1;
+  g.num_anchor_blocks = 1;
+  for (int d = 0; d < interp::kIDims; ++d) {
+    g.tiles[d] = g.dims[d];
+    for (uint32_t e = 0; e < g.k; ++e) {
+      if (g.idim[e] == static_cast<uint32_t>(d)) g.tiles[d] = CeilDiv(g.dims[d], g.E);
+    }
+    g.ablocks[d] = CeilDiv(g.tiles[d], g.ablock[d]);
+    g.n *= g.dims[d];
+    g.num_tiles *= g.tiles[d];
+    g.num_anchor_blocks *= g.ablocks[d];
+  }
+  g.astride[interp::kIDims - 1] = 1;
+  for (int d = interp::kIDims - 2; d >= 0; --d) g.astride[d] = g.astride[d + 1] * g.tiles[d + 1];
+  uint64_t box = 1, own = 1;
+  for (uint32_t e = 0; e < g.k; ++e) {
+    const uint64_t extent = g.dims[g.idim[e]];
+    g.pitch[e] = static_cast<uint32_t>(std::min<uint64_t>(g.E + 1, extent));
+    box *= g.pitch[e];
+    own *= std::min<uint64_t>(g.E, extent);
+    if (box > interp::kMaxBoxVolume) {
+      return absl::UnimplementedError(
+          "interpolation on the GPU: a tile's closed box exceeds 65536 elements");
+    }
+  }
+  for (uint32_t e = g.k; e < static_cast<uint32_t>(interp::kIDims); ++e) g.pitch[e] = 1;
+  for (uint32_t e = 0; e < static_cast<uint32_t>(interp::kIDims); ++e) {
+    uint32_t s = 1;
+    for (uint32_t f = e + 1; f < g.k; ++f) s *= g.pitch[f];
+    g.bstride[e] = e < g.k ? s : 0;
+    g.pitch_div[e].Init(g.pitch[e]);
+    g.bstride_div[e].Init(std::max<uint32_t>(s, 1));
+  }
+  g.box_volume = static_cast<uint32_t>(box);
+  g.own_max = static_cast<uint32_t>(own);
+  g.radius = static_cast<int32_t>(p.radius);
+  g.cubic = p.order == InterpOrder::kCubic ? 1 : 0;
+  g.abs_bound = p.abs_bound;
+  g.step = p.quant_step;
+
+  // Policy: threads per tile from the tile's size, then as many tiles per
+  // block of kInterpBlockThreads as shared memory allows.
+  g.tile_threads = std::clamp<uint32_t>(NextPowerOfTwo(CeilDiv(own, kElementsPerThread)),
+                                        kMinTileThreads, kInterpBlockThreads);
+  g.tiles_per_block = kInterpBlockThreads / g.tile_threads;
+  const int elem = static_cast<int>(DTypeSize(p.dtype));
+  for (;;) {
+    const InterpSharedBytes b = InterpShared(g, elem, has_fill);
+    const size_t most = std::max({b.encode, b.decode, b.scatter, b.count});
+    if (most <= max_shared_bytes) break;
+    if (g.tiles_per_block == 1) {
+      return absl::UnimplementedError(
+          "interpolation on the GPU: a tile's closed box does not fit shared memory");
+    }
+    g.tiles_per_block /= 2;
+  }
+  return g;
+}
+
+absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill) {
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  int shared = 0;
+  CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  absl::StatusOr<Geometry> g = MakeInterpGeometry(params, has_fill, static_cast<size_t>(shared));
+  if (!g.ok()) return g.status();
+  InterpPlan plan;
+  plan.geo = *g;
+  plan.elem_size = static_cast<int>(DTypeSize(params.dtype));
+  plan.has_fill = has_fill;
+  KeyHeader headers[interp::kMaxKeys];
+  plan.table_entries = interp::ComputeHeaders(plan.geo, headers);
+  CUDA_RETURN_IF_ERROR(
+      cub::DeviceScan::ExclusiveSum(nullptr, plan.cub_bytes, static_cast<uint32_t*>(nullptr),
+                                    static_cast<uint32_t*>(nullptr), plan.geo.num_tiles + 1));
+  WorkspaceCarver measure_encode, measure_decode;
+  Carve(plan, false, measure_encode);
+  Carve(plan, true, measure_decode);
+  plan.encode_scratch = measure_encode.size();
+  plan.decode_scratch = measure_decode.size();
+  return plan;
+}
+
+absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const uint8_t* fill_mask,
+                                void* scratch, const InterpEncodeOutputs& out,
+                                cudaStream_t stream) {
+  if ((fill_mask != nullptr) != plan.has_fill) {
+    return absl::InvalidArgumentError("interpolation: fill mask and plan disagree");
+  }
+  WorkspaceCarver carver(scratch);
+  const Scratch s = Carve(plan, false, carver);
+  if (plan.elem_size == 4) {
+    return EncodeT(plan, static_cast<const float*>(input), fill_mask, s, out, stream);
+  }
+  return EncodeT(plan, static_cast<const double*>(input), fill_mask, s, out, stream);
+}
+
+absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs& in, void* output,
+                                void* scratch, uint32_t* error, cudaStream_t stream) {
+  if ((in.fill_mask != nullptr) != plan.has_fill) {
+    return absl::InvalidArgumentError("interpolation: fill mask and plan disagree");
+  }
+  WorkspaceCarver carver(scratch);
+  const Scratch s = Carve(plan, true, carver);
+  if (plan.elem_size == 4) {
+    return DecodeT(plan, in, static_cast<float*>(output), s, error, stream);
+  }
+  return DecodeT(plan, in, static_cast<double*>(output), s, error, stream);
+}
+
+}  // namespace ebzip::gpu

@@ -1,0 +1,101 @@
+// Launchers of the interpolation predictor's kernels (FORMAT.md §15.5,
+// §15.8): one frame at a time, device-resident, producing exactly what
+// codec/interp_predictor.h's InterpEncode and InterpDecode produce. They
+// enqueue on `stream`, neither allocate nor synchronize, and work in a
+// caller-provided scratch block whose size the plan gives.
+//
+// Encoding: the key tables (gpu/interp_tile.h), each tile's first symbol
+// position (closed form without a fill mask; with one, a count per tile and
+// an exclusive scan), the anchors (quantize; placeholders per anchor block of
+// 8; Lorenzo residuals, symbols, outliers; a scan for the outlier list), then
+// the tiles: a sub-block of threads per tile, its closed box in shared memory,
+// pass by pass with a barrier between passes, symbols written at their
+// positions. Decoding: the symbols to element order (checked), the anchors
+// (residuals, outliers, prefix sums in blocks of 8, dequantization), then
+// the tiles.
+#ifndef EBZIP_GPU_INTERP_KERNELS_H_
+#define EBZIP_GPU_INTERP_KERNELS_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec/interp_predictor.h"
+#include "gpu/interp_tile.h"
+
+namespace ebzip::gpu {
+
+// Threads per thread block of the tile kernels (a block takes
+// interp::Geometry::tiles_per_block tiles, tile_threads threads each).
+inline constexpr uint32_t kInterpBlockThreads = 256;
+
+// The frame's geometry and launch policy, on the host alone (no device is
+// needed). INVALID_ARGUMENT where ValidateInterpParams says so; UNIMPLEMENTED
+// when a tile's closed box exceeds interp::kMaxBoxVolume elements or the
+// shared memory one tile's kernels need exceeds `max_shared_bytes` (the
+// device's opt-in limit per block: 232448 on an H100).
+absl::StatusOr<interp::Geometry> MakeInterpGeometry(const InterpParams& params, bool has_fill,
+                                                    size_t max_shared_bytes);
+
+// Dynamic shared memory per thread block of each tile kernel.
+struct InterpSharedBytes {
+  size_t encode = 0;
+  size_t decode = 0;
+  size_t scatter = 0;
+  size_t count = 0;
+};
+InterpSharedBytes InterpShared(const interp::Geometry& g, int elem_size, bool has_fill);
+
+// Everything a frame's launches need, fixed on the host.
+struct InterpPlan {
+  interp::Geometry geo{};
+  int elem_size = 4;
+  bool has_fill = false;
+  uint64_t table_entries = 0;  // key tables' entries (u32 each)
+  size_t cub_bytes = 0;        // DeviceScan's temporary storage
+  size_t encode_scratch = 0;   // bytes of scratch LaunchInterpEncode needs
+  size_t decode_scratch = 0;   // ... and LaunchInterpDecode (n u16 more: symbols by element)
+};
+
+// Plans a frame for the current device (its shared memory limit; CUB's
+// temporary storage): MakeInterpGeometry's errors, or a CUDA error.
+absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill);
+
+struct InterpEncodeOutputs {
+  uint16_t* symbols = nullptr;          // room for n: S symbols in symbol order
+  uint32_t* verbatim_mask = nullptr;    // ceil(n / 32) words: element i is verbatim when
+                                        // bit i % 32 of word i / 32 is set (the launcher zeroes it)
+  uint32_t* outlier_index = nullptr;    // room for num_tiles: ascending anchors' element indices
+  int32_t* outlier_residual = nullptr;  // room for num_tiles
+  uint32_t* counts = nullptr;           // 2 words: S, then the number of outliers
+};
+
+// Encodes the frame at `input` (n elements of the plan's dtype, C order).
+// `fill_mask`: n bytes, 1 where the element is fill, exactly when the plan
+// has_fill. `scratch`: plan.encode_scratch bytes.
+absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const uint8_t* fill_mask,
+                                void* scratch, const InterpEncodeOutputs& out, cudaStream_t stream);
+
+struct InterpDecodeInputs {
+  const uint16_t* symbols = nullptr;  // num_symbols, in symbol order, zero-run tokens expanded
+  uint64_t num_symbols = 0;
+  const uint32_t* outlier_index = nullptr;  // num_outliers, ascending (the caller has checked)
+  const int32_t* outlier_residual = nullptr;
+  uint64_t num_outliers = 0;
+  const uint8_t* fill_mask = nullptr;  // as for encoding
+};
+
+// Writes the frame's working values to `output` (n elements; the caller then
+// overwrites fill and verbatim elements). *error (device) gets the
+// interp::DecodeError bits of whatever InterpDecode would call corrupt, 0 when
+// nothing is (the launcher zeroes it first); nothing is read out of bounds
+// on any input. `scratch`: plan.decode_scratch bytes.
+absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs& in, void* output,
+                                void* scratch, uint32_t* error, cudaStream_t stream);
+
+}  // namespace ebzip::gpu
+
+#endif  // EBZIP_GPU_INTERP_KERNELS_H_

@@ -1,0 +1,906 @@
+// The interpolation predictor (FORMAT.md §15.5, §15.8) cut into the pieces
+// the GPU kernels run: host-and-device functions over one tile, one anchor
+// or one table entry, so that gpu/interp_kernels.cu and a host emulation
+// (tests/gpu/interp_kernels_test.cc, which runs without a GPU) execute the
+// same code. Every floating-point operation is the one codec/
+// interp_predictor.cc performs, in binary64, in the same order, each one
+// rounded (__dadd_rn and friends on the device: never contracted).
+//
+// A tile is worked in a *box*: its closed window [lo, lo + E] along every
+// interpolated dimension (cut at the frame's edge), so the far faces, which
+// belong to the next tiles, are computed again here, exactly as their own
+// tile computes them (§15.5.2's last paragraph). The box sits in shared
+// memory with fixed pitches P_e = min(E + 1, N_d) per interpolated dimension,
+// whatever the tile's extents, so a box offset depends only on in-box
+// coordinates. Tiles come in at most 16 shapes (last along an interpolated
+// dimension or not: a *key*); per key, a table lists each pass's elements as
+// box offsets, the tile's own elements first in C order (their symbol-order
+// rank follows from their place), then the far-face elements.
+#ifndef EBZIP_GPU_INTERP_TILE_H_
+#define EBZIP_GPU_INTERP_TILE_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "codec/host_device.h"
+#include "codec/quantize_point.h"
+
+namespace ebzip::gpu::interp {
+
+inline constexpr int kIDims = 4;            // frames seen as 4-D
+inline constexpr uint32_t kMaxKeys = 16;    // tile shapes
+inline constexpr uint32_t kMaxPasses = 60;  // 15 levels x 4 interpolated dimensions
+// Box offsets and in-box coordinates are 16-bit in the tables.
+inline constexpr uint32_t kMaxBoxVolume = 65536;
+inline constexpr uint32_t kAnchorBlock = 8;  // the anchor grid's Lorenzo block (§15.5.1)
+
+// Loops over the 4 dimensions unrolled on the device, so that small
+// coordinate arrays stay in registers.
+#if defined(__CUDA_ARCH__)
+#define EBZIP_UNROLL _Pragma("unroll")
+#else
+#define EBZIP_UNROLL
+#endif
+
+// Error bits the decoder reports (the CPU decoder's DATA_LOSS cases).
+enum DecodeError : uint32_t {
+  kErrSymbolCount = 1,      // symbols given != the S the frame (and mask) implies
+  kErrAlphabet = 2,         // a symbol >= 2 radius
+  kErrZeroAtNonAnchor = 4,  // symbol 0 where only an anchor may have it
+  kErrOutlier = 8,          // outlier beyond the frame, not an anchor, or at a non-0 symbol
+  kErrOutlierCount = 16,    // outliers != anchors with symbol 0
+};
+
+// n / d for n < 2^16 and 1 <= d <= 2^16, by one multiplication: with
+// m = ceil(2^32 / d) the error of n * m / 2^32 is below n / 2^32 < 1 / d.
+struct FastDiv {
+  uint32_t d;
+  uint64_t m;
+  EBZIP_HD void Init(uint32_t divisor) {
+    d = divisor;
+    m = ((uint64_t{1} << 32) + divisor - 1) / divisor;
+  }
+  EBZIP_HD uint32_t Div(uint32_t n) const { return static_cast<uint32_t>((n * m) >> 32); }
+};
+
+// One frame, fixed on the host (MakeGeometry in gpu/interp_kernels.h). The
+// frame is 4-D (leading batch dimensions of extent 1); "position" e < k
+// numbers the interpolated dimensions in increasing order.
+struct Geometry {
+  uint64_t dims[kIDims];
+  uint64_t stride[kIDims];   // element strides
+  uint64_t tiles[kIDims];    // tile ranges per dimension = the anchor grid's extents
+  uint64_t astride[kIDims];  // anchor-grid strides
+  uint64_t ablocks[kIDims];  // anchor Lorenzo blocks per dimension
+  uint32_t ablock[kIDims];   // 8 along the frame's dimensions, 1 along padding
+  uint64_t n;
+  uint64_t num_tiles;
+  uint64_t num_anchor_blocks;
+  uint32_t E;
+  uint32_t log2E;
+  uint32_t k;                // interpolated dimensions
+  uint32_t num_passes;       // log2(E) * k
+  uint32_t idim[kIDims];     // dimension of position e
+  uint32_t pitch[kIDims];    // P_e = min(E + 1, dims[idim[e]])
+  uint32_t bstride[kIDims];  // box stride of position e: prod of P beyond it
+  FastDiv pitch_div[kIDims];
+  FastDiv bstride_div[kIDims];
+  uint32_t box_volume;  // prod P_e
+  uint32_t own_max;     // prod min(E, dims): the largest tile
+  int32_t radius;
+  uint32_t cubic;
+  double abs_bound;
+  double step;
+  // Launch policy: threads per tile and tiles per thread block.
+  uint32_t tile_threads;
+  uint32_t tiles_per_block;
+};
+
+// Per tile shape: extents and pass layout of its table.
+struct KeyHeader {
+  uint32_t exists;
+  uint32_t own_volume;     // the tile's elements = its symbol positions without fill
+  uint32_t box_count;      // elements of its box
+  uint32_t entries_begin;  // its table's first entry
+  uint32_t own[kIDims];    // own extents per position (1 beyond k)
+  uint32_t box[kIDims];    // box extents per position (1 beyond k)
+  FastDiv own_div[kIDims];
+  FastDiv box_div[kIDims];
+  uint32_t pass_entry[kMaxPasses + 1];  // table entries of pass p: [pass_entry[p], pass_entry[p+1])
+  uint32_t pass_own[kMaxPasses];        // how many of them are the tile's own (they come first)
+  uint32_t pass_rank[kMaxPasses];       // symbol-order rank of the pass's first own element
+};
+
+// ---------------------------------------------------------------------------
+// Arithmetic, each operation one IEEE binary64 operation rounded to nearest.
+
+EBZIP_HD inline double Add(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+EBZIP_HD inline double Sub(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+EBZIP_HD inline double Mul(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+EBZIP_HD inline double Quot(double a, double b) {
+#ifdef __CUDA_ARCH__
+  return __ddiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+EBZIP_HD inline bool IsFinite(double v) {
+  return (ToBits(v) & FloatTraits<double>::kExponent) != FloatTraits<double>::kExponent;
+}
+// NaN, ±Inf, -0.0 and subnormals: kept verbatim whatever the prediction.
+template <typename T>
+EBZIP_HD inline bool IsSpecial(T x) {
+  using Bits = typename FloatTraits<T>::Bits;
+  const Bits bits = ToBits(x);
+  const Bits exponent = bits & FloatTraits<T>::kExponent;
+  return exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0);
+}
+
+// §15.5.2's prediction of the element at box offset o, pass (h, position e):
+// s = h * bstride[e], pd its in-box coordinate along e, bx the box's extent
+// along e (the window is [0, bx - 1] in the box).
+template <typename T>
+EBZIP_HD inline double Predict(const T* box, uint32_t o, uint32_t s, uint32_t pd, uint32_t h,
+                               uint32_t bx, bool cubic) {
+  const bool a_ok = pd >= 3 * h;
+  const bool c_ok = pd + h + 1 <= bx;
+  const bool z_ok = pd + 3 * h + 1 <= bx;
+  const double b = static_cast<double>(box[o - s]);
+  double pred;
+  if (cubic && a_ok && c_ok && z_ok) {
+    const double a = static_cast<double>(box[o - 3 * s]);
+    const double c = static_cast<double>(box[o + s]);
+    const double z = static_cast<double>(box[o + 3 * s]);
+    pred = Mul(Sub(Mul(9.0, Add(b, c)), Add(a, z)), 0.0625);
+  } else if (cubic && a_ok && c_ok) {
+    const double a = static_cast<double>(box[o - 3 * s]);
+    const double c = static_cast<double>(box[o + s]);
+    pred = Mul(Sub(Add(Mul(6.0, b), Mul(3.0, c)), a), 0.125);
+  } else if (cubic && c_ok && z_ok) {
+    const double c = static_cast<double>(box[o + s]);
+    const double z = static_cast<double>(box[o + 3 * s]);
+    pred = Mul(Sub(Add(Mul(3.0, b), Mul(6.0, c)), z), 0.125);
+  } else if (c_ok) {
+    pred = Mul(Add(b, static_cast<double>(box[o + s])), 0.5);
+  } else if (a_ok) {
+    pred = Mul(Sub(Mul(3.0, b), static_cast<double>(box[o - 3 * s])), 0.5);
+  } else {
+    pred = b;
+  }
+  return IsFinite(pred) ? pred : 0.0;
+}
+
+// w = narrow_T(pred + f64(ρ) × quant_step).
+template <typename T>
+EBZIP_HD inline T Reconstruct(double pred, int32_t rho, double step) {
+  return Narrow<T>(Add(pred, Mul(static_cast<double>(rho), step)));
+}
+
+// §15.8's decision for an element that is not an anchor and not fill.
+template <typename T>
+struct Decision {
+  T y;  // its working value
+  uint16_t symbol;
+  bool verbatim;
+};
+template <typename T>
+EBZIP_HD inline Decision<T> Encode(T x, double pred, double step, double abs_bound,
+                                   int32_t radius) {
+  const double xd = static_cast<double>(x);
+  const double r = Quot(Sub(xd, pred), step);
+  int32_t rho = 0;
+  T y{};
+  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(radius - 1);
+  if (ok) {
+    rho = static_cast<int32_t>(std::rint(r));
+    y = Reconstruct<T>(pred, rho, step);
+    ok = std::fabs(Sub(static_cast<double>(y), xd)) <= abs_bound;
+  }
+  if (!ok) {
+    rho = 0;
+    y = Reconstruct<T>(pred, 0, step);
+  }
+  return {y, static_cast<uint16_t>(rho + radius), !ok};
+}
+
+// ---------------------------------------------------------------------------
+// Tables.
+
+EBZIP_HD inline uint32_t LatticeCount(uint32_t extent, uint32_t first, uint32_t step) {
+  return extent > first ? (extent - first + step - 1) / step : 0;
+}
+
+// Pass p = (level, position i): h = E / 2^(level+1); along position i the
+// indices h, 3h, ...; along earlier positions multiples of h, along later
+// ones multiples of 2h (§15.5.2, tiles starting at multiples of E).
+struct Pass {
+  uint32_t h;
+  uint32_t pos;
+  uint32_t first[kIDims];
+  uint32_t step[kIDims];
+};
+EBZIP_HD inline Pass MakePass(const Geometry& g, uint32_t p) {
+  Pass q;
+  const uint32_t level = p / g.k;
+  q.pos = p % g.k;
+  q.h = g.E >> (level + 1);
+  for (uint32_t e = 0; e < static_cast<uint32_t>(kIDims); ++e) {
+    q.first[e] = e == q.pos ? q.h : 0;
+    q.step[e] = e == q.pos ? 2 * q.h : e < q.pos ? q.h : 2 * q.h;
+  }
+  return q;
+}
+
+// Fills the 16 key headers; returns the table's total entries. Key bit e:
+// the tile is the last along position e (its own extent is what remains of
+// the dimension, and its box has no far face there).
+EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers) {
+  uint64_t total = 0;
+  for (uint32_t key = 0; key < kMaxKeys; ++key) {
+    KeyHeader& h = headers[key];
+    h.exists = key < (1u << g.k) ? 1 : 0;
+    for (uint32_t e = 0; e < static_cast<uint32_t>(kIDims); ++e) {
+      uint32_t own = 1, box = 1;
+      if (e < g.k) {
+        const uint32_t d = g.idim[e];
+        const bool last = (key >> e) & 1;
+        if (!last && g.tiles[d] < 2) h.exists = 0;
+        own = last ? static_cast<uint32_t>(g.dims[d] - (g.tiles[d] - 1) * g.E) : g.E;
+        box = last ? own : g.E + 1;
+      }
+      h.own[e] = own;
+      h.box[e] = box;
+      h.own_div[e].Init(own);
+      h.box_div[e].Init(box);
+    }
+    h.own_volume = 0;
+    h.box_count = 0;
+    h.entries_begin = static_cast<uint32_t>(total);
+    for (uint32_t p = 0; p <= kMaxPasses; ++p) h.pass_entry[p] = 0;
+    for (uint32_t p = 0; p < kMaxPasses; ++p) h.pass_own[p] = h.pass_rank[p] = 0;
+    if (!h.exists) continue;
+    h.own_volume = h.own[0] * h.own[1] * h.own[2] * h.own[3];
+    h.box_count = h.box[0] * h.box[1] * h.box[2] * h.box[3];
+    uint32_t entry = 0, rank = 1;  // rank 0 is the anchor
+    for (uint32_t p = 0; p < g.num_passes; ++p) {
+      const Pass q = MakePass(g, p);
+      uint32_t in_box = 1, own = 1;
+      for (uint32_t e = 0; e < g.k; ++e) {
+        in_box *= LatticeCount(h.box[e], q.first[e], q.step[e]);
+        own *= LatticeCount(h.own[e], q.first[e], q.step[e]);
+      }
+      h.pass_entry[p] = entry;
+      h.pass_own[p] = own;
+      h.pass_rank[p] = rank;
+      entry += in_box;
+      rank += own;
+    }
+    h.pass_entry[g.num_passes] = entry;
+    total += entry;
+  }
+  return total;
+}
+
+// Entry j of key h's pass p, in the box lattice's C order: where it goes in
+// the table (own elements by their C-order index, far-face ones after them
+// in C order) and what it says: box offset | in-box coordinate along the
+// pass's position << 16.
+EBZIP_HD inline void TableEntry(const Geometry& g, const KeyHeader& h, uint32_t p, uint32_t j,
+                                uint32_t* slot, uint32_t* value) {
+  const Pass q = MakePass(g, p);
+  uint32_t box_count[kIDims], own_count[kIDims], idx[kIDims];
+  for (uint32_t e = 0; e < g.k; ++e) {
+    box_count[e] = LatticeCount(h.box[e], q.first[e], q.step[e]);
+    own_count[e] = LatticeCount(h.own[e], q.first[e], q.step[e]);
+  }
+  uint32_t rest = j;
+  for (uint32_t e = g.k; e-- > 0;) {
+    idx[e] = rest % box_count[e];
+    rest /= box_count[e];
+  }
+  uint32_t offset = 0;
+  bool own = true;
+  for (uint32_t e = 0; e < g.k; ++e) {
+    offset += (q.first[e] + idx[e] * q.step[e]) * g.bstride[e];
+    own = own && idx[e] < own_count[e];
+  }
+  *value = offset | ((q.first[q.pos] + idx[q.pos] * q.step[q.pos]) << 16);
+  uint32_t own_total = 1;
+  for (uint32_t e = 0; e < g.k; ++e) own_total *= own_count[e];
+  // Own elements before this one in C order (all of them, when it is own).
+  uint32_t before = 0;
+  for (uint32_t e = 0; e < g.k; ++e) {
+    uint32_t suffix = 1;
+    for (uint32_t f = e + 1; f < g.k; ++f) suffix *= own_count[f];
+    before += (idx[e] < own_count[e] ? idx[e] : own_count[e]) * suffix;
+    if (idx[e] >= own_count[e]) break;
+  }
+  *slot = own ? before : own_total + (j - before);
+}
+
+// ---------------------------------------------------------------------------
+// Tiles.
+
+struct TileView {
+  uint64_t anchor;  // element index of the tile's first element
+  uint32_t key;
+};
+EBZIP_HD inline TileView MakeTile(const Geometry& g, uint64_t t) {
+  // A frame has fewer than 2^32 elements, so tiles and their counts fit 32
+  // bits: 32-bit divisions, once per tile by every thread of the tile.
+  TileView v{0, 0};
+  uint32_t rest = static_cast<uint32_t>(t);
+  uint32_t e = g.k;
+  EBZIP_UNROLL
+  for (int d = kIDims - 1; d >= 0; --d) {
+    const uint32_t extent = static_cast<uint32_t>(g.tiles[d]);
+    const uint32_t kd = rest % extent;
+    rest /= extent;
+    const bool interp = e > 0 && g.idim[e - 1] == static_cast<uint32_t>(d);
+    if (interp) {
+      --e;
+      if (kd + 1 == extent) v.key |= 1u << e;
+    }
+    v.anchor += (interp ? uint64_t{kd} * g.E : kd) * g.stride[d];
+  }
+  return v;
+}
+
+// The first symbol position of tile t without a fill mask (t = num_tiles: n):
+// the tiles before it in row-major order cover, for each dimension d, the
+// slab [0, lo_d) along d times this tile's extents before d and the whole
+// frame after it.
+EBZIP_HD inline uint64_t TileStartWithoutFill(const Geometry& g, uint64_t t) {
+  if (t >= g.num_tiles) return g.n;
+  uint64_t k[kIDims];
+  uint64_t rest = t;
+  for (int d = kIDims - 1; d >= 0; --d) {
+    k[d] = rest % g.tiles[d];
+    rest /= g.tiles[d];
+  }
+  uint64_t start = 0, before = 1;  // before: prod of this tile's extents along dims < d
+  for (int d = 0; d < kIDims; ++d) {
+    bool interp = false;
+    for (uint32_t e = 0; e < g.k; ++e) interp = interp || g.idim[e] == static_cast<uint32_t>(d);
+    const uint64_t lo = interp ? k[d] * g.E : k[d];
+    uint64_t after = 1;
+    for (int f = d + 1; f < kIDims; ++f) after *= g.dims[f];
+    start += lo * before * after;
+    const uint64_t rem = g.dims[d] - lo;
+    before *= interp ? (rem < g.E ? rem : g.E) : 1;
+  }
+  return start;
+}
+
+// In-box coordinates of index j of a box of extents div[].d (C order).
+EBZIP_HD inline void Decompose(uint32_t j, const FastDiv* div, uint32_t k, uint32_t* c) {
+  EBZIP_UNROLL
+  for (int e = kIDims - 1; e >= 1; --e) {
+    if (static_cast<uint32_t>(e) < k) {
+      const uint32_t q = div[e].Div(j);
+      c[e] = j - q * div[e].d;
+      j = q;
+    } else {
+      c[e] = 0;
+    }
+  }
+  c[0] = j;
+}
+
+// In-box coordinates of box offset o.
+EBZIP_HD inline void BoxCoords(const Geometry& g, uint32_t o, uint32_t* c) {
+  EBZIP_UNROLL
+  for (int e = 0; e < kIDims; ++e) {
+    const uint32_t q = g.bstride_div[e].Div(o);
+    c[e] = static_cast<uint32_t>(e) >= g.k ? 0
+           : e == 0                        ? q
+                                           : q - g.pitch_div[e].Div(q) * g.pitch[e];
+  }
+}
+
+// Coordinates beyond k are 0 here and in what follows.
+EBZIP_HD inline uint32_t BoxOffset(const Geometry& g, const uint32_t* c) {
+  uint32_t o = 0;
+  EBZIP_UNROLL
+  for (int e = 0; e < kIDims; ++e) o += c[e] * g.bstride[e];
+  return o;
+}
+
+EBZIP_HD inline uint64_t ElementOf(const Geometry& g, const TileView& v, const uint32_t* c) {
+  uint64_t i = v.anchor;
+  EBZIP_UNROLL
+  for (int e = 0; e < kIDims; ++e) {
+    if (static_cast<uint32_t>(e) < g.k) i += c[e] * g.stride[g.idim[e]];
+  }
+  return i;
+}
+
+// When c is a corner of the box (every coordinate 0 or E), the tile whose
+// anchor it is, as an offset from this tile; else false.
+EBZIP_HD inline bool CornerTile(const Geometry& g, const uint32_t* c, uint64_t* offset) {
+  uint64_t off = 0;
+  bool corner = true;
+  EBZIP_UNROLL
+  for (int e = 0; e < kIDims; ++e) {
+    if (static_cast<uint32_t>(e) < g.k) {
+      corner = corner && (c[e] & (g.E - 1)) == 0;
+      if (c[e] != 0) off += g.astride[g.idim[e]];
+    }
+  }
+  *offset = off;
+  return corner;
+}
+
+// What a tile driver is run by: `Exec` gives the lane (0 .. Threads()-1) of
+// the calling thread among the threads that share the tile, a barrier among
+// them, an exclusive sum over them (every one of them calls it), and atomics.
+// gpu/interp_kernels.cu runs a sub-block of threads per tile; the host
+// emulation runs one "thread" (lane 0 of 1), for which the same code is the
+// sequential algorithm.
+
+template <typename T>
+struct EncodeTileArgs {
+  const T* x;
+  const uint8_t* fill;  // null: no fill mask
+  const uint32_t* tile_start;
+  const T* anchor_w;
+  const uint16_t* anchor_sym;
+  uint16_t* symbols;
+  uint32_t* verbatim_mask;
+};
+
+// Shared memory of one tile (box_volume elements, or own_max for ranks).
+template <typename T>
+struct EncodeTileSmem {
+  T* box;           // x, then the working value
+  uint8_t* fbox;    // fill flags (with a fill mask)
+  uint16_t* srank;  // symbols by rank (with a fill mask)
+  uint8_t* keep;    // 1 where the rank has a position (with a fill mask)
+};
+
+template <typename T, bool kFill, class Exec>
+EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
+                         const uint32_t* entries, uint64_t t, const EncodeTileArgs<T>& a,
+                         const EncodeTileSmem<T>& sm) {
+  const TileView v = MakeTile(g, t);
+  const KeyHeader& h = headers[v.key];
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  const uint64_t start = a.tile_start[t];
+  for (uint32_t j = lane; j < h.box_count; j += threads) {
+    uint32_t c[kIDims];
+    Decompose(j, h.box_div, g.k, c);
+    const uint32_t o = BoxOffset(g, c);
+    const uint64_t i = ElementOf(g, v, c);
+    uint64_t corner;
+    sm.box[o] = CornerTile(g, c, &corner) ? a.anchor_w[t + corner] : a.x[i];
+    if (kFill) sm.fbox[o] = a.fill[i];
+  }
+  ex.Sync();
+  const bool cubic = g.cubic != 0;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t level = p / g.k, pos = p % g.k;
+    const uint32_t hh = g.E >> (level + 1);
+    const uint32_t s = hh * g.bstride[pos];
+    const uint32_t bx = h.box[pos];
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    const uint32_t own = h.pass_own[p];
+    const uint32_t rank = h.pass_rank[p];
+    for (uint32_t j = lane; j < count; j += threads) {
+      const uint32_t entry = list[j];
+      const uint32_t o = entry & 0xFFFFu;
+      const double pred = Predict(sm.box, o, s, entry >> 16, hh, bx, cubic);
+      if (kFill && sm.fbox[o]) {
+        sm.box[o] = Reconstruct<T>(pred, 0, g.step);
+        if (j < own) sm.keep[rank + j] = 0;
+        continue;
+      }
+      const Decision<T> dec = Encode<T>(sm.box[o], pred, g.step, g.abs_bound, g.radius);
+      sm.box[o] = dec.y;
+      if (j >= own) continue;  // a far-face element: its own tile writes it
+      if (dec.verbatim) {
+        uint32_t c[kIDims];
+        BoxCoords(g, o, c);
+        const uint64_t i = ElementOf(g, v, c);
+        ex.AtomicOr(&a.verbatim_mask[i / 32], 1u << (i % 32));
+      }
+      if (kFill) {
+        sm.srank[rank + j] = dec.symbol;
+        sm.keep[rank + j] = 1;
+      } else {
+        a.symbols[start + rank + j] = dec.symbol;
+      }
+    }
+    ex.Sync();
+  }
+  if (!kFill) {
+    if (lane == 0) a.symbols[start] = a.anchor_sym[t];
+  } else {
+    if (lane == 0) {
+      sm.srank[0] = a.anchor_sym[t];
+      sm.keep[0] = 1;
+    }
+    ex.Sync();
+    // Fill elements other than the anchor have no position: compact.
+    uint64_t base = start;
+    for (uint32_t r0 = 0; r0 < h.own_volume; r0 += threads) {
+      const uint32_t r = r0 + lane;
+      const uint32_t keep = r < h.own_volume ? sm.keep[r] : 0;
+      uint32_t total;
+      const uint32_t at = ex.ExclusiveSum(keep, &total);
+      if (keep) a.symbols[base + at] = sm.srank[r];
+      base += total;
+    }
+  }
+  ex.Sync();  // the next tile reuses the shared memory
+}
+
+// Symbol positions of tile t with a fill mask: its anchor and its elements
+// that are not fill.
+template <class Exec>
+EBZIP_HD void CountTile(Exec& ex, const Geometry& g, const KeyHeader* headers, uint64_t t,
+                        const uint8_t* fill, uint32_t* counts) {
+  const TileView v = MakeTile(g, t);
+  const KeyHeader& h = headers[v.key];
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  uint32_t kept = 0;
+  for (uint32_t j0 = 0; j0 < h.own_volume; j0 += threads) {
+    const uint32_t j = j0 + lane;
+    uint32_t keep = 0;
+    if (j < h.own_volume) {
+      uint32_t c[kIDims];
+      Decompose(j, h.own_div, g.k, c);
+      keep = j == 0 || !fill[ElementOf(g, v, c)];
+    }
+    uint32_t total;
+    ex.ExclusiveSum(keep, &total);
+    kept += total;
+  }
+  if (lane == 0) counts[t] = kept;
+}
+
+// Decoding's first step: the symbols, in symbol order, to their elements
+// (`sym_elem`, element-indexed; fill elements other than anchors get
+// `radius`, residual 0), checked as InterpDecode checks them.
+struct ScatterArgs {
+  const uint16_t* symbols;
+  uint64_t num_symbols;
+  const uint8_t* fill;  // null: no fill mask
+  const uint32_t* tile_start;
+  uint16_t* sym_elem;
+  uint32_t* error;
+  uint32_t* anchor_zeros;  // counts anchors with symbol 0
+};
+struct ScatterSmem {
+  uint16_t* sbox;  // symbols at their box offsets
+  uint8_t* fbox;   // fill flags (with a fill mask)
+};
+
+template <bool kFill, class Exec>
+EBZIP_HD void ScatterTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
+                          const uint32_t* entries, uint64_t t, const ScatterArgs& a,
+                          const ScatterSmem& sm) {
+  const TileView v = MakeTile(g, t);
+  const KeyHeader& h = headers[v.key];
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  const uint32_t alphabet = 2 * static_cast<uint32_t>(g.radius);
+  const uint16_t zero_residual = static_cast<uint16_t>(g.radius);
+  const uint64_t start = a.tile_start[t];
+  uint32_t error = 0;
+  if (kFill) {
+    for (uint32_t j = lane; j < h.own_volume; j += threads) {
+      uint32_t c[kIDims];
+      Decompose(j, h.own_div, g.k, c);
+      sm.fbox[BoxOffset(g, c)] = a.fill[ElementOf(g, v, c)];
+    }
+    ex.Sync();
+  }
+  if (lane == 0) {
+    uint16_t sym = zero_residual;
+    if (start < a.num_symbols) {
+      sym = a.symbols[start];
+    } else {
+      error |= kErrSymbolCount;
+    }
+    if (sym >= alphabet) error |= kErrAlphabet;
+    if (sym == 0) ex.AtomicAdd(a.anchor_zeros, 1u);
+    sm.sbox[0] = sym;
+  }
+  uint64_t base = start + 1;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t own = h.pass_own[p];
+    if (!kFill) {
+      const uint64_t first = start + h.pass_rank[p];
+      for (uint32_t j = lane; j < own; j += threads) {
+        const uint32_t o = list[j] & 0xFFFFu;
+        uint16_t sym = zero_residual;
+        if (first + j < a.num_symbols) {
+          sym = a.symbols[first + j];
+        } else {
+          error |= kErrSymbolCount;
+        }
+        if (sym >= alphabet) error |= kErrAlphabet;
+        if (sym == 0) error |= kErrZeroAtNonAnchor;
+        sm.sbox[o] = sym;
+      }
+    } else {
+      for (uint32_t j0 = 0; j0 < own; j0 += threads) {
+        const uint32_t j = j0 + lane;
+        uint32_t o = 0, keep = 0;
+        if (j < own) {
+          o = list[j] & 0xFFFFu;
+          keep = !sm.fbox[o];
+        }
+        uint32_t total;
+        const uint32_t at = ex.ExclusiveSum(keep, &total);
+        if (j < own) {
+          uint16_t sym = zero_residual;
+          if (keep) {
+            if (base + at < a.num_symbols) {
+              sym = a.symbols[base + at];
+            } else {
+              error |= kErrSymbolCount;
+            }
+            if (sym >= alphabet) error |= kErrAlphabet;
+            if (sym == 0) error |= kErrZeroAtNonAnchor;
+          }
+          sm.sbox[o] = sym;
+        }
+        base += total;
+      }
+    }
+  }
+  if (error != 0) ex.AtomicOr(a.error, error);
+  ex.Sync();
+  for (uint32_t j = lane; j < h.own_volume; j += threads) {
+    uint32_t c[kIDims];
+    Decompose(j, h.own_div, g.k, c);
+    a.sym_elem[ElementOf(g, v, c)] = sm.sbox[BoxOffset(g, c)];
+  }
+  ex.Sync();
+}
+
+// The passes of tile t from element-ordered symbols and the anchors'
+// working values: writes the tile's working values to `out`.
+template <typename T, class Exec>
+EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
+                         const uint32_t* entries, uint64_t t, const uint16_t* sym_elem,
+                         const T* anchor_w, T* out, T* box) {
+  const TileView v = MakeTile(g, t);
+  const KeyHeader& h = headers[v.key];
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  // Each slot holds the element's residual (exact in T) until its pass
+  // replaces it by the working value; no pass reads a slot of its own pass.
+  for (uint32_t j = lane; j < h.box_count; j += threads) {
+    uint32_t c[kIDims];
+    Decompose(j, h.box_div, g.k, c);
+    const uint32_t o = BoxOffset(g, c);
+    uint64_t corner;
+    if (CornerTile(g, c, &corner)) {
+      box[o] = anchor_w[t + corner];
+    } else {
+      box[o] = static_cast<T>(static_cast<int32_t>(sym_elem[ElementOf(g, v, c)]) - g.radius);
+    }
+  }
+  ex.Sync();
+  const bool cubic = g.cubic != 0;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t level = p / g.k, pos = p % g.k;
+    const uint32_t hh = g.E >> (level + 1);
+    const uint32_t s = hh * g.bstride[pos];
+    const uint32_t bx = h.box[pos];
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    for (uint32_t j = lane; j < count; j += threads) {
+      const uint32_t entry = list[j];
+      const uint32_t o = entry & 0xFFFFu;
+      const double pred = Predict(box, o, s, entry >> 16, hh, bx, cubic);
+      box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
+    }
+    ex.Sync();
+  }
+  for (uint32_t j = lane; j < h.own_volume; j += threads) {
+    uint32_t c[kIDims];
+    Decompose(j, h.own_div, g.k, c);
+    out[ElementOf(g, v, c)] = box[BoxOffset(g, c)];
+  }
+  ex.Sync();
+}
+
+// ---------------------------------------------------------------------------
+// Anchors: the anchor grid, C order = increasing element index.
+
+EBZIP_HD inline void AnchorCoords(const Geometry& g, uint64_t t, uint64_t* k) {
+  for (int d = kIDims - 1; d >= 0; --d) {
+    k[d] = t % g.tiles[d];
+    t /= g.tiles[d];
+  }
+}
+EBZIP_HD inline bool IsInterpolated(const Geometry& g, int d) {
+  for (uint32_t e = 0; e < g.k; ++e) {
+    if (g.idim[e] == static_cast<uint32_t>(d)) return true;
+  }
+  return false;
+}
+EBZIP_HD inline uint64_t AnchorElement(const Geometry& g, const uint64_t* k) {
+  uint64_t i = 0;
+  for (int d = 0; d < kIDims; ++d) i += (IsInterpolated(g, d) ? k[d] * g.E : k[d]) * g.stride[d];
+  return i;
+}
+EBZIP_HD inline uint64_t AnchorBlockOf(const Geometry& g, const uint64_t* k) {
+  uint64_t b = 0;
+  for (int d = 0; d < kIDims; ++d) b = b * g.ablocks[d] + k[d] / g.ablock[d];
+  return b;
+}
+
+// Encoding, step 1: §10.2 for anchor t (the fill test is the mask's).
+template <typename T, class Exec>
+EBZIP_HD void AnchorQuantize(Exec& ex, const Geometry& g, uint64_t t, const T* x,
+                             const uint8_t* fill, int32_t* q, uint8_t* quantized,
+                             uint32_t* verbatim_mask) {
+  uint64_t k[kIDims];
+  AnchorCoords(g, t, k);
+  const uint64_t i = AnchorElement(g, k);
+  int32_t qi = 0;
+  PointKind kind = PointKind::kFill;
+  if (fill == nullptr || !fill[i]) {
+    const QuantRule rule{g.abs_bound, g.step, false, 0};
+    kind = QuantizePoint<T>(x[i], rule, &qi);
+  }
+  q[t] = qi;
+  quantized[t] = kind == PointKind::kQuantized ? 1 : 0;
+  if (kind == PointKind::kVerbatim) ex.AtomicOr(&verbatim_mask[i / 32], 1u << (i % 32));
+}
+
+// Step 2: anchor block b's placeholder, the q of its first quantized anchor
+// in row-major order, 0 when it has none.
+EBZIP_HD inline void AnchorPlaceholder(const Geometry& g, uint64_t b, const int32_t* q,
+                                       const uint8_t* quantized, int32_t* placeholder) {
+  uint64_t lo[kIDims], hi[kIDims];
+  uint64_t rest = b;
+  for (int d = kIDims - 1; d >= 0; --d) {
+    lo[d] = rest % g.ablocks[d] * g.ablock[d];
+    hi[d] = lo[d] + g.ablock[d] < g.tiles[d] ? lo[d] + g.ablock[d] : g.tiles[d];
+    rest /= g.ablocks[d];
+  }
+  for (uint64_t a0 = lo[0]; a0 < hi[0]; ++a0) {
+    for (uint64_t a1 = lo[1]; a1 < hi[1]; ++a1) {
+      for (uint64_t a2 = lo[2]; a2 < hi[2]; ++a2) {
+        for (uint64_t a3 = lo[3]; a3 < hi[3]; ++a3) {
+          const uint64_t t =
+              a0 * g.astride[0] + a1 * g.astride[1] + a2 * g.astride[2] + a3 * g.astride[3];
+          if (quantized[t]) {
+            placeholder[b] = q[t];
+            return;
+          }
+        }
+      }
+    }
+  }
+  placeholder[b] = 0;
+}
+
+// Step 3: anchor t's working value, and its Lorenzo residual within its
+// block of 8 (the alternating sum over the corners of the unit cube behind
+// it), symbol, outlier flag.
+template <typename T>
+EBZIP_HD void AnchorResidual(const Geometry& g, uint64_t t, const int32_t* q,
+                             const uint8_t* quantized, const int32_t* placeholder, T* anchor_w,
+                             uint16_t* anchor_sym, uint32_t* outlier_flag, int32_t* residual) {
+  uint64_t k[kIDims];
+  AnchorCoords(g, t, k);
+  const int32_t ph = placeholder[AnchorBlockOf(g, k)];
+  uint32_t active = 0;
+  for (int d = 0; d < kIDims; ++d) active |= (k[d] % g.ablock[d] != 0 ? 1u : 0u) << d;
+  uint32_t delta = 0;  // unsigned: sums of |q| <= 2^26 never wrap, and nothing is undefined
+  for (uint32_t m = 0; m < 16; ++m) {
+    if ((m & ~active) != 0) continue;
+    uint64_t u = t;
+    uint32_t parity = 0;
+    for (int d = 0; d < kIDims; ++d) {
+      if ((m >> d) & 1) {
+        u -= g.astride[d];
+        parity ^= 1;
+      }
+    }
+    const uint32_t qu = static_cast<uint32_t>(quantized[u] ? q[u] : ph);
+    delta = parity ? delta - qu : delta + qu;
+  }
+  const int32_t r = static_cast<int32_t>(delta);
+  anchor_w[t] = Dequantize<T>(quantized[t] ? q[t] : ph, g.step);
+  const bool outlier = r <= -g.radius || r >= g.radius;
+  anchor_sym[t] = outlier ? 0 : static_cast<uint16_t>(r + g.radius);
+  outlier_flag[t] = outlier ? 1 : 0;
+  residual[t] = r;
+}
+
+// Step 4 (after an exclusive sum of the flags): the outlier list.
+EBZIP_HD inline void AnchorOutlier(const Geometry& g, uint64_t t, const uint32_t* flag,
+                                   const uint32_t* at, const int32_t* residual,
+                                   uint32_t* outlier_index, int32_t* outlier_residual) {
+  if (!flag[t]) return;
+  uint64_t k[kIDims];
+  AnchorCoords(g, t, k);
+  outlier_index[at[t]] = static_cast<uint32_t>(AnchorElement(g, k));
+  outlier_residual[at[t]] = residual[t];
+}
+
+// Decoding, step 1: anchor t's residual from its symbol.
+EBZIP_HD inline void AnchorLoad(const Geometry& g, uint64_t t, const uint16_t* sym_elem,
+                                int32_t* q) {
+  uint64_t k[kIDims];
+  AnchorCoords(g, t, k);
+  q[t] = static_cast<int32_t>(sym_elem[AnchorElement(g, k)]) - g.radius;
+}
+
+// Step 2: outlier j's residual, checked.
+template <class Exec>
+EBZIP_HD void AnchorApplyOutlier(Exec& ex, const Geometry& g, uint64_t j, const uint32_t* index,
+                                 const int32_t* value, const uint16_t* sym_elem, int32_t* q,
+                                 uint32_t* error) {
+  const uint64_t i = index[j];
+  if (i >= g.n) {
+    ex.AtomicOr(error, kErrOutlier);
+    return;
+  }
+  uint64_t t = 0;
+  for (int d = 0; d < kIDims; ++d) {
+    uint64_t x = i / g.stride[d] % g.dims[d];
+    if (IsInterpolated(g, d)) {
+      if (x % g.E != 0) {
+        ex.AtomicOr(error, kErrOutlier);
+        return;
+      }
+      x /= g.E;
+    }
+    t = t * g.tiles[d] + x;
+  }
+  if (sym_elem[i] != 0) {
+    ex.AtomicOr(error, kErrOutlier);
+    return;
+  }
+  q[t] = value[j];
+}
+
+// Step 3: the prefix sum along dimension d of the anchor-grid line that
+// starts at anchor t (a block's first along d), wrapping as §8.3 says.
+EBZIP_HD inline void AnchorPrefix(const Geometry& g, int d, uint64_t t, int32_t* q) {
+  uint64_t k[kIDims];
+  AnchorCoords(g, t, k);
+  if (k[d] % g.ablock[d] != 0) return;
+  uint32_t acc = static_cast<uint32_t>(q[t]);
+  for (uint64_t m = 1; m < g.ablock[d] && k[d] + m < g.tiles[d]; ++m) {
+    const uint64_t u = t + m * g.astride[d];
+    acc += static_cast<uint32_t>(q[u]);
+    q[u] = static_cast<int32_t>(acc);
+  }
+}
+
+// Step 4: anchor t's working value.
+template <typename T>
+EBZIP_HD void AnchorDequantize(const Geometry& g, uint64_t t, const int32_t* q, T* anchor_w) {
+  anchor_w[t] = Dequantize<T>(q[t], g.step);
+}
+
+}  // namespace ebzip::gpu::interp
+
+#endif  // EBZIP_GPU_INTERP_TILE_H_
