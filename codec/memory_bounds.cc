@@ -176,14 +176,19 @@ Bytes EncodeOwnedBytes(const FrameParams& p) {
   // histograms and code-length tables), and interpolation holds, per
   // element, its working value, a symbol in element order and one in
   // symbol order, a flag, the fill mask, at most a verbatim index, and the
-  // fill section (at most a 32-bit token per element); the candidates run
-  // on a sample of at most 2^20 elements first, each as a frame of that
-  // size.
+  // fill section (at most a 32-bit token per element). Before that the
+  // candidates run one after another on a sample of at most 2^20 elements
+  // (copied when it is not the whole frame), each freed before the next,
+  // and only sized, not encoded.
   const Bytes element = ElementSize(p.dtype);
-  const Bytes interp = n * (element + 2 + 2 + 1 + 1 + 4 + 4) + alphabet * 10 +
-                       Max(encoding, writing) + Bytes(1) * (1 << 16);
-  const Bytes sample = Min(n, Bytes(uint64_t{1} << 20)) * (element * 2 + 24) + alphabet * 10;
-  return Max(lorenzo + alphabet * 10, interp) + sample;
+  const Bytes per_element = Max(Bytes(12), element + 14);
+  const Bytes interp = n * (element + 14) + alphabet * 10 + Max(encoding, writing) +
+                       Bytes(1) * (1 << 16);
+  const Bytes sampled = Min(n, Bytes(uint64_t{1} << 20));
+  const Bytes copy = sampled.value() < n.value() ? sampled * element : Bytes(0);
+  const Bytes sample = copy + sampled * per_element + ranges * kRangeFindingsBytes +
+                       alphabet * 10 + Bytes(1) * (1 << 16);
+  return Max(Max(lorenzo + alphabet * 10, interp), sample);
 }
 
 // The histogram's per-task counts (u32 per symbol) for tasks running at
