@@ -4,6 +4,8 @@
 // not only against the reader it ships with (the two could agree on the same
 // misreading). Also EncodeFillMask/DecodeFillMask on masks with long runs
 // and many tokens.
+#include "codec/fill_mask.h"
+
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -12,7 +14,6 @@
 #include "absl/types/span.h"
 #include "codec/archive.h"
 #include "codec/byte_io.h"
-#include "codec/fill_mask.h"
 #include "codec/format.h"
 #include "gtest/gtest.h"
 
@@ -197,19 +198,31 @@ TEST(FillMask, EncodeDecodeRoundTrip) {
     uint64_t n, row;
     int kind;
   };
-  const Case cases[] = {{1, 1, 0},          {1, 1, 1},           {20000, 20000, 0},
-                        {20000, 20000, 1},  {20000, 20000, 2},   {30000, 100, 3},
-                        {30000, 30000, 3},  {50000, 50000, 4},   {9000, 9000, 5}};
+  const Case cases[] = {{1, 1, 0},         {1, 1, 1},         {20000, 20000, 0},
+                        {20000, 20000, 1}, {20000, 20000, 2}, {30000, 100, 3},
+                        {30000, 30000, 3}, {50000, 50000, 4}, {9000, 9000, 5}};
   for (const Case& c : cases) {
     std::vector<uint8_t> m(c.n);
     for (uint64_t i = 0; i < c.n; ++i) {
       switch (c.kind) {
-        case 0: m[i] = 0; break;
-        case 1: m[i] = 1; break;
-        case 2: m[i] = i >= 3 && i < 17000; break;          // a run longer than 8190
-        case 3: m[i] = rng() % 4 == 0; break;               // > 4096 tokens
-        case 4: m[i] = (i / 3) % 2; break;                  // many short runs
-        case 5: m[i] = i % 9000 < 8191 || i == 8999; break;  // 8191: just over the limit
+        case 0:
+          m[i] = 0;
+          break;
+        case 1:
+          m[i] = 1;
+          break;
+        case 2:
+          m[i] = i >= 3 && i < 17000;
+          break;  // a run longer than 8190
+        case 3:
+          m[i] = rng() % 4 == 0;
+          break;  // > 4096 tokens
+        case 4:
+          m[i] = (i / 3) % 2;
+          break;  // many short runs
+        case 5:
+          m[i] = i % 9000 < 8191 || i == 8999;
+          break;  // 8191: just over the limit
       }
     }
     const EncodedFillMask enc = EncodeFillMask(m, c.row);

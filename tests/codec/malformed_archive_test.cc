@@ -2,14 +2,22 @@
 // into data, crash, hang or read out of bounds (DESIGN §3). The inputs are
 // truncations, bit flips, wrong magics, versions and reserved fields, frames
 // that are wrong only in meaning (every checksum recomputed, so only the
-// validation logic can catch them) and random garbage.
+// validation logic can catch them) and random garbage, over samples of both
+// format versions: version 1 (Lorenzo, plain Huffman, fill runs) and version
+// 2 (FORMAT.md §15: interpolation with and without a fill mask, zero-run
+// tokens with either predictor, metadata blocks). Version 2's own rules are
+// broken one at a time by editing the decoded tokens, symbols, outliers and
+// fill mask and coding them again (Version2Corruptions, the metadata tests).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <map>
 #include <new>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,7 +27,9 @@
 #include "absl/types/span.h"
 #include "codec/archive.h"
 #include "codec/byte_io.h"
+#include "codec/chunk_layout.h"
 #include "codec/crc32c.h"
+#include "codec/fill_mask.h"
 #include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "gtest/gtest.h"
@@ -70,6 +80,21 @@ void FixFrameHeaderCrc(Bytes& a, uint64_t frame_offset) {
   StoreLE<uint32_t>(a.data() + frame_offset + kFrameCrcAt,
                     Crc32c(a.data() + frame_offset, kFrameCrcAt));
 }
+// The metadata block (§15.1): magic, length, CRC of length and document.
+constexpr size_t kMetadataAt = format::kFileHeaderSize;
+constexpr size_t kMetadataLengthAt = kMetadataAt + 4;
+constexpr size_t kMetadataCrcAt = kMetadataAt + 8;
+constexpr size_t kMetadataDocumentAt = kMetadataAt + 12;
+// Recomputes the metadata CRC over the length and document the block
+// declares, where they lie inside the archive.
+void FixMetadataCrc(Bytes& a) {
+  if (a.size() < kMetadataDocumentAt) return;
+  const uint32_t length = LoadLE<uint32_t>(a.data() + kMetadataLengthAt);
+  if (length > a.size() - kMetadataDocumentAt) return;
+  StoreLE<uint32_t>(a.data() + kMetadataCrcAt,
+                    Crc32cExtend(Crc32c(a.data() + kMetadataLengthAt, 4),
+                                 a.data() + kMetadataDocumentAt, length));
+}
 uint64_t IndexOffset(const Bytes& a) {
   return LoadLE<uint64_t>(a.data() + a.size() - format::kTrailerSize);
 }
@@ -100,7 +125,9 @@ ArchiveParts Split(const Bytes& archive) {
   auto info = ReadArchiveInfo(archive);
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return parts;
-  parts.file_header.assign(archive.begin(), archive.begin() + format::kFileHeaderSize);
+  // The file header and, in version 2, the metadata block after it.
+  parts.file_header.assign(archive.begin(),
+                           archive.begin() + format::kFileHeaderSize + info->header.metadata_bytes);
   for (const format::FrameIndexEntry& e : info->frames) {
     auto frame = absl::MakeConstSpan(archive).subspan(e.offset, e.size);
     auto header = format::ParseFrameHeader(frame);
@@ -165,6 +192,10 @@ std::vector<Region> Regions(const Bytes& archive) {
   EXPECT_TRUE(info.ok()) << info.status();
   if (!info.ok()) return regions;
   regions.push_back({"file header", 0, format::kFileHeaderSize});
+  if (info->header.metadata_bytes != 0) {
+    regions.push_back({"metadata block", format::kFileHeaderSize,
+                       format::kFileHeaderSize + info->header.metadata_bytes});
+  }
   for (size_t i = 0; i < info->frames.size(); ++i) {
     const uint64_t offset = info->frames[i].offset;
     auto header = format::ParseFrameHeader(absl::MakeConstSpan(archive).subspan(offset));
@@ -188,13 +219,30 @@ std::vector<Region> Regions(const Bytes& archive) {
   return regions;
 }
 
+// What a sample exercises of version 2 (FORMAT.md §15); kVersion1 is the
+// Lorenzo predictor with plain Huffman and fill runs, which writes version 1.
+enum class Flavor {
+  kVersion1,
+  kInterp,       // interpolation, plain Huffman
+  kInterpRuns,   // interpolation and zero-run tokens
+  kLorenzoRuns,  // Lorenzo and zero-run tokens (so version 2, fill runs)
+};
+
 // A small archive with several frames and every section non-empty.
 struct Sample {
   std::string name;
   ArraySpec spec;
   bool gap_array = false;
+  Flavor flavor = Flavor::kVersion1;
+  bool fill = true;      // has a fill value (interpolation: a fill mask)
+  std::string metadata;  // the metadata block's document, or none
   Bytes archive;
   Bytes decoded;  // what the intact archive decodes to
+
+  bool v2() const { return flavor != Flavor::kVersion1 || !metadata.empty(); }
+  bool interp() const { return flavor == Flavor::kInterp || flavor == Flavor::kInterpRuns; }
+  bool runs() const { return flavor == Flavor::kInterpRuns || flavor == Flavor::kLorenzoRuns; }
+  bool mask() const { return interp() && fill; }
 };
 
 template <typename T>
@@ -206,34 +254,100 @@ Bytes ToBytes(const std::vector<double>& values) {
 
 constexpr double kFill = -9999;
 
+// Every decoded value within the bound of the input, or bit for bit where it
+// must be (fill, NaN, infinities, -0.0 and subnormals): the samples are
+// valid archives, so what the corruptions start from is right.
+template <typename T>
+void ExpectWithinBound(const Sample& sample, const Bytes& input, double abs_bound) {
+  const uint64_t n = sample.spec.num_elements();
+  int failures = 0;
+  for (uint64_t i = 0; i < n && failures < 5; ++i) {
+    const T x = LoadLE<T>(input.data() + i * sizeof(T));
+    const T y = LoadLE<T>(sample.decoded.data() + i * sizeof(T));
+    const bool exact = (sample.fill && x == static_cast<T>(kFill)) || !std::isfinite(x) ||
+                       (x == 0 && std::signbit(x)) || std::fpclassify(x) == FP_SUBNORMAL;
+    const bool ok = exact ? std::memcmp(&x, &y, sizeof(T)) == 0
+                          : std::fabs(static_cast<double>(y) - static_cast<double>(x)) <= abs_bound;
+    if (!ok) {
+      ++failures;
+      ADD_FAILURE() << sample.name << ": element " << i << " is " << x << ", decoded " << y;
+    }
+  }
+}
+
 // A smooth field where every frame also holds spikes (outliers), NaN, Inf and
-// a subnormal (verbatim values) and two runs of the fill value.
+// a subnormal (verbatim values) and two runs of the fill value. Version-2
+// samples also get a fill value on a tile's anchor (the frame's first
+// element) and a constant stretch (long zero-residual runs, which cross
+// chunk ends).
 Sample MakeSample(std::string name, DType dtype, std::vector<uint64_t> shape, uint64_t frame_rows,
-                  bool gap_array) {
-  Sample sample{std::move(name), {dtype, std::move(shape)}, gap_array, {}, {}};
+                  bool gap_array, Flavor flavor = Flavor::kVersion1, bool fill = true,
+                  std::string metadata = "", int interp_order = 0) {
+  Sample sample{std::move(name),
+                {dtype, std::move(shape)},
+                gap_array,
+                flavor,
+                fill,
+                std::move(metadata),
+                {},
+                {}};
   const uint64_t n = sample.spec.num_elements();
   const uint64_t frame_elements = frame_rows * (n / sample.spec.shape[0]);
   std::vector<double> v(n);
   for (uint64_t i = 0; i < n; ++i) v[i] = 10 * std::sin(0.05 * i) + 3 * std::cos(0.11 * i);
+  const double fill_value = fill ? kFill : 7777;  // without a fill value, just a value
   for (uint64_t base = 0; base < n; base += frame_elements) {
     const uint64_t m = std::min(frame_elements, n - base);
+    if (sample.v2()) {
+      for (uint64_t k = 0; k < m / 6; ++k) v[base + m / 2 + 20 + k] = 1.5;
+      if (fill) v[base] = fill_value;  // on an anchor
+    }
     v[base + m / 5] = 500;
     v[base + 3 * m / 5] = -700;
     v[base + m / 3] = NAN;
     v[base + m / 2 + 1] = INFINITY;
     v[base + 7] = dtype == DType::kFloat32 ? 1e-40 : 1e-310;
-    for (uint64_t k = 0; k < 5; ++k) v[base + m / 4 + k] = kFill;
-    for (uint64_t k = 0; k < 4; ++k) v[base + 4 * m / 5 + k] = kFill;
+    for (uint64_t k = 0; k < 5; ++k) v[base + m / 4 + k] = fill_value;
+    for (uint64_t k = 0; k < 4; ++k) v[base + 4 * m / 5 + k] = fill_value;
+  }
+  if (sample.interp()) {
+    // Anchors far from 0 make outliers (the first anchor of each block of 8
+    // of the anchor grid has its quantized value as residual), while the
+    // interpolated elements, which a constant does not change, stay within
+    // the radius.
+    for (double& x : v) {
+      if (std::isfinite(x) && x != kFill) x += 100;
+    }
   }
   const Bytes data = dtype == DType::kFloat32 ? ToBytes<float>(v) : ToBytes<double>(v);
   CompressOptions o;
-  o.predictor = Predictor::kLorenzo;  // version 1, whose layout the edits below know
-  o.lossless = Lossless::kHuffman;
+  switch (flavor) {
+    case Flavor::kVersion1:
+      o.predictor = Predictor::kLorenzo;
+      o.lossless = Lossless::kHuffman;
+      break;
+    case Flavor::kInterp:
+      o.predictor = Predictor::kInterp;
+      o.lossless = Lossless::kHuffman;
+      break;
+    case Flavor::kInterpRuns:
+      o.predictor = Predictor::kInterp;
+      o.lossless = Lossless::kZeroRuns;
+      break;
+    case Flavor::kLorenzoRuns:
+      o.predictor = Predictor::kLorenzo;
+      o.lossless = Lossless::kZeroRuns;
+      break;
+  }
+  o.interp_order = interp_order;
+  o.metadata = sample.metadata;
   o.mode = BoundMode::kAbs;
   o.bound = 0.01;
-  o.fill_value = kFill;
+  if (fill) o.fill_value = kFill;
   o.frame_elements = frame_elements;
-  o.radius = 64;
+  // Interpolation's residuals at the coarse levels are large: a small
+  // radius would make most elements verbatim.
+  o.radius = sample.interp() ? 2048 : 64;
   o.chunk_symbols = dtype == DType::kFloat32 ? 64 : 128;
   o.subsequence_bits = 32;
   o.chunk_group = 4;
@@ -243,10 +357,19 @@ Sample MakeSample(std::string name, DType dtype, std::vector<uint64_t> shape, ui
   if (!archive.ok()) return sample;
   sample.archive = *std::move(archive);
   auto decoded = Decompress(sample.archive, DecoderKind::kChunkParallel);
-  EXPECT_TRUE(decoded.ok()) << decoded.status();
+  EXPECT_TRUE(decoded.ok()) << sample.name << ": " << decoded.status();
   if (decoded.ok()) sample.decoded = std::move(decoded->data);
+  if (sample.decoded.size() == data.size()) {
+    if (dtype == DType::kFloat32) {
+      ExpectWithinBound<float>(sample, data, o.bound);
+    } else {
+      ExpectWithinBound<double>(sample, data, o.bound);
+    }
+  }
   return sample;
 }
+
+constexpr char kMetadata[] = R"({"variable": "t", "units": "K", "dims": ["y", "x"]})";
 
 const std::vector<Sample>& Samples() {
   static const auto* samples = new std::vector<Sample>{
@@ -254,8 +377,32 @@ const std::vector<Sample>& Samples() {
       MakeSample("f32 48x40, no gap array", DType::kFloat32, {48, 40}, 16, false),
       MakeSample("f64 3000, gap array", DType::kFloat64, {3000}, 1024, true),
       MakeSample("f64 3000, no gap array", DType::kFloat64, {3000}, 1024, false),
+      // Version 2.
+      MakeSample("v2 f32 48x40 interp cubic, mask, runs, gap array", DType::kFloat32, {48, 40}, 16,
+                 true, Flavor::kInterpRuns, true, "", 3),
+      MakeSample("v2 f32 48x40 interp linear, mask, runs, no gap array, metadata", DType::kFloat32,
+                 {48, 40}, 16, false, Flavor::kInterpRuns, true, kMetadata, 1),
+      MakeSample("v2 f64 3000 interp, mask, gap array", DType::kFloat64, {3000}, 1024, true,
+                 Flavor::kInterp, true, "", 3),
+      MakeSample("v2 f64 3000 interp, mask, runs, no gap array", DType::kFloat64, {3000}, 1024,
+                 false, Flavor::kInterpRuns, true, "", 1),
+      MakeSample("v2 f32 24x8x10 interp, no fill value, runs, gap array, metadata", DType::kFloat32,
+                 {24, 8, 10}, 8, true, Flavor::kInterpRuns, false, R"( {"a": 1} )", 3),
+      MakeSample("v2 f32 48x40 Lorenzo, runs, gap array", DType::kFloat32, {48, 40}, 16, true,
+                 Flavor::kLorenzoRuns),
+      MakeSample("v2 f64 3000 Lorenzo, runs, no gap array, metadata", DType::kFloat64, {3000}, 1024,
+                 false, Flavor::kLorenzoRuns, true, kMetadata),
   };
   return *samples;
+}
+
+// The first sample of each kind, for the tests that need only one.
+const Sample& FirstSample(bool v2, bool with_metadata = false) {
+  for (const Sample& s : Samples()) {
+    if (s.v2() == v2 && (!with_metadata || !s.metadata.empty())) return s;
+  }
+  ADD_FAILURE() << "no such sample";
+  return Samples()[0];
 }
 
 // Whether `code` is an acceptable rejection. The gap-array decoder on an
@@ -285,18 +432,45 @@ TEST(MalformedArchive, SamplesFillEverySection) {
     auto info = ReadArchiveInfo(sample.archive);
     ASSERT_TRUE(info.ok()) << info.status();
     EXPECT_GE(info->frames.size(), 3u);
+    const uint16_t version = sample.v2() ? format::kVersion : format::kVersion1;
+    EXPECT_EQ(info->header.version, version);
+    EXPECT_EQ(info->metadata, sample.metadata);
+    EXPECT_EQ(info->header.metadata_bytes != 0, !sample.metadata.empty());
     bool padded = false;
     for (const format::FrameIndexEntry& e : info->frames) {
       auto h = format::ParseFrameHeader(absl::MakeConstSpan(sample.archive).subspan(e.offset));
       ASSERT_TRUE(h.ok()) << h.status();
-      EXPECT_GE(h->outlier_count, 2u);
+      EXPECT_EQ(h->version, version);
+      EXPECT_EQ(h->predictor,
+                sample.interp() ? format::kPredictorInterp : format::kPredictorLorenzo);
+      EXPECT_EQ(h->lossless, sample.runs() ? format::kLosslessZeroRuns : format::kLosslessHuffman);
+      EXPECT_EQ(h->fill_coding, sample.mask() ? format::kFillCodingMask : format::kFillCodingRuns);
+      if (sample.mask()) {
+        EXPECT_LT(h->positions, h->num_elements());  // fill elements without a symbol
+      } else {
+        EXPECT_EQ(h->positions, h->num_elements());
+      }
+      // Interpolation frames have outliers only at anchors (a handful).
+      EXPECT_GE(h->outlier_count, sample.interp() ? 1u : 2u);
       EXPECT_GE(h->verbatim_count, 2u);
-      EXPECT_GE(h->fill_run_count, 2u);
+      EXPECT_EQ(h->fill_run_count >= 2, sample.fill);
       EXPECT_GE(h->num_groups(), 2u);
       for (int s = 0; s < format::kSectionCount; ++s) {
-        const bool expect_empty = s == format::kGapArray && !sample.gap_array;
+        const bool expect_empty = (s == format::kGapArray && !sample.gap_array) ||
+                                  (s == format::kFillRuns && !sample.fill);
         EXPECT_EQ(h->sections[s].length == 0, expect_empty) << format::SectionName(s);
         padded |= h->sections[s].length % format::kAlignment != 0;
+      }
+      // Run tokens are used, not merely allowed.
+      if (sample.runs()) {
+        const uint64_t at = e.offset + format::kFrameHeaderSize;
+        auto lengths = ParseCodeLengths(absl::MakeConstSpan(sample.archive)
+                                            .subspan(at, h->sections[format::kCodeLengths].length),
+                                        h->alphabet(), h->max_code_length);
+        ASSERT_TRUE(lengths.ok()) << lengths.status();
+        int used = 0;
+        for (uint32_t c = 2 * h->radius; c < h->alphabet(); ++c) used += (*lengths)[c] != 0;
+        EXPECT_GE(used, 2) << "run classes with a code";
       }
     }
     EXPECT_TRUE(padded) << "no section has padding to flip";
@@ -325,11 +499,13 @@ TEST(MalformedArchive, EveryTruncationIsDataLoss) {
 }
 
 TEST(MalformedArchive, TrailingBytesAreDataLoss) {
-  const Sample& sample = Samples()[0];
-  for (size_t extra : {1, 7, 8, 16, 100}) {
-    Bytes a = sample.archive;
-    a.resize(a.size() + extra, 0);
-    ExpectDataLoss(a, sample.gap_array, absl::StrCat(extra, " zero bytes appended"));
+  for (const Sample* sample : {&FirstSample(false), &FirstSample(true, true)}) {
+    for (size_t extra : {1, 7, 8, 16, 100}) {
+      Bytes a = sample->archive;
+      a.resize(a.size() + extra, 0);
+      ExpectDataLoss(a, sample->gap_array,
+                     absl::StrCat(sample->name, ": ", extra, " zero bytes appended"));
+    }
   }
 }
 
@@ -348,7 +524,8 @@ TEST(MalformedArchive, BitFlipsAnywhereAreRejected) {
       covered = region.end;
       padding_regions += region.padding;
       const bool structural = region.name.find("header") != std::string::npos ||
-                              region.name == "frame index" || region.name == "trailer";
+                              region.name == "metadata block" || region.name == "frame index" ||
+                              region.name == "trailer";
       for (uint64_t at = region.begin; at < region.end && failures < 10; ++at) {
         // A version field read as newer than this reader is UNIMPLEMENTED
         // before its checksum is looked at, by design.
@@ -380,37 +557,48 @@ TEST(MalformedArchive, BitFlipsAnywhereAreRejected) {
 }
 
 TEST(MalformedArchive, WrongMagicIsDataLoss) {
-  const Sample& sample = Samples()[0];
-  const uint64_t frame0 = format::kFileHeaderSize;
-  {
-    Bytes a = sample.archive;
-    a[0] ^= 0x20;
-    FixFileHeaderCrc(a);
-    auto info = ReadArchiveInfo(a);
-    EXPECT_EQ(info.status().code(), StatusCode::kDataLoss);
-    EXPECT_NE(info.status().message().find("not an ebzip archive"), absl::string_view::npos)
-        << info.status();
-    ExpectDataLoss(a, sample.gap_array, "file magic");
-  }
-  {
-    Bytes a = sample.archive;
-    a[frame0 + 3] ^= 0x01;
-    FixFrameHeaderCrc(a, frame0);
-    auto out = Decompress(a);
-    EXPECT_EQ(out.status().code(), StatusCode::kDataLoss);
-    EXPECT_NE(out.status().message().find("magic"), absl::string_view::npos) << out.status();
-    ExpectDataLoss(a, sample.gap_array, "frame magic");
-  }
-  {
-    Bytes a = sample.archive;
-    a[IndexOffset(a)] ^= 0x01;
-    ExpectDataLoss(a, sample.gap_array, "frame index magic");
-  }
-  {
-    Bytes a = sample.archive;
-    a[a.size() - 8] ^= 0x01;
-    FixTrailerCrc(a);
-    ExpectDataLoss(a, sample.gap_array, "trailer magic");
+  for (const Sample* sample_ptr : {&FirstSample(false), &FirstSample(true, true)}) {
+    const Sample& sample = *sample_ptr;
+    SCOPED_TRACE(sample.name);
+    const uint64_t frame0 = ReadArchiveInfo(sample.archive)->frames[0].offset;
+    {
+      Bytes a = sample.archive;
+      a[0] ^= 0x20;
+      FixFileHeaderCrc(a);
+      auto info = ReadArchiveInfo(a);
+      EXPECT_EQ(info.status().code(), StatusCode::kDataLoss);
+      EXPECT_NE(info.status().message().find("not an ebzip archive"), absl::string_view::npos)
+          << info.status();
+      ExpectDataLoss(a, sample.gap_array, "file magic");
+    }
+    if (frame0 != format::kFileHeaderSize) {
+      Bytes a = sample.archive;
+      a[format::kFileHeaderSize + 3] ^= 0x01;  // "EBZM"
+      auto info = ReadArchiveInfo(a);
+      EXPECT_NE(info.status().message().find("metadata magic"), absl::string_view::npos)
+          << info.status();
+      ExpectDataLoss(a, sample.gap_array, "metadata magic");
+    }
+    {
+      Bytes a = sample.archive;
+      a[frame0 + 3] ^= 0x01;
+      FixFrameHeaderCrc(a, frame0);
+      auto out = Decompress(a);
+      EXPECT_EQ(out.status().code(), StatusCode::kDataLoss);
+      EXPECT_NE(out.status().message().find("magic"), absl::string_view::npos) << out.status();
+      ExpectDataLoss(a, sample.gap_array, "frame magic");
+    }
+    {
+      Bytes a = sample.archive;
+      a[IndexOffset(a)] ^= 0x01;
+      ExpectDataLoss(a, sample.gap_array, "frame index magic");
+    }
+    {
+      Bytes a = sample.archive;
+      a[a.size() - 8] ^= 0x01;
+      FixTrailerCrc(a);
+      ExpectDataLoss(a, sample.gap_array, "trailer magic");
+    }
   }
   // Other formats' first bytes.
   for (const char* other :
@@ -425,34 +613,37 @@ TEST(MalformedArchive, WrongMagicIsDataLoss) {
 }
 
 TEST(MalformedArchive, NewerVersionIsUnimplemented) {
-  const Sample& sample = Samples()[0];
-  for (uint16_t version : {uint16_t{format::kVersion + 1}, uint16_t{0xFFFF}}) {
-    const std::string mention = absl::StrCat("version ", version);
-    Bytes a = sample.archive;
-    StoreLE<uint16_t>(a.data() + kVersionAt, version);
-    FixFileHeaderCrc(a);
-    auto info = ReadArchiveInfo(a);
-    EXPECT_EQ(info.status().code(), StatusCode::kUnimplemented) << info.status();
-    for (DecoderKind kind : kDecoders) {
-      auto out = Decompress(a, kind);
-      EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
-      EXPECT_NE(out.status().message().find(mention), absl::string_view::npos) << out.status();
+  for (const Sample* sample_ptr : {&FirstSample(false), &FirstSample(true, true)}) {
+    const Sample& sample = *sample_ptr;
+    SCOPED_TRACE(sample.name);
+    for (uint16_t version : {uint16_t{format::kVersion + 1}, uint16_t{0xFFFF}}) {
+      const std::string mention = absl::StrCat("version ", version);
+      Bytes a = sample.archive;
+      StoreLE<uint16_t>(a.data() + kVersionAt, version);
+      FixFileHeaderCrc(a);
+      auto info = ReadArchiveInfo(a);
+      EXPECT_EQ(info.status().code(), StatusCode::kUnimplemented) << info.status();
+      for (DecoderKind kind : kDecoders) {
+        auto out = Decompress(a, kind);
+        EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
+        EXPECT_NE(out.status().message().find(mention), absl::string_view::npos) << out.status();
+      }
+      // A frame written by a newer ebzip inside an archive this one reads.
+      Bytes f = sample.archive;
+      const uint64_t frame1 = ReadArchiveInfo(f)->frames[1].offset;
+      StoreLE<uint16_t>(f.data() + frame1 + kVersionAt, version);
+      FixFrameHeaderCrc(f, frame1);
+      for (DecoderKind kind : kDecoders) {
+        auto out = Decompress(f, kind);
+        EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
+        EXPECT_NE(out.status().message().find(mention), absl::string_view::npos) << out.status();
+      }
     }
-    // A frame written by a newer ebzip inside an archive this one reads.
-    Bytes f = sample.archive;
-    const uint64_t frame1 = ReadArchiveInfo(f)->frames[1].offset;
-    StoreLE<uint16_t>(f.data() + frame1 + kVersionAt, version);
-    FixFrameHeaderCrc(f, frame1);
-    for (DecoderKind kind : kDecoders) {
-      auto out = Decompress(f, kind);
-      EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status();
-      EXPECT_NE(out.status().message().find(mention), absl::string_view::npos) << out.status();
-    }
+    Bytes zero = sample.archive;
+    StoreLE<uint16_t>(zero.data() + kVersionAt, 0);
+    FixFileHeaderCrc(zero);
+    ExpectDataLoss(zero, sample.gap_array, "file format version 0");
   }
-  Bytes zero = sample.archive;
-  StoreLE<uint16_t>(zero.data() + kVersionAt, 0);
-  FixFileHeaderCrc(zero);
-  ExpectDataLoss(zero, sample.gap_array, "file format version 0");
 }
 
 TEST(MalformedArchive, ReservedFieldsSetAreDataLoss) {
@@ -498,6 +689,51 @@ TEST(MalformedArchive, ReservedFieldsSetAreDataLoss) {
   }
 }
 
+// Version 2 gives bytes 13-15 and 248 of the frame header, section 3's
+// reserved word (S) and the file header's word at 12 (metadata_bytes) a
+// meaning (§15.1, §15.2); everything else reserved stays reserved.
+TEST(MalformedArchive, ReservedFieldsOfVersionTwoSetAreDataLoss) {
+  for (const Sample* sample_ptr : {&FirstSample(true), &FirstSample(true, true)}) {
+    const Sample& sample = *sample_ptr;
+    SCOPED_TRACE(sample.name);
+    struct Patch {
+      const char* what;
+      size_t at;
+      uint8_t value;
+    };
+    const Patch file_patches[] = {
+        {"unknown file flag", kFlagsAt, 0x03},
+        {"reserved word before the checksum", kFileTailReservedAt + 2, 1},
+        {"unused shape dimension", kFileShapeAt + 3 * 8 + 7, 1},
+    };
+    for (const Patch& p : file_patches) {
+      Bytes a = sample.archive;
+      a[p.at] = p.value;
+      FixFileHeaderCrc(a);
+      ExpectDataLoss(a, sample.gap_array, p.what);
+    }
+    const uint64_t frame = ReadArchiveInfo(sample.archive)->frames[1].offset;
+    std::vector<Patch> frame_patches = {
+        {"unknown frame flag", kFlagsAt, 0x04},
+        {"reserved byte after the order", kFrameTailReservedAt + 1, 1},
+        {"reserved byte after the order", kFrameTailReservedAt + 2, 0x80},
+        {"reserved byte after the order", kFrameTailReservedAt + 3, 1},
+    };
+    for (int s = 0; s < format::kSectionCount; ++s) {
+      if (s == format::kBitstream) continue;  // S
+      frame_patches.push_back({"reserved word of a section entry",
+                               kFrameSectionTableAt + 16 * s + 12 + s % 4,
+                               static_cast<uint8_t>(1 + s)});
+    }
+    for (const Patch& p : frame_patches) {
+      Bytes a = sample.archive;
+      a[frame + p.at] = p.value;
+      FixFrameHeaderCrc(a, frame);
+      ExpectDataLoss(a, sample.gap_array, absl::StrCat(p.what, " (byte ", p.at, ")"));
+    }
+  }
+}
+
 // A frame edit that only the validation logic can catch.
 struct Corruption {
   std::string name;
@@ -523,7 +759,7 @@ std::vector<Corruption> Corruptions() {
   auto edit_lengths = [sec](ArchiveParts& p, size_t f,
                             const std::function<bool(std::vector<uint8_t>&, int)>& fn) {
     const format::FrameHeader& h = p.frames[f].header;
-    auto lengths = ParseCodeLengths(sec(p, f, kCodeLengths), 2 * h.radius, h.max_code_length);
+    auto lengths = ParseCodeLengths(sec(p, f, kCodeLengths), h.alphabet(), h.max_code_length);
     EXPECT_TRUE(lengths.ok()) << lengths.status();
     if (!lengths.ok() || !fn(*lengths, h.max_code_length)) return false;
     sec(p, f, kCodeLengths).clear();
@@ -547,11 +783,13 @@ std::vector<Corruption> Corruptions() {
                }});
   c.push_back({"outlier index equal to the element count", [=](ArchiveParts& p, size_t f) {
                  const uint64_t n = hdr(p, f).outlier_count;
+                 if (n == 0) return false;
                  Put<uint32_t>(sec(p, f, kOutliers), n - 1,
                                static_cast<uint32_t>(hdr(p, f).num_elements()));
                  return true;
                }});
   c.push_back({"outlier index 0xFFFFFFFF", [=](ArchiveParts& p, size_t f) {
+                 if (hdr(p, f).outlier_count == 0) return false;
                  Put<uint32_t>(sec(p, f, kOutliers), hdr(p, f).outlier_count - 1, 0xFFFFFFFFu);
                  return true;
                }});
@@ -569,6 +807,7 @@ std::vector<Corruption> Corruptions() {
   c.push_back({"outlier count below the bitstream's zeros", [=](ArchiveParts& p, size_t f) {
                  Bytes& o = sec(p, f, kOutliers);
                  const uint64_t n = hdr(p, f).outlier_count;
+                 if (n == 0) return false;
                  o.erase(o.begin() + 4 * (2 * n - 1), o.end());        // the last value
                  o.erase(o.begin() + 4 * (n - 1), o.begin() + 4 * n);  // the last index
                  --hdr(p, f).outlier_count;
@@ -577,6 +816,7 @@ std::vector<Corruption> Corruptions() {
   c.push_back({"outlier count above the bitstream's zeros", [=](ArchiveParts& p, size_t f) {
                  Bytes& o = sec(p, f, kOutliers);
                  const uint64_t n = hdr(p, f).outlier_count;
+                 if (n == 0) return false;
                  const uint32_t last = At<uint32_t>(o, n - 1);
                  if (last + 1 >= hdr(p, f).num_elements()) return false;
                  Bytes edited(o.begin(), o.begin() + 4 * n);
@@ -598,24 +838,30 @@ std::vector<Corruption> Corruptions() {
                  return true;
                }});
   c.push_back({"verbatim index equal to the element count", [=](ArchiveParts& p, size_t f) {
+                 if (hdr(p, f).verbatim_count == 0) return false;
                  Put<uint32_t>(sec(p, f, kVerbatim), hdr(p, f).verbatim_count - 1,
                                static_cast<uint32_t>(hdr(p, f).num_elements()));
                  return true;
                }});
-  // Fill runs: (u32 start, u32 length) pairs.
+  // Fill runs: (u32 start, u32 length) pairs (fill coding 0 only: with 1
+  // the section is a fill mask, edited by Version2Corruptions).
+  auto has_runs = [=](ArchiveParts& p, size_t f) {
+    return hdr(p, f).fill_coding == format::kFillCodingRuns && hdr(p, f).fill_run_count > 0;
+  };
   c.push_back({"fill runs overlap", [=](ArchiveParts& p, size_t f) {
                  Bytes& r = sec(p, f, kFillRuns);
-                 if (hdr(p, f).fill_run_count < 2) return false;
+                 if (!has_runs(p, f) || hdr(p, f).fill_run_count < 2) return false;
                  Put<uint32_t>(r, 2, At<uint32_t>(r, 0) + At<uint32_t>(r, 1) - 1);
                  return true;
                }});
   c.push_back({"fill runs out of order", [=](ArchiveParts& p, size_t f) {
                  Bytes& r = sec(p, f, kFillRuns);
-                 if (hdr(p, f).fill_run_count < 2) return false;
+                 if (!has_runs(p, f) || hdr(p, f).fill_run_count < 2) return false;
                  std::swap_ranges(r.begin(), r.begin() + 8, r.begin() + 8);
                  return true;
                }});
   c.push_back({"fill run past the end", [=](ArchiveParts& p, size_t f) {
+                 if (!has_runs(p, f)) return false;
                  Bytes& r = sec(p, f, kFillRuns);
                  const uint64_t last = hdr(p, f).fill_run_count - 1;
                  const uint64_t n = hdr(p, f).num_elements();
@@ -624,15 +870,18 @@ std::vector<Corruption> Corruptions() {
                  return true;
                }});
   c.push_back({"fill run starting at 0xFFFFFFFF", [=](ArchiveParts& p, size_t f) {
+                 if (!has_runs(p, f)) return false;
                  Bytes& r = sec(p, f, kFillRuns);
                  Put<uint32_t>(r, 2 * (hdr(p, f).fill_run_count - 1), 0xFFFFFFFFu);
                  return true;
                }});
   c.push_back({"fill run of length zero", [=](ArchiveParts& p, size_t f) {
+                 if (!has_runs(p, f)) return false;
                  Put<uint32_t>(sec(p, f, kFillRuns), 1, 0);
                  return true;
                }});
-  c.push_back({"fill runs without a fill value", [=](ArchiveParts& p, size_t f) {
+  c.push_back({"fill runs (or a fill mask) without a fill value", [=](ArchiveParts& p, size_t f) {
+                 if (!hdr(p, f).fill_value) return false;
                  hdr(p, f).fill_value.reset();
                  return true;
                }});
@@ -742,7 +991,7 @@ std::vector<Corruption> Corruptions() {
                  return true;
                }});
   c.push_back({"zero run past the alphabet", [=](ArchiveParts& p, size_t f) {
-                 const uint32_t run = 2 * hdr(p, f).radius + 1;
+                 const uint32_t run = hdr(p, f).alphabet() + 1;
                  sec(p, f, kCodeLengths) = {0, static_cast<uint8_t>(0x80 | (run & 0x7F)),
                                             static_cast<uint8_t>(run >> 7)};
                  return true;
@@ -760,7 +1009,7 @@ std::vector<Corruption> Corruptions() {
   c.push_back({"maximum code length below the code's", [=](ArchiveParts& p, size_t f) {
                  const format::FrameHeader& h = hdr(p, f);
                  auto l =
-                     ParseCodeLengths(sec(p, f, kCodeLengths), 2 * h.radius, h.max_code_length);
+                     ParseCodeLengths(sec(p, f, kCodeLengths), h.alphabet(), h.max_code_length);
                  if (!l.ok()) return false;
                  const uint8_t longest = *std::max_element(l->begin(), l->end());
                  if (longest < 2) return false;
@@ -943,7 +1192,7 @@ TEST(MalformedArchive, SemanticallyCorruptContainerIsDataLoss) {
     file_edit("frame count off by one",
               [&](Bytes& a) { StoreLE<uint64_t>(a.data() + kFileFrameCountAt, count + 1); });
     file_edit("dtype changed", [&](Bytes& a) { a[8] ^= 3; });
-    file_edit("fill flag cleared", [&](Bytes& a) { a[kFlagsAt] = 0; });
+    if (sample.fill) file_edit("fill flag cleared", [&](Bytes& a) { a[kFlagsAt] = 0; });
     file_edit("bound value changed",
               [&](Bytes& a) { StoreLE<double>(a.data() + kFileBoundValueAt, 0.02); });
     file_edit("absolute bound changed",
@@ -989,6 +1238,1093 @@ TEST(MalformedArchive, SemanticallyCorruptContainerIsDataLoss) {
     FixTrailerCrc(a);
     ExpectDataLoss(a, sample.gap_array, "trailer's index offset 2^64-1");
   }
+}
+
+// ---------------------------------------------------------------------------
+// Version 2 (FORMAT.md §15), edited below the checksums: the bitstream's
+// tokens, the symbols of the positions, the outliers and the fill mask are
+// decoded here, edited, and coded again, so that an edit can break exactly
+// one rule of the format while everything else stays consistent. The
+// decoding and coding are written here from the text (canonical codes of
+// §5.2, tokens of §15.4, the split of runs of §15.8, the gap array of
+// §5.4, the symbol order of §15.5.3), and Version2ReencodingIsFaithful
+// checks that re-coding an intact frame gives back its exact bytes, so an
+// edit's rejection is the edit's doing and not the helpers'.
+
+// One token (§15.4): a symbol's codeword and then `extra_bits` bits of
+// `extra`; it covers `positions` positions (a run token 2^c + e).
+struct Token {
+  uint32_t symbol = 0;
+  int extra_bits = 0;
+  uint32_t extra = 0;
+  uint32_t positions = 1;
+};
+using ChunkTokens = std::vector<Token>;
+
+bool IsRunSymbol(const format::FrameHeader& h, uint32_t s) {
+  return h.lossless == format::kLosslessZeroRuns && s >= 2 * h.radius;
+}
+
+std::vector<uint8_t> CodeLengthsOf(const FrameParts& f) {
+  const format::FrameHeader& h = f.header;
+  auto lengths =
+      ParseCodeLengths(f.sections[format::kCodeLengths], h.alphabet(), h.max_code_length);
+  EXPECT_TRUE(lengths.ok()) << lengths.status();
+  return lengths.ok() ? *lengths : std::vector<uint8_t>{};
+}
+
+// Every chunk's tokens, read bit by bit.
+std::vector<ChunkTokens> DecodeTokens(const FrameParts& f) {
+  const format::FrameHeader& h = f.header;
+  const std::vector<uint8_t> lengths = CodeLengthsOf(f);
+  const std::vector<uint32_t> codes = CanonicalCodes(lengths);
+  std::map<std::pair<int, uint32_t>, uint32_t> symbol_of;
+  for (uint32_t s = 0; s < lengths.size(); ++s) {
+    if (lengths[s] != 0) symbol_of[{lengths[s], codes[s]}] = s;
+  }
+  const Bytes& index = f.sections[format::kChunkIndex];
+  const Bytes& stream = f.sections[format::kBitstream];
+  auto bit = [&](uint64_t k) -> uint32_t {
+    return (At<uint32_t>(stream, k / 32) >> (31 - k % 32)) & 1;
+  };
+  const uint64_t chunks = h.num_chunks();
+  std::vector<ChunkTokens> out(chunks);
+  uint64_t word = 0;
+  for (uint64_t c = 0; c < chunks; ++c) {
+    const uint32_t bits = At<uint32_t>(index, 2 * h.num_groups() + c);
+    uint64_t pos = 32 * word;
+    const uint64_t end = pos + bits;
+    while (pos < end) {
+      Token t;
+      uint32_t code = 0;
+      int length = 0;
+      for (;;) {
+        code = code << 1 | bit(pos++);
+        auto it = symbol_of.find({++length, code});
+        if (it != symbol_of.end()) {
+          t.symbol = it->second;
+          break;
+        }
+        if (length > format::kMaxCodeLength) {
+          ADD_FAILURE() << "no codeword at bit " << pos << " of chunk " << c;
+          return out;
+        }
+      }
+      if (IsRunSymbol(h, t.symbol)) {
+        t.extra_bits = static_cast<int>(t.symbol - 2 * h.radius) + 1;
+        for (int i = 0; i < t.extra_bits; ++i) t.extra = t.extra << 1 | bit(pos++);
+        t.positions = (1u << t.extra_bits) + t.extra;
+      }
+      out[c].push_back(t);
+    }
+    EXPECT_EQ(pos, end) << "chunk " << c;
+    word += (bits + 31) / 32;
+  }
+  return out;
+}
+
+// The symbol of every position: run tokens stand for runs of `radius`.
+std::vector<uint32_t> Expand(const format::FrameHeader& h, const std::vector<ChunkTokens>& chunks) {
+  std::vector<uint32_t> symbols;
+  for (const ChunkTokens& chunk : chunks) {
+    for (const Token& t : chunk) {
+      symbols.insert(symbols.end(), t.positions, IsRunSymbol(h, t.symbol) ? h.radius : t.symbol);
+    }
+  }
+  return symbols;
+}
+
+// §15.8's tokens of the positions [begin, end) of one chunk.
+void AppendTokens(const format::FrameHeader& h, const std::vector<uint32_t>& symbols,
+                  uint64_t begin, uint64_t end, ChunkTokens* out) {
+  const bool runs = h.lossless == format::kLosslessZeroRuns;
+  for (uint64_t i = begin; i < end;) {
+    if (!runs || symbols[i] != h.radius) {
+      out->push_back({symbols[i], 0, 0, 1});
+      ++i;
+      continue;
+    }
+    uint64_t k = 0;
+    while (i + k < end && symbols[i + k] == h.radius) ++k;
+    i += k;
+    while (k >= 8192) {
+      out->push_back({2 * h.radius + 11, 12, 4095, 8191});
+      k -= 8191;
+    }
+    if (k >= 2) {
+      int c = 0;
+      while ((k >> (c + 1)) != 0) ++c;
+      out->push_back({2 * h.radius + c - 1, c, static_cast<uint32_t>(k - (uint64_t{1} << c)),
+                      static_cast<uint32_t>(k)});
+    } else if (k == 1) {
+      out->push_back({h.radius, 0, 0, 1});
+    }
+  }
+}
+
+// The tokens of `symbols` in chunks that end at `ends` (each chunk's end
+// position; by default every chunk_symbols positions).
+std::vector<ChunkTokens> Tokenize(const format::FrameHeader& h,
+                                  const std::vector<uint32_t>& symbols,
+                                  std::vector<uint64_t> ends = {}) {
+  if (ends.empty()) {
+    for (uint64_t e = h.chunk_symbols; e < symbols.size(); e += h.chunk_symbols) ends.push_back(e);
+    ends.push_back(symbols.size());
+  }
+  std::vector<ChunkTokens> chunks(ends.size());
+  uint64_t begin = 0;
+  for (size_t c = 0; c < ends.size(); ++c) {
+    AppendTokens(h, symbols, begin, ends[c], &chunks[c]);
+    begin = ends[c];
+  }
+  return chunks;
+}
+
+struct EncodeOptions {
+  bool rebuild_code = true;  // code lengths from the tokens' histogram (§10.4)
+  int64_t trim_chunk = -1;   // this chunk's recorded length is cut by trim_bits
+  uint32_t trim_bits = 0;
+};
+
+// Writes the tokens as frame f's code lengths (rebuilt, or the frame's),
+// bitstream, chunk index and gap array (when the frame has one), and S.
+void EncodeTokens(FrameParts& f, const std::vector<ChunkTokens>& chunks,
+                  const EncodeOptions& options = {}) {
+  format::FrameHeader& h = f.header;
+  std::vector<uint8_t> lengths;
+  if (options.rebuild_code) {
+    std::vector<uint32_t> histogram(h.alphabet(), 0);
+    for (const ChunkTokens& chunk : chunks) {
+      for (const Token& t : chunk) ++histogram[t.symbol];
+    }
+    lengths = BuildCodeLengths(histogram, h.max_code_length);
+    f.sections[format::kCodeLengths].clear();
+    AppendCodeLengths(lengths, &f.sections[format::kCodeLengths]);
+  } else {
+    lengths = CodeLengthsOf(f);
+  }
+  const std::vector<uint32_t> codes = CanonicalCodes(lengths);
+  Bytes& stream = f.sections[format::kBitstream];
+  Bytes& gaps = f.sections[format::kGapArray];
+  stream.clear();
+  gaps.clear();
+  std::vector<uint32_t> chunk_bits;
+  uint64_t positions = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    std::vector<uint8_t> bits;
+    std::vector<uint64_t> starts;
+    auto put = [&](uint32_t value, int count) {
+      for (int i = count - 1; i >= 0; --i) bits.push_back((value >> i) & 1);
+    };
+    for (const Token& t : chunks[c]) {
+      starts.push_back(bits.size());
+      EXPECT_NE(lengths[t.symbol], 0) << "symbol " << t.symbol << " has no codeword";
+      put(codes[t.symbol], lengths[t.symbol]);
+      put(t.extra, t.extra_bits);
+      positions += t.positions;
+    }
+    uint64_t length = bits.size();
+    if (static_cast<int64_t>(c) == options.trim_chunk) length -= options.trim_bits;
+    chunk_bits.push_back(static_cast<uint32_t>(length));
+    bits.resize((length + 31) / 32 * 32, 0);  // bits past `length` stay: unchecked padding
+    for (size_t w = 0; w < bits.size() / 32; ++w) {
+      uint32_t word = 0;
+      for (int i = 0; i < 32; ++i) word = word << 1 | bits[32 * w + i];
+      stream.resize(stream.size() + 4);
+      StoreLE<uint32_t>(stream.data() + stream.size() - 4, word);
+    }
+    if (h.has_gap_array) {
+      const uint64_t sub = h.subsequence_bits;
+      for (uint64_t j = 0; j * sub < length; ++j) {
+        uint64_t p = length;
+        for (uint64_t s : starts) {
+          if (s >= j * sub) {
+            p = std::min(s, length);
+            break;
+          }
+        }
+        gaps.push_back(static_cast<uint8_t>(p - j * sub));
+      }
+    }
+  }
+  f.sections[format::kChunkIndex].clear();
+  AppendChunkIndex(ChunkLayout::FromBits(chunk_bits, h.subsequence_bits), h.chunk_group,
+                   &f.sections[format::kChunkIndex]);
+  h.positions = static_cast<uint32_t>(positions);
+}
+
+void EncodeSymbols(FrameParts& f, const std::vector<uint32_t>& symbols) {
+  format::FrameHeader h = f.header;
+  h.positions = static_cast<uint32_t>(symbols.size());
+  EncodeTokens(f, Tokenize(h, symbols));
+}
+
+// The outlier section as (element, residual) pairs, and back.
+std::vector<std::pair<uint32_t, int32_t>> Outliers(const FrameParts& f) {
+  const Bytes& o = f.sections[format::kOutliers];
+  const uint64_t n = f.header.outlier_count;
+  std::vector<std::pair<uint32_t, int32_t>> out;
+  for (uint64_t k = 0; k < n; ++k) {
+    out.push_back({At<uint32_t>(o, k), static_cast<int32_t>(At<uint32_t>(o, n + k))});
+  }
+  return out;
+}
+void SetOutliers(FrameParts& f, std::vector<std::pair<uint32_t, int32_t>> outliers) {
+  std::sort(outliers.begin(), outliers.end());
+  const uint64_t n = outliers.size();
+  Bytes& o = f.sections[format::kOutliers];
+  o.assign(8 * n, 0);
+  for (uint64_t k = 0; k < n; ++k) {
+    Put<uint32_t>(o, k, outliers[k].first);
+    Put<uint32_t>(o, n + k, static_cast<uint32_t>(outliers[k].second));
+  }
+  f.header.outlier_count = n;
+}
+
+// Which elements of frame f are fill (1), from what the intact sample
+// decodes to: fill elements decode to the fill value, bit for bit, and no
+// other element of the samples does.
+std::vector<uint8_t> FrameMask(const Sample& sample, const format::FrameHeader& h) {
+  const uint64_t n = h.num_elements();
+  const size_t size = DTypeSize(h.dtype);
+  const uint64_t first = h.first_row * (n / h.shape[0]);
+  std::vector<uint8_t> mask(n, 0);
+  if (!h.fill_value) return mask;
+  Bytes fill(size);
+  if (h.dtype == DType::kFloat32) {
+    StoreLE<float>(fill.data(), static_cast<float>(*h.fill_value));
+  } else {
+    StoreLE<double>(fill.data(), *h.fill_value);
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    mask[i] = std::memcmp(sample.decoded.data() + (first + i) * size, fill.data(), size) == 0;
+  }
+  return mask;
+}
+
+uint64_t MaskRow(const format::FrameHeader& h) {
+  return h.ndim == 1 ? h.num_elements() : h.num_elements() / h.shape[0];
+}
+
+// Replaces frame f's fill mask with `mask` (n' elements, n' may be wrong).
+void SetMask(FrameParts& f, const std::vector<uint8_t>& mask) {
+  const EncodedFillMask encoded = EncodeFillMask(mask, MaskRow(f.header));
+  f.sections[format::kFillRuns] = encoded.section;
+  f.header.fill_run_count = encoded.tokens;
+}
+
+// The element of every symbol position of an interpolation frame, in symbol
+// order (§15.3, §15.5.3), and which positions are anchors.
+struct Positions {
+  std::vector<uint32_t> element;
+  std::vector<uint8_t> anchor;
+};
+
+Positions InterpPositions(const format::FrameHeader& h, const std::vector<uint8_t>& mask) {
+  const int nd = h.ndim;
+  uint64_t tile = 1;
+  for (int d = 0; d < nd; ++d) tile = std::max<uint64_t>(tile, h.block[d]);
+  std::vector<bool> interp(nd);
+  std::vector<uint64_t> stride(nd, 1), tiles(nd);
+  for (int d = nd - 1; d >= 0; --d) {
+    interp[d] = h.block[d] == tile;
+    if (d + 1 < nd) stride[d] = stride[d + 1] * h.shape[d + 1];
+    tiles[d] = interp[d] ? (h.shape[d] + tile - 1) / tile : h.shape[d];
+  }
+  Positions out;
+  std::vector<uint64_t> k(nd, 0);
+  for (;;) {
+    std::vector<uint64_t> lo(nd), extent(nd);
+    uint64_t anchor = 0;
+    for (int d = 0; d < nd; ++d) {
+      lo[d] = interp[d] ? k[d] * tile : k[d];
+      extent[d] = interp[d] ? std::min(tile, h.shape[d] - lo[d]) : 1;
+      anchor += lo[d] * stride[d];
+    }
+    out.element.push_back(static_cast<uint32_t>(anchor));
+    out.anchor.push_back(1);
+    for (uint64_t step = tile / 2; step >= 1; step /= 2) {
+      for (int d = 0; d < nd; ++d) {
+        if (!interp[d]) continue;
+        std::vector<uint64_t> o(nd, 0);  // the tile's elements in C order
+        for (;;) {
+          bool in_pass = true;
+          uint64_t i = 0;
+          for (int e = 0; e < nd; ++e) {
+            const uint64_t p = lo[e] + o[e];
+            i += p * stride[e];
+            if (!interp[e]) continue;
+            if (e == d) {
+              in_pass &= p % (2 * step) == step;
+            } else {
+              in_pass &= p % (e < d ? step : 2 * step) == 0;
+            }
+          }
+          if (in_pass && (mask.empty() || !mask[i])) {
+            out.element.push_back(static_cast<uint32_t>(i));
+            out.anchor.push_back(0);
+          }
+          int e = nd - 1;
+          while (e >= 0 && ++o[e] == extent[e]) o[e--] = 0;
+          if (e < 0) break;
+        }
+      }
+    }
+    int d = nd - 1;
+    while (d >= 0 && ++k[d] == tiles[d]) k[d--] = 0;
+    if (d < 0) break;
+  }
+  return out;
+}
+
+// Version-2 edits see the sample (its mask and decoded values).
+struct Version2Corruption {
+  std::string name;
+  std::function<bool(ArchiveParts&, size_t f, const Sample&)> edit;
+  // When not empty, the chunk-parallel decoder's message must contain it:
+  // the edit breaks this rule and no other.
+  std::string message = "";
+};
+
+// A non-anchor position whose element has no outlier entry, or -1.
+int64_t NonAnchorPosition(const Positions& pos, const std::vector<uint32_t>& symbols,
+                          uint32_t radius) {
+  for (size_t p = pos.element.size() / 2; p < pos.element.size(); ++p) {
+    if (!pos.anchor[p] && symbols[p] != 0 && symbols[p] != radius) return static_cast<int64_t>(p);
+  }
+  return -1;
+}
+
+// The symbols with every non-zero symbol moved from `from` to `to` as the
+// radius (the residual stays).
+std::vector<uint32_t> Recentre(const std::vector<uint32_t>& symbols, uint32_t from, uint32_t to) {
+  std::vector<uint32_t> out(symbols);
+  for (uint32_t& s : out) {
+    if (s != 0) s = s - from + to;
+  }
+  return out;
+}
+
+// Frame f with radius `radius`: the same residuals, every chunk coded
+// again over the new alphabet.
+void SetRadius(FrameParts& f, uint32_t radius) {
+  const std::vector<uint32_t> symbols = Expand(f.header, DecodeTokens(f));
+  const uint32_t old = f.header.radius;
+  f.header.radius = radius;
+  EncodeSymbols(f, Recentre(symbols, old, radius));
+}
+
+std::vector<Version2Corruption> Version2Corruptions() {
+  using format::kFillRuns;
+  auto hdr = [](ArchiveParts& p, size_t f) -> format::FrameHeader& { return p.frames[f].header; };
+  auto v2 = [](ArchiveParts& p, size_t f) { return p.frames[f].header.version >= 2; };
+  auto interp = [](ArchiveParts& p, size_t f) {
+    return p.frames[f].header.predictor == format::kPredictorInterp;
+  };
+  auto runs = [](ArchiveParts& p, size_t f) {
+    return p.frames[f].header.lossless == format::kLosslessZeroRuns;
+  };
+  auto masked = [](ArchiveParts& p, size_t f) {
+    return p.frames[f].header.fill_coding == format::kFillCodingMask;
+  };
+  std::vector<Version2Corruption> c;
+  auto header_edit = [&](std::string name, std::function<bool(format::FrameHeader&)> fn,
+                         std::string message = "") {
+    c.push_back(
+        {std::move(name),
+         [=](ArchiveParts& p, size_t f, const Sample&) { return v2(p, f) && fn(hdr(p, f)); },
+         std::move(message)});
+  };
+
+  // §15.2's ids and their consistency.
+  header_edit(
+      "predictor 2", [](format::FrameHeader& h) { return h.predictor = 2, true; },
+      "unknown predictor");
+  header_edit(
+      "predictor 255", [](format::FrameHeader& h) { return h.predictor = 255, true; },
+      "unknown predictor");
+  header_edit(
+      "lossless 2", [](format::FrameHeader& h) { return h.lossless = 2, true; },
+      "unknown predictor, lossless");
+  header_edit(
+      "fill coding 2", [](format::FrameHeader& h) { return h.fill_coding = 2, true; },
+      "unknown predictor, lossless stage or fill coding");
+  header_edit(
+      "fill coding 1 on a Lorenzo frame",
+      [](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorLorenzo) return false;
+        h.fill_coding = format::kFillCodingMask;
+        return true;
+      },
+      "fill coding disagrees");
+  header_edit(
+      "fill coding 0 on an interpolation frame with a fill value",
+      [](format::FrameHeader& h) {
+        if (h.fill_coding != format::kFillCodingMask) return false;
+        h.fill_coding = format::kFillCodingRuns;
+        return true;
+      },
+      "fill coding disagrees");
+  header_edit(
+      "fill coding 1 on an interpolation frame without a fill value",
+      [](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorInterp || h.fill_value) return false;
+        h.fill_coding = format::kFillCodingMask;
+        return true;
+      },
+      "fill coding disagrees");
+  // Order and tile (§15.2).
+  for (uint8_t order : {0, 2, 4, 255}) {
+    header_edit(
+        absl::StrCat("interpolation order ", order),
+        [order](format::FrameHeader& h) {
+          if (h.predictor != format::kPredictorInterp) return false;
+          h.order = order;
+          return true;
+        },
+        "interpolation order");
+  }
+  for (uint8_t order : {1, 3}) {
+    header_edit(
+        absl::StrCat("order ", order, " on a Lorenzo frame"),
+        [order](format::FrameHeader& h) {
+          if (h.predictor != format::kPredictorLorenzo) return false;
+          h.order = order;
+          return true;
+        },
+        "interpolation order on a Lorenzo frame");
+  }
+  auto tile_of = [](const format::FrameHeader& h) {
+    uint16_t t = 0;
+    for (int d = 0; d < h.ndim; ++d) t = std::max(t, h.block[d]);
+    return t;
+  };
+  header_edit(
+      "tile not a power of two",
+      [=](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorInterp) return false;
+        const uint16_t t = tile_of(h);
+        for (int d = 0; d < h.ndim; ++d) {
+          if (h.block[d] == t) h.block[d] = static_cast<uint16_t>(t - 1);
+        }
+        return true;
+      },
+      "not one power of two");
+  header_edit(
+      "tile 3 times a power of two",
+      [=](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorInterp) return false;
+        const uint16_t t = tile_of(h);
+        for (int d = 0; d < h.ndim; ++d) {
+          if (h.block[d] == t) h.block[d] = static_cast<uint16_t>(3 * t / 2);
+        }
+        return true;
+      },
+      "not one power of two");
+  header_edit(
+      "two tile extents",
+      [=](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorInterp) return false;
+        const uint16_t t = tile_of(h);
+        int interpolated = 0;
+        for (int d = 0; d < h.ndim; ++d) interpolated += h.block[d] == t;
+        if (interpolated < 2) return false;
+        for (int d = 0; d < h.ndim; ++d) {
+          if (h.block[d] == t) {
+            h.block[d] = static_cast<uint16_t>(t / 2);
+            break;
+          }
+        }
+        return true;
+      },
+      "not one power of two");
+  header_edit(
+      "no interpolated dimension",
+      [](format::FrameHeader& h) {
+        if (h.predictor != format::kPredictorInterp) return false;
+        for (int d = 0; d < h.ndim; ++d) h.block[d] = 1;
+        return true;
+      },
+      "no interpolated dimension");
+  // Positions S (§15.2, §15.3).
+  header_edit(
+      "S = 0", [](format::FrameHeader& h) { return h.positions = 0, true; },
+      "symbol position count");
+  header_edit(
+      "S = n + 1",
+      [](format::FrameHeader& h) {
+        h.positions = static_cast<uint32_t>(h.num_elements() + 1);
+        return true;
+      },
+      "symbol position count");
+  header_edit(
+      "S = 0xFFFFFFFF", [](format::FrameHeader& h) { return h.positions = 0xFFFFFFFF, true; },
+      "symbol position count");
+  // A consistent stream of S ± 1 positions: with fill coding 0 the header
+  // says S = n; with the mask, S disagrees with the mask (§15.7 step 1).
+  for (int delta : {-1, +1}) {
+    c.push_back({absl::StrCat("bitstream of S ", delta > 0 ? "+ 1" : "- 1", " positions"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (!v2(p, f)) return false;
+                   std::vector<uint32_t> s = Expand(hdr(p, f), DecodeTokens(p.frames[f]));
+                   if (delta > 0) {
+                     s.push_back(hdr(p, f).radius + 1);
+                   } else {
+                     if (s.back() == 0) return false;
+                     s.pop_back();
+                   }
+                   EncodeSymbols(p.frames[f], s);
+                   return true;
+                 },
+                 "symbol position"});
+  }
+  // Zero-run tokens (§15.4) and the radius and code lengths they allow.
+  for (uint32_t radius : {format::kMaxRadiusWithRuns + 1, format::kMaxRadius}) {
+    c.push_back({absl::StrCat("radius ", radius, " with zero-run tokens"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (!runs(p, f)) return false;
+                   SetRadius(p.frames[f], radius);
+                   return true;
+                 },
+                 "too large for zero-run tokens"});
+  }
+  header_edit(
+      "maximum code length 21 with zero-run tokens",
+      [](format::FrameHeader& h) {
+        if (h.lossless != format::kLosslessZeroRuns) return false;
+        h.max_code_length = 21;
+        return true;
+      },
+      "too large for zero-run tokens");
+  header_edit(
+      "lossless 0 on a frame coded with run tokens",
+      [](format::FrameHeader& h) {
+        if (h.lossless != format::kLosslessZeroRuns) return false;
+        h.lossless = format::kLosslessHuffman;
+        return true;
+      },
+      "code length");
+  c.push_back(
+      {"lossless 0 and the run tokens' codes dropped (run tokens in a lossless-0 frame)",
+       [=](ArchiveParts& p, size_t f, const Sample&) {
+         if (!runs(p, f)) return false;
+         std::vector<uint8_t> lengths = CodeLengthsOf(p.frames[f]);
+         lengths.resize(2 * hdr(p, f).radius);
+         if (std::all_of(lengths.begin(), lengths.end(), [](uint8_t l) { return l == 0; })) {
+           return false;
+         }
+         hdr(p, f).lossless = format::kLosslessHuffman;
+         p.frames[f].sections[format::kCodeLengths].clear();
+         AppendCodeLengths(lengths, &p.frames[f].sections[format::kCodeLengths]);
+         return true;
+       },
+       "bitstream"});
+  // A run that crosses a chunk's end: chunk c - 1 takes two positions of
+  // chunk c into its last run token (the total stays S).
+  c.push_back({"run token crossing a chunk's end",
+               [=](ArchiveParts& p, size_t f, const Sample&) {
+                 if (!runs(p, f)) return false;
+                 format::FrameHeader& h = hdr(p, f);
+                 std::vector<uint32_t> s = Expand(h, DecodeTokens(p.frames[f]));
+                 const uint64_t cs = h.chunk_symbols;
+                 for (uint64_t b = cs; b + 2 < s.size(); b += cs) {
+                   if (std::count(s.begin() + b - 2, s.begin() + b + 2, 0u) != 0) continue;
+                   std::fill(s.begin() + b - 2, s.begin() + b + 2, h.radius);
+                   std::vector<uint64_t> ends;
+                   for (uint64_t e = cs; e < s.size(); e += cs) ends.push_back(e == b ? e + 2 : e);
+                   ends.push_back(s.size());
+                   EncodeTokens(p.frames[f], Tokenize(h, s, ends));
+                   return true;
+                 }
+                 return false;
+               },
+               "bitstream"});
+  // The last token of a chunk a run whose extra bits pass the chunk's end.
+  for (bool all : {false, true}) {
+    c.push_back({absl::StrCat("run token's extra bits past the chunk's end (",
+                              all ? "all of them" : "one bit", ")"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (!runs(p, f)) return false;
+                   format::FrameHeader& h = hdr(p, f);
+                   std::vector<uint32_t> s = Expand(h, DecodeTokens(p.frames[f]));
+                   const uint64_t end = std::min<uint64_t>(h.chunk_symbols, s.size());
+                   if (end < 6 || std::count(s.begin() + end - 5, s.begin() + end, 0u) != 0) {
+                     return false;
+                   }
+                   std::fill(s.begin() + end - 5, s.begin() + end, h.radius);
+                   const std::vector<ChunkTokens> chunks = Tokenize(h, s);
+                   const Token& last = chunks[0].back();
+                   EXPECT_GE(last.extra_bits, 2);
+                   EncodeTokens(p.frames[f], chunks,
+                                {true, 0, all ? static_cast<uint32_t>(last.extra_bits) : 1u});
+                   return true;
+                 },
+                 "bitstream"});
+  }
+  for (int delta : {-1, +1}) {
+    c.push_back(
+        {absl::StrCat("a run token ", delta > 0 ? "one position long" : "one position short"),
+         [=](ArchiveParts& p, size_t f, const Sample&) {
+           if (!runs(p, f)) return false;
+           std::vector<ChunkTokens> chunks = DecodeTokens(p.frames[f]);
+           for (ChunkTokens& chunk : chunks) {
+             for (Token& t : chunk) {
+               const uint32_t top = (1u << t.extra_bits) - 1;
+               if (t.extra_bits == 0 || (delta > 0 ? t.extra == top : t.extra == 0)) continue;
+               t.extra += delta;
+               t.positions += delta;
+               EncodeTokens(p.frames[f], chunks, {false});
+               hdr(p, f).positions -= delta;  // S as it was
+               return true;
+             }
+           }
+           return false;
+         },
+         "bitstream"});
+  }
+  // Symbol 0 and outliers in an interpolation frame (§15.5.2, §15.7 step 1).
+  c.push_back({"outlier at a non-anchor (symbol 0 and an outlier entry)",
+               [=](ArchiveParts& p, size_t f, const Sample& sample) {
+                 if (!interp(p, f)) return false;
+                 FrameParts& fr = p.frames[f];
+                 std::vector<uint32_t> s = Expand(fr.header, DecodeTokens(fr));
+                 const Positions pos = InterpPositions(fr.header, FrameMask(sample, fr.header));
+                 const int64_t q = NonAnchorPosition(pos, s, fr.header.radius);
+                 if (q < 0) return false;
+                 s[q] = 0;
+                 auto outliers = Outliers(fr);
+                 outliers.push_back({pos.element[q], 17});
+                 SetOutliers(fr, outliers);
+                 EncodeSymbols(fr, s);
+                 return true;
+               },
+               "not an anchor"});
+  c.push_back({"symbol 0 at a non-anchor without an outlier entry",
+               [=](ArchiveParts& p, size_t f, const Sample& sample) {
+                 if (!interp(p, f)) return false;
+                 FrameParts& fr = p.frames[f];
+                 std::vector<uint32_t> s = Expand(fr.header, DecodeTokens(fr));
+                 const Positions pos = InterpPositions(fr.header, FrameMask(sample, fr.header));
+                 const int64_t q = NonAnchorPosition(pos, s, fr.header.radius);
+                 if (q < 0) return false;
+                 s[q] = 0;
+                 EncodeSymbols(fr, s);
+                 return true;
+               },
+               "not an anchor"});
+  c.push_back({"outlier entry moved to an anchor whose symbol is not 0",
+               [=](ArchiveParts& p, size_t f, const Sample& sample) {
+                 if (!interp(p, f)) return false;
+                 FrameParts& fr = p.frames[f];
+                 const std::vector<uint32_t> s = Expand(fr.header, DecodeTokens(fr));
+                 const Positions pos = InterpPositions(fr.header, FrameMask(sample, fr.header));
+                 auto outliers = Outliers(fr);
+                 if (outliers.empty()) return false;
+                 for (size_t q = 0; q < pos.element.size(); ++q) {
+                   if (!pos.anchor[q] || s[q] == 0) continue;
+                   outliers[0].first = pos.element[q];
+                   SetOutliers(fr, outliers);
+                   return true;
+                 }
+                 return false;
+               },
+               "symbol is not 0"});
+  // The fill mask (§15.6), fill coding 1.
+  auto mask_edit = [&](std::string name, std::function<bool(Bytes&, format::FrameHeader&)> fn,
+                       std::string message = "fill mask") {
+    c.push_back({std::move(name),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   return masked(p, f) && fn(p.frames[f].sections[kFillRuns], hdr(p, f));
+                 },
+                 std::move(message)});
+  };
+  mask_edit("mask class lengths over-subscribed (all 1)", [](Bytes& m, format::FrameHeader&) {
+    std::fill(m.begin(), m.begin() + 13, 1);
+    return true;
+  });
+  mask_edit("mask class length one shorter (Kraft)", [](Bytes& m, format::FrameHeader&) {
+    int used = 0;
+    for (int k = 0; k < 13; ++k) used += m[k] != 0;
+    for (int k = 0; k < 13 && used >= 2; ++k) {
+      if (m[k] >= 2) return --m[k], true;
+    }
+    return false;
+  });
+  mask_edit("mask class length 21", [](Bytes& m, format::FrameHeader&) {
+    for (int k = 0; k < 13; ++k) {
+      if (m[k] != 0) return m[k] = 21, true;
+    }
+    return false;
+  });
+  mask_edit("no mask class has a code", [](Bytes& m, format::FrameHeader&) {
+    std::fill(m.begin(), m.begin() + 13, 0);
+    return true;
+  });
+  for (int at : {13, 14, 15}) {
+    mask_edit(absl::StrCat("mask reserved byte ", at, " set"),
+              [at](Bytes& m, format::FrameHeader&) {
+                m[at] = static_cast<uint8_t>(at);
+                return true;
+              });
+  }
+  auto mask_chunks = [](const format::FrameHeader& h) {
+    return format::MaskChunks(h.fill_run_count);
+  };
+  for (int delta : {-1, +1, +32}) {
+    mask_edit(absl::StrCat("first mask chunk's length ", delta > 0 ? "+" : "", delta, " bits"),
+              [=](Bytes& m, format::FrameHeader&) {
+                const uint32_t bits = LoadLE<uint32_t>(m.data() + 16);
+                StoreLE<uint32_t>(m.data() + 16, bits + delta);
+                return true;
+              });
+  }
+  mask_edit("last mask chunk longer than the mask bitstream",
+            [=](Bytes& m, format::FrameHeader& h) {
+              uint8_t* last = m.data() + 16 + 4 * (mask_chunks(h) - 1);
+              StoreLE<uint32_t>(last, LoadLE<uint32_t>(last) + 64);
+              return true;
+            });
+  mask_edit("mask bitstream a word long", [](Bytes& m, format::FrameHeader&) {
+    m.resize(m.size() + 4, 0);
+    return true;
+  });
+  mask_edit(
+      "mask bitstream a word short",
+      [=](Bytes& m, format::FrameHeader& h) {
+        if (m.size() < 16 + 4 * mask_chunks(h) + 4) return false;
+        m.resize(m.size() - 4);
+        return true;
+      },
+      "");
+  mask_edit(
+      "fill section only its fixed part",
+      [=](Bytes& m, format::FrameHeader& h) {
+        m.resize(16 + 4 * mask_chunks(h));
+        return true;
+      },
+      "");
+  mask_edit(
+      "mask token count one more",
+      [](Bytes&, format::FrameHeader& h) { return ++h.fill_run_count, true; }, "");
+  mask_edit(
+      "mask token count one fewer",
+      [](Bytes&, format::FrameHeader& h) { return --h.fill_run_count, true; }, "");
+  mask_edit(
+      "mask token count 0",
+      [](Bytes&, format::FrameHeader& h) { return h.fill_run_count = 0, true; },
+      "fill mask section size");
+  for (int delta : {-1, +1}) {
+    c.push_back({absl::StrCat("mask runs summing to n ", delta > 0 ? "+ 1" : "- 1"),
+                 [=](ArchiveParts& p, size_t f, const Sample& sample) {
+                   if (!masked(p, f)) return false;
+                   std::vector<uint8_t> m = FrameMask(sample, hdr(p, f));
+                   if (delta > 0) {
+                     m.push_back(0);
+                   } else {
+                     m.pop_back();
+                   }
+                   SetMask(p.frames[f], m);
+                   return true;
+                 },
+                 "fill mask"});
+  }
+  // A valid mask that disagrees with S: one more, or one fewer, element
+  // without a symbol.
+  for (bool more_fill : {true, false}) {
+    c.push_back(
+        {absl::StrCat("mask with one ", more_fill ? "more" : "fewer", " fill element than S says"),
+         [=](ArchiveParts& p, size_t f, const Sample& sample) {
+           if (!masked(p, f)) return false;
+           std::vector<uint8_t> m = FrameMask(sample, hdr(p, f));
+           const Positions pos = InterpPositions(hdr(p, f), {});
+           std::vector<uint8_t> is_anchor(m.size(), 0);
+           for (size_t q = 0; q < pos.element.size(); ++q) {
+             if (pos.anchor[q]) is_anchor[pos.element[q]] = 1;
+           }
+           for (size_t i = m.size() / 3; i < m.size(); ++i) {
+             if (!is_anchor[i] && m[i] == (more_fill ? 0 : 1)) {
+               m[i] ^= 1;
+               SetMask(p.frames[f], m);
+               return true;
+             }
+           }
+           return false;
+         },
+         "symbol position"});
+  }
+  return c;
+}
+
+TEST(MalformedArchive, SemanticallyCorruptVersionTwoFramesAreDataLoss) {
+  for (const Version2Corruption& corruption : Version2Corruptions()) {
+    SCOPED_TRACE(corruption.name);
+    int applied = 0;
+    for (const Sample& sample : Samples()) {
+      if (!sample.v2()) continue;
+      const ArchiveParts intact = Split(sample.archive);
+      for (size_t f = 0; f < intact.frames.size(); ++f) {
+        ArchiveParts parts = intact;
+        if (!corruption.edit(parts, f, sample)) continue;
+        ++applied;
+        const Bytes a = Join(std::move(parts));
+        const std::string what = absl::StrCat(sample.name, ", frame ", f);
+        ExpectDataLoss(a, sample.gap_array, what);
+        if (!corruption.message.empty()) {
+          auto out = Decompress(a, DecoderKind::kChunkParallel);
+          EXPECT_NE(out.status().message().find(corruption.message), absl::string_view::npos)
+              << what << ": expected \"" << corruption.message << "\", got " << out.status();
+        }
+      }
+    }
+    EXPECT_GT(applied, 0) << "no sample had anything to edit";
+  }
+}
+
+// The helpers above give back an intact frame's exact bytes, and the edits
+// that keep a frame valid decode to what the intact archive does: so the
+// edits above are rejected for what they change, not for a helper's error.
+TEST(MalformedArchive, Version2ReencodingIsFaithful) {
+  for (const Sample& sample : Samples()) {
+    if (!sample.v2()) continue;
+    SCOPED_TRACE(sample.name);
+    const ArchiveParts intact = Split(sample.archive);
+    for (size_t f = 0; f < intact.frames.size(); ++f) {
+      SCOPED_TRACE(absl::StrCat("frame ", f));
+      const format::FrameHeader& h = intact.frames[f].header;
+      const std::vector<ChunkTokens> tokens = DecodeTokens(intact.frames[f]);
+      const std::vector<uint32_t> symbols = Expand(h, tokens);
+      ASSERT_EQ(symbols.size(), h.positions);
+      {
+        ArchiveParts p = intact;
+        EncodeTokens(p.frames[f], tokens);
+        EXPECT_TRUE(Join(p) == sample.archive) << "tokens coded again";
+      }
+      {
+        // §15.8's split of runs is what the writer does.
+        ArchiveParts p = intact;
+        EncodeSymbols(p.frames[f], symbols);
+        EXPECT_TRUE(Join(p) == sample.archive) << "symbols tokenized and coded again";
+      }
+      if (h.fill_coding == format::kFillCodingMask) {
+        ArchiveParts p = intact;
+        SetMask(p.frames[f], FrameMask(sample, h));
+        EXPECT_TRUE(Join(p) == sample.archive) << "mask coded again";
+      }
+      if (h.predictor == format::kPredictorInterp) {
+        // The symbol order: S positions; symbol 0 exactly at the outliers,
+        // which are anchors.
+        const Positions pos = InterpPositions(h, FrameMask(sample, h));
+        ASSERT_EQ(pos.element.size(), h.positions);
+        std::set<uint32_t> zeros;
+        for (size_t q = 0; q < symbols.size(); ++q) {
+          if (symbols[q] == 0) {
+            zeros.insert(pos.element[q]);
+            EXPECT_TRUE(pos.anchor[q]) << "symbol 0 at position " << q;
+          }
+        }
+        std::set<uint32_t> listed;
+        for (const auto& [index, residual] : Outliers(intact.frames[f])) listed.insert(index);
+        EXPECT_EQ(zeros, listed);
+      }
+      if (h.lossless == format::kLosslessZeroRuns) {
+        // The largest radius zero-run tokens allow: valid, same values.
+        ArchiveParts p = intact;
+        SetRadius(p.frames[f], format::kMaxRadiusWithRuns);
+        auto out = Decompress(Join(p), DecoderKind::kChunkParallel);
+        ASSERT_TRUE(out.ok()) << "radius 32762: " << out.status();
+        EXPECT_TRUE(out->data == sample.decoded) << "radius 32762";
+      } else {
+        // Zero-run tokens allowed but none used: valid, same values.
+        ArchiveParts p = intact;
+        p.frames[f].header.lossless = format::kLosslessZeroRuns;
+        EncodeTokens(p.frames[f], tokens);
+        auto out = Decompress(Join(p), DecoderKind::kChunkParallel);
+        ASSERT_TRUE(out.ok()) << "lossless 1 without run tokens: " << out.status();
+        EXPECT_TRUE(out->data == sample.decoded) << "lossless 1 without run tokens";
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The metadata block (§15.1).
+
+Bytes MetadataBlock(absl::string_view document) {
+  Bytes block;
+  format::AppendMetadataBlock(document, &block);
+  return block;
+}
+
+// The archive with `block` after its file header, which declares
+// `metadata_bytes`; the frames, index and trailer move to follow it.
+Bytes WithMetadataBlock(const Bytes& archive, const Bytes& block, uint32_t metadata_bytes) {
+  ArchiveParts parts = Split(archive);
+  Bytes& head = parts.file_header;
+  head.resize(format::kFileHeaderSize);
+  StoreLE<uint32_t>(head.data() + kFileReservedAt, metadata_bytes);
+  FixFileHeaderCrc(head);
+  head.insert(head.end(), block.begin(), block.end());
+  return Join(std::move(parts));
+}
+
+TEST(MalformedArchive, MetadataBlocksThatAreValidDecode) {
+  for (const Sample& sample : Samples()) {
+    if (!sample.v2()) continue;
+    SCOPED_TRACE(sample.name);
+    for (const char* document : {"{}", " {\"a\": 1}\n", "\t\r\n{ }\r\n", "{\"x\": \"\xC3\xA9\"}"}) {
+      const Bytes block = MetadataBlock(document);
+      const Bytes a = WithMetadataBlock(sample.archive, block, static_cast<uint32_t>(block.size()));
+      auto info = ReadArchiveInfo(a);
+      ASSERT_TRUE(info.ok()) << document << ": " << info.status();
+      EXPECT_EQ(info->metadata, document);
+      auto out = Decompress(a);
+      ASSERT_TRUE(out.ok()) << out.status();
+      EXPECT_TRUE(out->data == sample.decoded);
+    }
+    // No metadata at all.
+    const Bytes none = WithMetadataBlock(sample.archive, {}, 0);
+    auto info = ReadArchiveInfo(none);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_TRUE(info->metadata.empty());
+  }
+}
+
+TEST(MalformedArchive, CorruptMetadataBlockIsDataLoss) {
+  int applied = 0;
+  for (const Sample& sample : Samples()) {
+    if (sample.metadata.empty()) continue;
+    SCOPED_TRACE(sample.name);
+    ++applied;
+    auto expect = [&](const Bytes& a, const std::string& what, const std::string& message) {
+      ExpectDataLoss(a, sample.gap_array, what);
+      auto info = ReadArchiveInfo(a);
+      EXPECT_EQ(info.status().code(), StatusCode::kDataLoss) << what;
+      if (!message.empty()) {
+        EXPECT_NE(info.status().message().find(message), absl::string_view::npos)
+            << what << ": expected \"" << message << "\", got " << info.status();
+      }
+    };
+    const Bytes& archive = sample.archive;
+    const uint32_t mb = ReadArchiveInfo(archive)->header.metadata_bytes;
+    ASSERT_EQ(mb, format::MetadataBlockBytes(sample.metadata.size()));
+    // Edits in place, the CRC recomputed unless the CRC is the edit.
+    auto in_place = [&](const std::string& what, const std::function<void(Bytes&)>& edit,
+                        const std::string& message, bool fix_crc = true) {
+      Bytes a = archive;
+      edit(a);
+      if (fix_crc) FixMetadataCrc(a);
+      expect(a, what, message);
+    };
+    in_place(
+        "metadata magic", [](Bytes& a) { a[kMetadataAt] ^= 0x01; }, "metadata magic");
+    in_place(
+        "metadata CRC off by one", [](Bytes& a) { ++a[kMetadataCrcAt]; }, "metadata checksum",
+        false);
+    in_place(
+        "metadata document byte changed, CRC kept",
+        [](Bytes& a) { a[kMetadataDocumentAt + 1] ^= 1; }, "metadata checksum", false);
+    in_place(
+        "metadata length + 8",
+        [](Bytes& a) {
+          StoreLE<uint32_t>(a.data() + kMetadataLengthAt,
+                            LoadLE<uint32_t>(a.data() + kMetadataLengthAt) + 8);
+        },
+        "metadata length");
+    in_place(
+        "metadata length - 8",
+        [](Bytes& a) {
+          StoreLE<uint32_t>(a.data() + kMetadataLengthAt,
+                            LoadLE<uint32_t>(a.data() + kMetadataLengthAt) - 8);
+        },
+        "metadata length");
+    in_place(
+        "metadata length - 1",
+        [](Bytes& a) {
+          StoreLE<uint32_t>(a.data() + kMetadataLengthAt,
+                            LoadLE<uint32_t>(a.data() + kMetadataLengthAt) - 1);
+        },
+        "");
+    in_place(
+        "metadata length 0", [](Bytes& a) { StoreLE<uint32_t>(a.data() + kMetadataLengthAt, 0); },
+        "metadata length");
+    in_place(
+        "metadata length 2^20 + 1",
+        [](Bytes& a) { StoreLE<uint32_t>(a.data() + kMetadataLengthAt, (1u << 20) + 1); },
+        "metadata length");
+    in_place(
+        "metadata length 0xFFFFFFFF",
+        [](Bytes& a) { StoreLE<uint32_t>(a.data() + kMetadataLengthAt, 0xFFFFFFFFu); },
+        "metadata length");
+    if (12 + sample.metadata.size() < mb) {
+      in_place(
+          "metadata padding not zero", [&](Bytes& a) { a[kMetadataAt + mb - 1] = 0x20; },
+          "non-zero padding");
+    }
+    // Documents that are not a JSON object (§15.1: the C++ reader checks
+    // the first and last characters after JSON whitespace).
+    for (const char* document : {"[1]", "{", "}", "\"{}\"", "x{}", "{}x", "\xEF\xBB\xBF{}", "   ",
+                                 "\v{}", "{}\f", "null", "{}\0"}) {
+      const std::string doc = std::string(document) == "{}\0" ? std::string("{}\0", 3) : document;
+      const Bytes block = MetadataBlock(doc);
+      expect(WithMetadataBlock(archive, block, static_cast<uint32_t>(block.size())),
+             absl::StrCat("document \"", doc, "\""), "not a JSON object");
+    }
+    {
+      // A length-0 document, laid out as the writer would.
+      Bytes block(16, 0);
+      StoreLE<uint32_t>(block.data(), format::kMetadataMagic);
+      StoreLE<uint32_t>(block.data() + 8, Crc32c(block.data() + 4, 4));
+      expect(WithMetadataBlock(archive, block, 16), "empty document", "metadata length");
+    }
+    // metadata_bytes (the file header's word at 12) against the block.
+    const Bytes block(archive.begin() + kMetadataAt, archive.begin() + kMetadataAt + mb);
+    {
+      Bytes longer = block;
+      longer.resize(longer.size() + 8, 0);
+      expect(WithMetadataBlock(archive, longer, mb + 8), "metadata_bytes 8 more than the block",
+             "metadata length");
+    }
+    {
+      Bytes shorter(block.begin(), block.end() - 8);
+      expect(WithMetadataBlock(archive, shorter, mb - 8), "metadata_bytes 8 less than the block",
+             "");
+    }
+    {
+      Bytes odd = block;
+      odd.resize(odd.size() + 4, 0);
+      expect(WithMetadataBlock(archive, odd, mb + 4), "metadata_bytes not a multiple of 8",
+             "metadata block size");
+    }
+    expect(WithMetadataBlock(archive, Bytes(8, 0), 8), "metadata_bytes 8", "metadata block size");
+    expect(WithMetadataBlock(archive, {},
+                             static_cast<uint32_t>(format::MetadataBlockBytes(1u << 20) + 8)),
+           "metadata_bytes above the largest block", "metadata block size");
+    expect(
+        WithMetadataBlock(archive, {}, static_cast<uint32_t>(format::MetadataBlockBytes(1u << 20))),
+        "metadata_bytes past the archive's end", "");
+    {
+      // The header says none, the block is still there: frame 0 is not
+      // where the index says.
+      Bytes a = archive;
+      StoreLE<uint32_t>(a.data() + kFileReservedAt, 0);
+      FixFileHeaderCrc(a);
+      expect(a, "metadata_bytes 0 with a block", "");
+    }
+    {
+      // A version-1 file header has no metadata_bytes (reserved); the
+      // frames, which say version 2 themselves, are not the point.
+      Bytes a = archive;
+      StoreLE<uint16_t>(a.data() + kVersionAt, format::kVersion1);
+      FixFileHeaderCrc(a);
+      expect(a, "metadata in a version-1 file header", "reserved");
+    }
+  }
+  EXPECT_GT(applied, 0);
+  // A version-1 archive given a valid block: still version 1, so reserved.
+  const Sample& v1 = FirstSample(false);
+  const Bytes block = MetadataBlock("{}");
+  ExpectDataLoss(WithMetadataBlock(v1.archive, block, static_cast<uint32_t>(block.size())),
+                 v1.gap_array, "metadata block in a version-1 archive");
 }
 
 // A file header whose frame count makes FrameIndexSize() wrap around 2^64:
@@ -1102,7 +2438,8 @@ TEST(MalformedArchive, ChecksummedByteEditsNeverCrashAndDecodersAgree) {
         }
       }
     }
-    const uint64_t frame0 = format::kFileHeaderSize;
+    // The file header, the metadata block (version 2) and frame 0's header.
+    const uint64_t frame0 = ReadArchiveInfo(sample.archive)->frames[0].offset;
     for (uint64_t at = 0; at < frame0 + kFrameCrcAt; ++at) {
       const uint8_t b = sample.archive[at];
       for (uint8_t v : {static_cast<uint8_t>(b ^ 1), static_cast<uint8_t>(b ^ 0x80), uint8_t{0},
@@ -1111,6 +2448,9 @@ TEST(MalformedArchive, ChecksummedByteEditsNeverCrashAndDecodersAgree) {
         Bytes a = sample.archive;
         a[at] = v;
         if (at < kFileCrcAt) FixFileHeaderCrc(a);
+        if (at >= kMetadataAt && at < frame0 && (at < kMetadataCrcAt || at >= kMetadataCrcAt + 4)) {
+          FixMetadataCrc(a);
+        }
         FixFrameHeaderCrc(a, frame0);
         check(a, absl::StrCat("header byte ", at, " set to ", v));
       }

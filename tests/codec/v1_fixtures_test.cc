@@ -106,9 +106,9 @@ TEST(VersionOneFixtures, ExpectedOutputsHoldTheSpecials) {
   for (uint64_t base : {0, 384, 768}) {
     EXPECT_EQ(f32(base + 3) & 0x7F800000u, 0x7F800000u);  // NaN
     EXPECT_NE(f32(base + 3) & 0x007FFFFFu, 0u);
-    EXPECT_EQ(f32(base + 77), 0x7F800000u);                  // +Inf
-    EXPECT_EQ(f32(base + 78), 0xFF800000u);                  // -Inf
-    EXPECT_EQ(f32(base + 9), 0x80000000u);                   // -0.0
+    EXPECT_EQ(f32(base + 77), 0x7F800000u);                        // +Inf
+    EXPECT_EQ(f32(base + 78), 0xFF800000u);                        // -Inf
+    EXPECT_EQ(f32(base + 9), 0x80000000u);                         // -0.0
     EXPECT_EQ(LoadLE<float>(a.data() + 4 * (base + 11)), 1e-40f);  // subnormal
     EXPECT_EQ(LoadLE<float>(a.data() + 4 * (base + 100)), -9999.0f);
     for (int k = 0; k < 6; ++k) EXPECT_EQ(LoadLE<float>(a.data() + 4 * (base + 150 + k)), -9999.0f);
