@@ -33,12 +33,27 @@ inline void FixFrameChecksums(uint8_t* frame, uint64_t size) {
   StoreLE<uint32_t>(frame + kHeaderCrc, Crc32c(frame, kHeaderCrc));
 }
 
-// Makes every checksum match the bytes it covers: file header, the frames
-// the index lists (as long as they tile the archive), index and trailer.
+// Makes every checksum match the bytes it covers: file header, metadata
+// block (version 2), the frames the index lists (as long as they tile the
+// archive), index and trailer.
 inline void FixChecksums(uint8_t* data, size_t size) {
   constexpr size_t kFileHeaderCrc = format::kFileHeaderSize - 4;
   if (size < format::kFileHeaderSize) return;
   StoreLE<uint32_t>(data + kFileHeaderCrc, Crc32c(data, kFileHeaderCrc));
+  // The metadata block (FORMAT.md §15.1) after a version-2 file header: its
+  // CRC covers the 4 bytes of its length and the document, when the length
+  // stays inside the block. Frame 0 starts after the block.
+  uint64_t first_frame = format::kFileHeaderSize;
+  const uint32_t metadata_bytes = LoadLE<uint32_t>(data + 12);
+  if (LoadLE<uint16_t>(data + 4) >= 2 && metadata_bytes >= 12 &&
+      metadata_bytes <= size - format::kFileHeaderSize) {
+    uint8_t* block = data + format::kFileHeaderSize;
+    const uint32_t length = LoadLE<uint32_t>(block + 4);
+    if (length <= metadata_bytes - 12) {
+      StoreLE<uint32_t>(block + 8, Crc32cExtend(Crc32c(block + 4, 4), block + 12, length));
+    }
+    first_frame += metadata_bytes;
+  }
   if (size < format::kFileHeaderSize + format::kTrailerSize) return;
   uint8_t* trailer = data + size - format::kTrailerSize;
   const uint64_t index_offset = LoadLE<uint64_t>(trailer);
@@ -50,7 +65,7 @@ inline void FixChecksums(uint8_t* data, size_t size) {
         std::min<uint64_t>(LoadLE<uint64_t>(index + 8), (index_end - index_offset - 16) / 16);
     // Only frames that tile the archive, as the reader demands: this also
     // keeps the work linear in the input's size.
-    uint64_t expected = format::kFileHeaderSize;
+    uint64_t expected = first_frame;
     for (uint64_t i = 0; i < count; ++i) {
       const uint64_t offset = LoadLE<uint64_t>(index + 16 + 16 * i);
       const uint64_t frame_size = LoadLE<uint64_t>(index + 24 + 16 * i);
