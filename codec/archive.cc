@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <new>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -363,7 +365,18 @@ absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive, 
   DecompressedArray result;
   result.spec = info->spec();
   result.abs_bound = info->header.abs_bound;
-  result.data.resize(result.spec.num_bytes());
+  // A valid version-2 archive can describe some 2^19 times its size
+  // (FORMAT.md §9): an output that cannot be had is an error, not a crash.
+  try {
+    result.data.resize(result.spec.num_bytes());
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "decompression: cannot allocate the ", result.spec.num_bytes(), "-byte array (",
+        DTypeName(result.spec.dtype), " ", ShapeToString(result.spec.shape), ")"));
+  } catch (const std::length_error&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "decompression: the ", result.spec.num_bytes(), "-byte array is too large to hold"));
+  }
   const uint64_t row_bytes = result.spec.num_bytes() / info->header.shape[0];
   std::mutex mu;
   absl::Status first_error;
