@@ -8,11 +8,18 @@
 // corrected until they agree, stopping early where a corrected path meets
 // the speculative one; Weißenberger and Schmidt). Every inconsistency is
 // reported, never decoded around.
+//
+// Each decoder is a template on kRuns: LaunchDecode runs the version-1
+// instances, LaunchDecodeRuns (gpu/run_kernels.h) those that also take zero-
+// run tokens (FORMAT.md §15.4), a codeword and its extra bits standing for a
+// run of positions; counts are then positions, not tokens.
 #include <cub/block/block_scan.cuh>
 
 #include "gpu/code_length_scan.h"
+#include "gpu/decode_steps.h"
 #include "gpu/device_util.cuh"
 #include "gpu/kernels.h"
+#include "gpu/run_kernels.h"
 
 namespace ebzip::gpu {
 namespace {
@@ -69,7 +76,14 @@ __global__ void __launch_bounds__(kTableThreads)
   extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
-  const uint32_t alphabet = 2 * seg.radius;
+  // With run tokens (FORMAT.md §15.4) the alphabet has the 12 run classes
+  // after the residuals, and a codeword and its extra bits fit 32 bits.
+  const uint32_t alphabet = 2 * seg.radius + (seg.lossless ? format::kRunClasses : 0);
+  const uint32_t run_base = seg.lossless ? 2 * seg.radius : 0xFFFFFFFFu;
+  if (seg.lossless && seg.max_code_length > format::kMaxCodeLengthWithRuns) {
+    if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
+    return;
+  }
   uint32_t* lookup = t.lookup + uint64_t{s} * (1 << kLookupBits);
   for (uint32_t i = threadIdx.x; i < 65536; i += kTableThreads) lengths[i] = 0;
   if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
@@ -223,9 +237,10 @@ __global__ void __launch_bounds__(kTableThreads)
       const uint32_t l = entry & 0xFF;
       const uint32_t sym = entry >> 8;
       // Codes past the prefix's bits, long codes (flagged, never <= 11 bits
-      // with the flag) and symbols outside the base's 256 end the entry.
+      // with the flag), symbols outside the base's 256 and run tokens (their
+      // extra bits follow) end the entry.
       if ((entry & kLongCode) || l == 0 || used + l > kMultiBits || sym < base ||
-          sym - base > 0xFF) {
+          sym - base > 0xFF || sym >= run_base) {
         break;
       }
       symbols |= uint64_t{sym - base} << (8 * n);
@@ -296,6 +311,46 @@ struct Table {
   }
 };
 
+// A segment's run tokens (FORMAT.md §15.4) as the kRuns decoders read them:
+// symbols from `base` on are the run classes, which stand for runs of `zero`.
+struct RunCode {
+  uint32_t base = 0xFFFFFFFFu;  // 2 * radius; past every symbol without run tokens
+  uint32_t zero = 0;            // radius
+
+  RunCode() = default;
+  __device__ explicit RunCode(const Segment& seg)
+      : base(seg.lossless ? 2 * seg.radius : 0xFFFFFFFFu), zero(seg.radius) {}
+};
+template <bool kRuns>
+__device__ RunCode RunCodeOf(const Segment& seg) {
+  if constexpr (kRuns) {
+    return RunCode(seg);
+  } else {
+    return RunCode();
+  }
+}
+
+// The token at the top of `window`: its length in bits, codeword and extra
+// bits (0 when no codeword matches), its symbol and the positions it covers.
+// A codeword has at most 20 bits with run tokens (BuildTablesKernel checks)
+// and a class at most 12, so the extra bits are in the same window. Without
+// kRuns, Table::Decode: every token one position.
+template <bool kRuns>
+__device__ __forceinline__ int DecodeToken(const Table& table, const RunCode& runs, uint32_t window,
+                                           uint32_t* symbol, uint32_t* positions) {
+  int l = table.Decode(window, symbol);
+  *positions = 1;
+  if constexpr (kRuns) {
+    if (l != 0 && *symbol >= runs.base) {
+      const int c = static_cast<int>(*symbol - runs.base) + 1;
+      *positions = (1u << c) + ((window << l) >> (32 - c));
+      *symbol = runs.zero;
+      l += c;
+    }
+  }
+  return l;
+}
+
 // Reads a chunk's bits MSB-first; words past the chunk read as zero. Words
 // staged in shared memory are skewed (word i at i + i / 32, see
 // BlockDecodeKernel); in place, skew_shift 31 leaves them as they are.
@@ -341,23 +396,20 @@ struct ChunkView {
   }
 };
 
-// Counts the codewords from `pos` until the first codeword start at or after
-// `stop` (or the chunk's end), recording the first kTrace start positions:
-// the self-synchronizing decoder's speculative pass. Returns false on an
-// invalid codeword.
-constexpr int kTrace = 16;
-__device__ bool TraceRun(const Table& table, const BitReader& r, uint32_t& pos, uint32_t stop,
-                         uint32_t bits, uint32_t& n, uint32_t* trace, uint32_t& traced) {
-  while (pos < stop) {
-    if (traced < kTrace) trace[traced++] = pos;
+// The self-synchronizing decoder's speculative pass and corrections
+// (gpu/decode_steps.h) decode tokens through this.
+template <bool kRuns>
+struct WindowDecoder {
+  const Table& table;
+  const RunCode& runs;
+  const BitReader& reader;
+  __device__ int operator()(uint32_t pos, uint32_t* positions) const {
     uint32_t sym;
-    const int l = table.Decode(r.Window(pos), &sym);
-    if (l == 0 || pos + l > bits) return false;
-    ++n;
-    pos += l;
+    return DecodeToken<kRuns>(table, runs, reader.Window(pos), &sym, positions);
   }
-  return true;
-}
+};
+using decode_steps::kTrace;
+using decode_steps::kTraceStarts;
 
 // A chunk's bits MSB-first through a 64-bit buffer refilled a word at a time
 // (words past the chunk read as zero): a decode step waits on its table
@@ -375,7 +427,7 @@ struct BitStream {
     next = w + 2;
   }
   __device__ uint32_t Window() const { return static_cast<uint32_t>(buf >> 32); }
-  __device__ void Skip(int l) {  // l <= kMaxLength < 32
+  __device__ void Skip(int l) {  // l <= 32: a codeword, or a run token's and its extra bits
     buf <<= l;
     avail -= l;
     if (avail <= 32) {
@@ -410,6 +462,18 @@ struct SymbolWriter {
   __device__ void Flush() {
     for (uint32_t i = 0; i < held; ++i) out[i] = static_cast<uint16_t>(packed >> (16 * i));
   }
+  // k copies of sym (a run token's positions), none at or past `end`: the
+  // chunk's end, which a run token of a corrupt stream must not pass before
+  // the counts catch it. Four to an 8-byte store once aligned.
+  __device__ void PutRun(uint16_t sym, uint32_t k, const uint16_t* end) {
+    const int64_t room = (end - out) - static_cast<int64_t>(held);
+    if (room <= 0) return;
+    if (static_cast<int64_t>(k) > room) k = static_cast<uint32_t>(room);
+    for (; k > 0 && (held != 0 || (reinterpret_cast<uintptr_t>(out) & 7) != 0); --k) Put(sym);
+    const uint64_t pattern = 0x0001000100010001ull * sym;
+    for (; k >= 4; k -= 4, out += 4) *reinterpret_cast<uint64_t*>(out) = pattern;
+    for (; k > 0; --k) Put(sym);
+  }
 };
 
 // Counts (and with kEmit writes, counting zeros) the symbols of the codewords
@@ -417,9 +481,10 @@ struct SymbolWriter {
 // With kMulti, where the codewords of a multi-symbol entry all start before
 // `stop`, they go in one step (none is symbol 0: zeros are counted on the
 // other path).
-template <bool kEmit, bool kMulti>
-__device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint32_t stop,
-                          uint32_t bits, uint32_t& n, SymbolWriter* out, uint32_t& zeros) {
+template <bool kEmit, bool kMulti, bool kRuns>
+__device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in, uint32_t& pos,
+                          uint32_t stop, uint32_t bits, uint32_t& n, SymbolWriter* out,
+                          uint32_t& zeros, const uint16_t* out_end) {
   [[maybe_unused]] const uint32_t last = min(stop, bits);
   while (pos < stop) {
     if constexpr (kMulti) {
@@ -438,14 +503,18 @@ __device__ bool StreamRun(const Table& table, BitStream& in, uint32_t& pos, uint
         continue;
       }
     }
-    uint32_t sym;
-    const int l = table.Decode(in.Window(), &sym);
+    uint32_t sym, positions;
+    const int l = DecodeToken<kRuns>(table, runs, in.Window(), &sym, &positions);
     if (l == 0 || pos + l > bits) return false;
     if constexpr (kEmit) {
-      out->Put(static_cast<uint16_t>(sym));
-      zeros += sym == 0;
+      if (kRuns && positions != 1) {
+        out->PutRun(static_cast<uint16_t>(sym), positions, out_end);
+      } else {
+        out->Put(static_cast<uint16_t>(sym));
+      }
+      zeros += sym == 0;  // a run's symbol is radius, never 0
     }
-    ++n;
+    n += positions;
     pos += l;
     in.Skip(l);
   }
@@ -463,12 +532,14 @@ constexpr uint32_t kMultiMaxBitsPerSymbol = 3;
 __device__ bool UseMulti(uint32_t bits, uint32_t symbols) {
   return uint64_t{bits} < uint64_t{kMultiMaxBitsPerSymbol} * symbols;
 }
-template <bool kEmit>
-__device__ bool StreamRun(bool multi, const Table& table, BitStream& in, uint32_t& pos,
-                          uint32_t stop, uint32_t bits, uint32_t& n, SymbolWriter* out,
-                          uint32_t& zeros) {
-  return multi ? StreamRun<kEmit, true>(table, in, pos, stop, bits, n, out, zeros)
-               : StreamRun<kEmit, false>(table, in, pos, stop, bits, n, out, zeros);
+template <bool kEmit, bool kRuns>
+__device__ bool StreamRun(bool multi, const Table& table, const RunCode& runs, BitStream& in,
+                          uint32_t& pos, uint32_t stop, uint32_t bits, uint32_t& n,
+                          SymbolWriter* out, uint32_t& zeros, const uint16_t* out_end) {
+  return multi ? StreamRun<kEmit, true, kRuns>(table, runs, in, pos, stop, bits, n, out, zeros,
+                                               out_end)
+               : StreamRun<kEmit, false, kRuns>(table, runs, in, pos, stop, bits, n, out, zeros,
+                                                out_end);
 }
 
 // With a gap array: decodes (or counts) from `pos`, a true codeword start,
@@ -477,23 +548,24 @@ __device__ bool StreamRun(bool multi, const Table& table, BitStream& in, uint32_
 // done, the path must be where that subsequence's gap says. FORMAT.md §5.4
 // requires every entry checked, as the CPU's gap-array decoder does; a run
 // covering several subsequences otherwise read only its first entry.
-template <bool kEmit>
-__device__ bool GapCheckedRun(bool multi, const Table& table, BitStream& in, uint32_t& pos,
-                              uint32_t next_sub, uint32_t stop, uint32_t bits, uint32_t sub,
-                              const uint8_t* gaps, uint32_t& n, SymbolWriter* out,
-                              uint32_t& zeros) {
+template <bool kEmit, bool kRuns>
+__device__ bool GapCheckedRun(bool multi, const Table& table, const RunCode& runs, BitStream& in,
+                              uint32_t& pos, uint32_t next_sub, uint32_t stop, uint32_t bits,
+                              uint32_t sub, const uint8_t* gaps, uint32_t& n, SymbolWriter* out,
+                              uint32_t& zeros, const uint16_t* out_end) {
   for (uint32_t b = next_sub; b < stop; b += sub) {
-    if (!StreamRun<kEmit>(multi, table, in, pos, b, bits, n, out, zeros) ||
+    if (!StreamRun<kEmit, kRuns>(multi, table, runs, in, pos, b, bits, n, out, zeros, out_end) ||
         pos != b + gaps[b / sub]) {
       return false;
     }
   }
-  return StreamRun<kEmit>(multi, table, in, pos, stop, bits, n, out, zeros);
+  return StreamRun<kEmit, kRuns>(multi, table, runs, in, pos, stop, bits, n, out, zeros, out_end);
 }
 
 // ---------------------------------------------------------------------------
 // (a) Chunk-parallel: the baseline, one thread decodes a whole chunk.
 
+template <bool kRuns>
 __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segments,
                                     uint64_t num_chunks, const Item* items, DecodeTables tables,
                                     const uint32_t* chunk_bits, const uint64_t* word_prefix,
@@ -504,17 +576,24 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
   if (chunk >= num_chunks || status->error != kNoError) return;
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Table table(tables, *v.seg, v.s);
+  const RunCode runs = RunCodeOf<kRuns>(*v.seg);
   uint32_t pos = 0, zeros = 0;
-  for (uint32_t i = 0; i < v.count; ++i) {
-    uint32_t sym;
-    const int l = table.Decode(v.reader.Window(pos), &sym);
-    if (l == 0 || pos + l > v.bits) {
+  for (uint32_t i = 0; i < v.count;) {
+    uint32_t sym, positions;
+    const int l = DecodeToken<kRuns>(table, runs, v.reader.Window(pos), &sym, &positions);
+    // (A run past the chunk's positions is the CPU's "capacity" failure.)
+    if (l == 0 || pos + l > v.bits || (kRuns && positions > v.count - i)) {
       ReportError(status, kErrBitstream, v.s);
       return;
     }
-    v.out[i] = static_cast<uint16_t>(sym);
+    if constexpr (kRuns) {
+      for (uint32_t k = 0; k < positions; ++k) v.out[i + k] = static_cast<uint16_t>(sym);
+    } else {
+      v.out[i] = static_cast<uint16_t>(sym);
+    }
     zeros += sym == 0;
     pos += l;
+    i += positions;
   }
   if (pos != v.bits) ReportError(status, kErrBitstream, v.s);
   if (zeros) atomicAdd(reinterpret_cast<unsigned long long*>(&zero_symbols[v.s]), zeros);
@@ -531,6 +610,7 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
 
 constexpr uint32_t kChunksPerBlock = kThreads / 32;
 
+template <bool kRuns>
 __global__ void __launch_bounds__(kThreads)
     GapArrayWarpKernel(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                        const Item* items, DecodeTables tables, const uint32_t* chunk_bits,
@@ -555,6 +635,7 @@ __global__ void __launch_bounds__(kThreads)
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
   const Table table = v.s == s0 ? staged : Table(tables, seg, v.s);
+  const RunCode runs = RunCodeOf<kRuns>(seg);
   const bool multi = UseMulti(v.bits, v.count);
 
   const uint32_t sub = seg.subsequence_bits;
@@ -575,8 +656,8 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t start = active ? pos : v.bits;
   if (active && ok) {
     BitStream in(v.reader, pos);
-    ok = GapCheckedRun<false>(multi, table, in, pos, boundary + sub, stop, v.bits, sub, gaps, n,
-                              nullptr, zeros);
+    ok = GapCheckedRun<false, kRuns>(multi, table, runs, in, pos, boundary + sub, stop, v.bits, sub,
+                                     gaps, n, nullptr, zeros, nullptr);
   }
   const uint32_t end = active ? pos : v.bits;
   if (!ok) ReportError(status, kErrGapArray, v.s);
@@ -586,13 +667,16 @@ __global__ void __launch_bounds__(kThreads)
     ReportError(status, kErrGapArray, v.s);
   }
 
-  uint32_t rank = active && ok ? n : 0;  // inclusive scan, then exclusive
+  // With run tokens a corrupt stream's positions could overflow the sums:
+  // more than the chunk's in one lane fails the total anyway.
+  const uint32_t counted = !(active && ok) ? 0 : kRuns ? min(n, v.count + 1) : n;
+  uint32_t rank = counted;  // inclusive scan, then exclusive
   for (uint32_t d = 1; d < 32; d *= 2) {
     const uint32_t up = __shfl_up_sync(kAll, rank, d);
     if (lane >= d) rank += up;
   }
   const uint32_t total = __shfl_sync(kAll, rank, 31);
-  rank -= active && ok ? n : 0;
+  rank -= counted;
   const bool chained = __shfl_sync(kAll, end, 31) == v.bits || v.bits == 0;
   if (total != v.count || !chained) {
     if (lane == 0) ReportError(status, kErrBitstream, v.s);
@@ -602,8 +686,11 @@ __global__ void __launch_bounds__(kThreads)
     uint32_t p = start, m = 0;
     BitStream in(v.reader, p);
     SymbolWriter out(v.out + rank);
-    StreamRun<true>(multi, table, in, p, stop, v.bits, m, &out, zeros);
+    StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros,
+                           v.out + v.count);
     out.Flush();
+    // The same path as the count's: a disagreement is this kernel's fault.
+    if (kRuns && m != n) ReportError(status, kErrBitstream, v.s);
   }
   for (uint32_t d = 16; d > 0; d /= 2) zeros += __shfl_down_sync(kAll, zeros, d);
   if (lane == 0 && zeros) {
@@ -626,9 +713,9 @@ __global__ void __launch_bounds__(kThreads)
 
 constexpr int kDecodeThreads = 512;
 constexpr uint32_t kRunsPerSubsequence = 4;
-constexpr uint32_t kNoEnd = 0xFFFFFFFFu;  // a run that met an invalid codeword
+using decode_steps::kNoEnd;  // a run that met an invalid codeword
 
-template <bool kSelfSync>
+template <bool kSelfSync, bool kRuns>
 __global__ void __launch_bounds__(kDecodeThreads)
     BlockDecodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                       DecodeTables tables, const uint32_t* chunk_bits, const uint64_t* word_prefix,
@@ -657,6 +744,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const Segment& seg = *v.seg;
   Table table(tables, seg, v.s);
   table.Stage(shared_lookup, shared_lengths);
+  const RunCode run_code = RunCodeOf<kRuns>(seg);
   BitReader reader = v.reader;
   if (reader.num_words <= kStagedWords) {
     // Skewed by a word per 32: threads start whole subsequences (32 words)
@@ -698,8 +786,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
   start[t] = active ? pos : v.bits;
   uint32_t traced = 0;
   uint32_t* my_trace = trace[t];
+  const WindowDecoder<kRuns> decode{table, run_code, reader};
   const bool valid =
-      active && ok && TraceRun(table, reader, pos, stop, v.bits, n, my_trace, traced);
+      active && ok && decode_steps::TraceRun<kRuns>(decode, pos, stop, v.bits, n, my_trace, traced);
   end[t] = !active ? v.bits : valid ? pos : kNoEnd;
   __syncthreads();
   // Rounds: a speculative run whose start disagrees with its predecessor's
@@ -710,42 +799,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
     const bool redo = active && !exact && want != kNoEnd && want != start[t];
     __syncthreads();
     if (redo) {
-      uint32_t p = want, m = 0, k = 0;
-      const uint32_t old_traced = traced;
-      const uint32_t old_n = n;
-      bool met = false, good = p <= v.bits;
-      uint32_t fresh = 0;
-      uint32_t fresh_trace[kTrace];
-      while (good && p < stop) {
-        while (k < old_traced && my_trace[k] < p) ++k;
-        if (k < old_traced && my_trace[k] == p) {
-          met = true;
-          break;
-        }
-        if (fresh < kTrace) fresh_trace[fresh++] = p;
-        uint32_t sym;
-        const int l = table.Decode(reader.Window(p), &sym);
-        if (l == 0 || p + l > v.bits) {
-          good = false;
-          break;
-        }
-        p += l;
-        ++m;
-      }
-      if (met) {
-        // Same path from trace[k] on: k symbols of the old path precede it.
-        n = m + (old_n - k);
-        // Keep the old end; re-trace from the new start for later rounds.
-        for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
-        uint32_t i = fresh;
-        for (uint32_t j = k; j < old_traced && i < kTrace; ++j) my_trace[i++] = my_trace[j];
-        traced = i;
-      } else {
-        n = m;
-        for (uint32_t i = 0; i < fresh; ++i) my_trace[i] = fresh_trace[i];
-        traced = fresh;
-        end[t] = good ? p : kNoEnd;
-      }
+      uint32_t my_end = end[t];
+      decode_steps::Correct<kRuns>(decode, want, stop, v.bits, my_trace, traced, n, &my_end);
+      end[t] = my_end;
       start[t] = want;
     }
     if (!__syncthreads_or(redo)) break;
@@ -759,9 +815,11 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   __syncthreads();
 
-  // Count, scan, decode into shared memory, write out coalesced.
+  // Count, scan, decode into shared memory, write out coalesced. (With run
+  // tokens a corrupt stream's positions could overflow the sum: more than
+  // the chunk's in one thread fails the total anyway.)
   uint32_t rank, total;
-  Scan(temp).ExclusiveSum(active && ok ? n : 0, rank, total);
+  Scan(temp).ExclusiveSum(!(active && ok) ? 0 : kRuns ? min(n, v.count + 1) : n, rank, total);
   const bool chained = end[kDecodeThreads - 1] == v.bits || v.bits == 0;
   if (total != v.count || !chained) {
     if (t == 0) ReportError(status, kErrBitstream, v.s);
@@ -778,12 +836,16 @@ __global__ void __launch_bounds__(kDecodeThreads)
     // subsequences starting inside a run are checked here, the others were
     // its exact starts.
     if constexpr (kSelfSync) {
-      StreamRun<true>(false, table, in, p, stop, v.bits, m, &out, my_zeros);
-    } else if (!GapCheckedRun<true>(false, table, in, p, (boundary / sub + 1) * sub, stop, v.bits,
-                                    sub, gaps, m, &out, my_zeros)) {
+      StreamRun<true, kRuns>(false, table, run_code, in, p, stop, v.bits, m, &out, my_zeros,
+                             staged + v.count);
+    } else if (!GapCheckedRun<true, kRuns>(false, table, run_code, in, p,
+                                           (boundary / sub + 1) * sub, stop, v.bits, sub, gaps, m,
+                                           &out, my_zeros, staged + v.count)) {
       ReportError(status, kErrGapArray, v.s);
     }
     out.Flush();
+    // The rounds' count of this path: a disagreement is this kernel's fault.
+    if (kRuns && m != n) ReportError(status, kErrBitstream, v.s);
   }
   if (my_zeros) atomicAdd(&zeros, my_zeros);
   __syncthreads();
@@ -879,27 +941,32 @@ cudaError_t LaunchCheckChunkIndex(const Segment* segments, uint32_t num_segments
   return cudaGetLastError();
 }
 
-cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
-                         DecodeTables tables, const uint32_t* chunk_bits,
-                         const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
-                         uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream) {
+namespace {
+
+template <bool kRuns>
+cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
+                           uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                           DecodeTables tables, const uint32_t* chunk_bits,
+                           const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                           uint16_t* symbols, uint64_t* zero_symbols, DeviceStatus* status,
+                           cudaStream_t stream) {
   if (decoder == GpuDecoder::kChunkParallel) {
-    ChunkParallelKernel<<<(num_chunks + 127) / 128, 128, 0, stream>>>(
+    ChunkParallelKernel<kRuns><<<(num_chunks + 127) / 128, 128, 0, stream>>>(
         segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, symbols,
         zero_symbols, status);
     return cudaGetLastError();
   }
   if (DecodesByWarps(decoder, num_chunks)) {
-    GapArrayWarpKernel<<<(num_chunks + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0,
-                         stream>>>(segments, num_segments, num_chunks, items, tables, chunk_bits,
-                                   word_prefix, gap_prefix, symbols, zero_symbols, status);
+    GapArrayWarpKernel<kRuns>
+        <<<(num_chunks + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0, stream>>>(
+            segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, gap_prefix,
+            symbols, zero_symbols, status);
     return cudaGetLastError();
   }
   const size_t smem = (size_t{1} << kLookupBits) * 4 + size_t{kSkewedWords} * 4 +
                       size_t{max_chunk_symbols} * sizeof(uint16_t);
-  auto kernel =
-      decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false> : BlockDecodeKernel<true>;
+  auto kernel = decoder == GpuDecoder::kGapArray ? BlockDecodeKernel<false, kRuns>
+                                                 : BlockDecodeKernel<true, kRuns>;
   if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(smem));
       e != cudaSuccess) {
@@ -909,6 +976,29 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
                                                        chunk_bits, word_prefix, gap_prefix, symbols,
                                                        zero_symbols, status);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
+                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                         DecodeTables tables, const uint32_t* chunk_bits,
+                         const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                         uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream) {
+  return LaunchDecoders<false>(decoder, segments, num_segments, num_chunks, max_chunk_symbols,
+                               items, tables, chunk_bits, word_prefix, gap_prefix, symbols,
+                               zero_symbols, status, stream);
+}
+
+cudaError_t LaunchDecodeRuns(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
+                             uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                             DecodeTables tables, const uint32_t* chunk_bits,
+                             const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                             uint16_t* symbols, uint64_t* zero_symbols, DeviceStatus* status,
+                             cudaStream_t stream) {
+  return LaunchDecoders<true>(decoder, segments, num_segments, num_chunks, max_chunk_symbols, items,
+                              tables, chunk_bits, word_prefix, gap_prefix, symbols, zero_symbols,
+                              status, stream);
 }
 
 }  // namespace ebzip::gpu

@@ -84,6 +84,10 @@ struct Segment {
   uint64_t fill_run_base;
   double quant_step;
   double fill_value;
+  // Version 2 (gpu/run_kernels.h): lossless = 1 codes runs of the zero
+  // residual as class tokens (FORMAT.md §15.4), alphabet 2 * radius + 12.
+  uint32_t lossless;
+  uint32_t reserved_v2;
 };
 
 // Per array.
@@ -158,6 +162,8 @@ enum DeviceError : uint32_t {
   kErrOutliers = 6,
   kErrVerbatim = 7,
   kErrFillRuns = 8,
+  // Version 2 (gpu/run_kernels.h); DeviceStatus::section holds the MaskCheck.
+  kErrFillMask = 16,
 };
 struct DeviceStatus {
   uint32_t error;    // a DeviceError

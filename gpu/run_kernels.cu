@@ -1,0 +1,307 @@
+// Zero-run tokens, encode side (FORMAT.md §15.4, §15.8): a block per chunk,
+// each thread a contiguous slice of the chunk's positions. One block scan
+// (gpu/run_steps.h's ThenZeros) tells each slice how many zeros directly
+// precede it, after which every slice walks its own tokens as
+// codec/run_tokens.h's ForEachToken would: a run belongs to the slice where
+// it ends. The walks count the tokens the histogram needs, sum the chunk's
+// bits, and pack the bitstream and gap array as encode_kernels.cu does for
+// version 1.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "gpu/device_util.cuh"
+#include "gpu/kernels.h"
+#include "gpu/run_kernels.h"
+#include "gpu/run_steps.h"
+
+namespace ebzip::gpu {
+namespace {
+
+using run_steps::kRunCounters;
+static_assert(kRunCounters == kRunCountersPerSegment);
+
+constexpr int kCountThreads = 256;
+constexpr int kBitsThreads = 256;
+constexpr int kEncodeThreads = 1024;
+
+// The positions of segment `seg`: S (FORMAT.md §15.3). The GPU codec takes
+// Lorenzo frames only so far, where S = n; this is the one place to change.
+__device__ inline uint64_t ChunkPositions(const Segment& seg) { return seg.geo.n; }
+
+// Calls f(symbol) for sym[begin, end) in order, 8 symbols to a 16-byte load
+// where the address allows (encode_kernels.cu's ForEachSymbol).
+template <class F>
+__device__ void ForEachSymbol(const uint16_t* sym, uint32_t begin, uint32_t end, F&& f) {
+  uint32_t i = begin;
+  for (; i < end && reinterpret_cast<uintptr_t>(sym + i) % 16 != 0; ++i) f(sym[i]);
+  for (; i + 8 <= end; i += 8) {
+    const uint4 v = *reinterpret_cast<const uint4*>(sym + i);
+    const uint32_t pairs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      f(pairs[k] & 0xFFFFu);
+      f(pairs[k] >> 16);
+    }
+  }
+  for (; i < end; ++i) f(sym[i]);
+}
+
+struct ThenZerosOp {
+  __device__ uint32_t operator()(uint32_t first, uint32_t second) const {
+    return run_steps::ThenZeros(first, second);
+  }
+};
+
+// One thread's slice of one chunk, and what it needs to know of the slices
+// before and after it.
+struct Slice {
+  const uint16_t* sym;  // the chunk's first position
+  uint32_t count;       // positions in the chunk
+  uint32_t begin, end;  // this thread's slice
+  uint32_t zero;        // the zero symbol, or run_steps::kNoZero
+  uint32_t radius;
+  uint32_t before = 0;     // zeros directly before the slice
+  bool continues = false;  // the next slice starts with a zero
+
+  // Calls token(symbol, extra_bits, extra_value, positions) for the tokens
+  // this slice owns, in order.
+  template <class F>
+  __device__ void Walk(F&& token) const {
+    if (begin >= end) return;
+    run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, sym[begin], before);
+    ForEachSymbol(sym, begin, end, [&](uint32_t s) { run_steps::StepSymbol(w, s, token); });
+    run_steps::EndSlice(w, continues, token);
+  }
+};
+
+// Cuts chunk `chunk` into kThreadsT slices and runs the zero-count scan (a
+// block-wide call: every thread must make it). `temp`: the block's scan
+// storage, free again on return.
+template <int kThreadsT, class ScanT>
+__device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
+                              const uint16_t* symbols, uint64_t chunk,
+                              typename ScanT::TempStorage& temp, uint32_t* segment_out) {
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
+  const Segment& seg = segments[s];
+  *segment_out = s;
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint64_t first = c * seg.chunk_symbols;
+  Slice sl;
+  sl.count = static_cast<uint32_t>(min(ChunkPositions(seg) - first, uint64_t{seg.chunk_symbols}));
+  sl.sym = symbols + seg.symbol_base + first;
+  sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
+  sl.radius = seg.radius;
+  const uint32_t per = (sl.count + kThreadsT - 1) / kThreadsT;
+  sl.begin = min(sl.count, threadIdx.x * per);
+  sl.end = min(sl.count, sl.begin + per);
+  if (sl.zero == run_steps::kNoZero) return sl;  // uniform across the block
+  uint32_t tail = 0;
+  ForEachSymbol(sl.sym, sl.begin, sl.end,
+                [&](uint32_t sym) { tail = sym == sl.zero ? tail + 1 : 0; });
+  const uint32_t item = tail == sl.end - sl.begin ? (run_steps::kWholeSlice | tail) : tail;
+  uint32_t before;
+  ScanT(temp).ExclusiveScan(item, before, run_steps::kWholeSlice, ThenZerosOp());
+  __syncthreads();  // temp is reused
+  sl.before = before & run_steps::kZeroCountMask;
+  sl.continues = sl.end < sl.count && sl.sym[sl.end] == sl.zero;
+  return sl;
+}
+
+__global__ void __launch_bounds__(kCountThreads)
+    RunCountersKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
+                      uint32_t* counters) {
+  using Scan = cub::BlockScan<uint32_t, kCountThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  __shared__ uint32_t block_counts[kRunCounters];
+  if (threadIdx.x < kRunCounters) block_counts[threadIdx.x] = 0;
+  uint32_t s;
+  const Slice sl =
+      PrepareSlice<kCountThreads, Scan>(segments, num_segments, symbols, blockIdx.x, temp, &s);
+  if (sl.zero == run_steps::kNoZero) return;
+  uint32_t mine[kRunCounters] = {};
+  const uint32_t base = 2 * sl.radius;
+  sl.Walk([&](uint32_t sym, int, uint32_t, uint32_t) {
+    if (sym == sl.zero) {
+      ++mine[0];
+    } else if (sym >= base) {
+      ++mine[sym - base + 1];
+    }
+  });
+  // Warp sums, then one shared add per warp and counter.
+#pragma unroll
+  for (int k = 0; k < kRunCounters; ++k) {
+    uint32_t v = mine[k];
+    for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, d);
+    if (threadIdx.x % 32 == 0 && v != 0) atomicAdd(&block_counts[k], v);
+  }
+  __syncthreads();
+  if (threadIdx.x < kRunCounters && block_counts[threadIdx.x] != 0) {
+    atomicAdd(&counters[uint64_t{s} * kRunCounters + threadIdx.x], block_counts[threadIdx.x]);
+  }
+}
+
+__global__ void TokenHistogramKernel(const Segment* segments, uint32_t num_segments,
+                                     const uint32_t* counters, uint32_t* histogram,
+                                     uint64_t* extra_bits) {
+  const uint32_t s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= num_segments) return;
+  const Segment& seg = segments[s];
+  if (!seg.lossless) {
+    extra_bits[s] = 0;
+    return;
+  }
+  const uint32_t* count = counters + uint64_t{s} * kRunCounters;
+  uint32_t* hist = histogram + uint64_t{s} * kHistogramBins;
+  hist[seg.radius] = count[0];
+  uint64_t extra = 0;
+  for (int c = 1; c < kRunCounters; ++c) {
+    hist[2 * seg.radius + c - 1] = count[c];
+    extra += uint64_t{count[c]} * c;
+  }
+  extra_bits[s] = extra;
+}
+
+__global__ void __launch_bounds__(kBitsThreads)
+    RunChunkBitsKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
+                       const uint8_t* lengths, uint32_t* chunk_bits, uint64_t* chunk_words,
+                       uint64_t* chunk_gaps) {
+  using Scan = cub::BlockScan<uint32_t, kBitsThreads>;
+  using Reduce = cub::BlockReduce<uint32_t, kBitsThreads>;
+  __shared__ union {
+    typename Scan::TempStorage scan;
+    typename Reduce::TempStorage reduce;
+  } temp;
+  uint32_t s;
+  const Slice sl =
+      PrepareSlice<kBitsThreads, Scan>(segments, num_segments, symbols, blockIdx.x, temp.scan, &s);
+  const uint8_t* len = lengths + uint64_t{s} * kHistogramBins;
+  uint32_t bits = 0;
+  sl.Walk([&](uint32_t sym, int extra, uint32_t, uint32_t) { bits += len[sym] + extra; });
+  bits = Reduce(temp.reduce).Sum(bits);
+  if (threadIdx.x == 0) {
+    const Segment& seg = segments[s];
+    chunk_bits[blockIdx.x] = bits;
+    chunk_words[blockIdx.x] = (bits + 31) / 32;
+    chunk_gaps[blockIdx.x] =
+        seg.gap_array ? (bits + seg.subsequence_bits - 1) / seg.subsequence_bits : 0;
+  }
+}
+
+// encode_kernels.cu's EncodeKernel, walking tokens: a token is its codeword
+// and extra bits as one value of at most 32 bits (20 + 12), and no longer
+// than the shortest subsequence (32 bits), so the gap logic is unchanged.
+__global__ void __launch_bounds__(kEncodeThreads)
+    RunEncodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
+                    const FrameLayout* layouts, const uint16_t* symbols, const uint8_t* lengths,
+                    const uint32_t* codes, const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                    const uint64_t* gap_prefix) {
+  using Scan = cub::BlockScan<uint32_t, kEncodeThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  extern __shared__ uint32_t words[];
+
+  const uint64_t chunk = blockIdx.x;
+  const uint32_t s0 = SegmentOfChunk(segments, num_segments, chunk);
+  if (items[segments[s0].item].overflow) return;  // uniform across the block
+  uint32_t s;
+  const Slice sl =
+      PrepareSlice<kEncodeThreads, Scan>(segments, num_segments, symbols, chunk, temp, &s);
+  const Segment& seg = segments[s];
+  const FrameLayout& layout = layouts[s];
+  uint8_t* archive = items[seg.item].archive;
+  const uint64_t c = chunk - seg.chunk_base;
+  const uint8_t* len = lengths + uint64_t{s} * kHistogramBins;
+  const uint32_t* code = codes + uint64_t{s} * kHistogramBins;
+  const uint32_t total_bits = chunk_bits[chunk];
+  const uint32_t total_words = (total_bits + 31) / 32;
+
+  for (uint32_t w = threadIdx.x; w < total_words; w += kEncodeThreads) words[w] = 0;
+  uint32_t my_bits = 0;
+  sl.Walk([&](uint32_t sym, int extra, uint32_t, uint32_t) { my_bits += len[sym] + extra; });
+  uint32_t pos;
+  Scan(temp).ExclusiveSum(my_bits, pos);
+  __syncthreads();  // words[] zeroed
+
+  uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
+                                      (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
+                                : nullptr;
+  static_assert(format::kMaxCodeLengthWithRuns + format::kRunClasses <= 32);
+  run_steps::WordPacker<uint32_t> packer(pos / 32, pos % 32);
+  run_steps::GapWriter gap_writer(pos, seg.subsequence_bits);
+  auto store = [&](uint32_t i, uint32_t v) { words[i] = v; };
+  auto merge = [&](uint32_t i, uint32_t v) { atomicOr(&words[i], v); };
+  auto gap = [&](uint32_t j, uint32_t entry) { gaps[j] = static_cast<uint8_t>(entry); };
+  sl.Walk([&](uint32_t sym, int extra_bits, uint32_t extra, uint32_t) {
+    const uint32_t l = len[sym] + static_cast<uint32_t>(extra_bits);  // <= 32
+    packer.Put(uint64_t{code[sym]} << extra_bits | extra, l, store, merge);
+    if (gaps) gap_writer.Put(l, gap);
+  });
+  packer.Finish(merge);
+  __syncthreads();
+
+  uint32_t* out = reinterpret_cast<uint32_t*>(archive + layout.section_offset[format::kBitstream]) +
+                  (word_prefix[chunk] - word_prefix[seg.chunk_base]);
+  for (uint32_t i = threadIdx.x; i < total_words; i += kEncodeThreads) out[i] = words[i];
+  if (threadIdx.x == 0) {
+    uint8_t* index = archive + layout.section_offset[format::kChunkIndex];
+    const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
+    StoreBytes<uint32_t>(index + groups * 8 + c * 4, total_bits);
+    if (c % seg.chunk_group == 0) {
+      StoreBytes<uint64_t>(index + (c / seg.chunk_group) * 8,
+                           word_prefix[chunk] - word_prefix[seg.chunk_base]);
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                              const uint16_t* symbols, uint32_t* counters, cudaStream_t stream) {
+  if (cudaError_t e = cudaMemsetAsync(
+          counters, 0, uint64_t{num_segments} * kRunCounters * sizeof(uint32_t), stream);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (num_chunks == 0) return cudaSuccess;
+  RunCountersKernel<<<num_chunks, kCountThreads, 0, stream>>>(segments, num_segments, symbols,
+                                                              counters);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
+                                 const uint32_t* counters, uint32_t* histogram,
+                                 uint64_t* extra_bits, cudaStream_t stream) {
+  TokenHistogramKernel<<<(num_segments + 127) / 128, 128, 0, stream>>>(
+      segments, num_segments, counters, histogram, extra_bits);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRunChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                               const uint16_t* symbols, const uint8_t* lengths,
+                               uint32_t* chunk_bits, uint64_t* chunk_words, uint64_t* chunk_gaps,
+                               cudaStream_t stream) {
+  if (num_chunks == 0) return cudaSuccess;
+  RunChunkBitsKernel<<<num_chunks, kBitsThreads, 0, stream>>>(
+      segments, num_segments, symbols, lengths, chunk_bits, chunk_words, chunk_gaps);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+                            uint32_t max_chunk_symbols, uint32_t max_code_length, const Item* items,
+                            const FrameLayout* layouts, const uint16_t* symbols,
+                            const uint8_t* lengths, const uint32_t* codes,
+                            const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                            const uint64_t* gap_prefix, cudaStream_t stream) {
+  if (num_chunks == 0) return cudaSuccess;
+  // A chunk's tokens take at most its positions' max_code_length bits each
+  // (a token of class c covers 2^c positions with at most 20 + c bits).
+  const size_t smem = (uint64_t{max_chunk_symbols} * max_code_length + 31) / 32 * 4;
+  cudaError_t e = cudaFuncSetAttribute(RunEncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem));
+  if (e != cudaSuccess) return e;
+  RunEncodeKernel<<<num_chunks, kEncodeThreads, smem, stream>>>(
+      segments, num_segments, items, layouts, symbols, lengths, codes, chunk_bits, word_prefix,
+      gap_prefix);
+  return cudaGetLastError();
+}
+
+}  // namespace ebzip::gpu
