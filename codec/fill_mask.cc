@@ -20,20 +20,23 @@ using format::kMaxMaskRun;
 
 constexpr int kMaxMaskCodeLength = 20;
 
-// The run lengths of X, alternating 0s and 1s from a run of 0s, with runs
-// longer than kMaxMaskRun split by empty runs of the other bit.
+// Appends a run of `length` to *lengths, longer runs than kMaxMaskRun split
+// by empty runs of the other bit.
+void AppendRun(uint64_t length, std::vector<uint32_t>* lengths) {
+  while (length > kMaxMaskRun) {
+    lengths->push_back(kMaxMaskRun);
+    lengths->push_back(0);
+    length -= kMaxMaskRun;
+  }
+  lengths->push_back(static_cast<uint32_t>(length));
+}
+
+// The run lengths of X, alternating 0s and 1s from a run of 0s.
 std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
   std::vector<uint32_t> lengths;
   uint8_t bit = 0;
   uint64_t run = 0;
-  auto emit = [&](uint64_t length) {
-    while (length > kMaxMaskRun) {
-      lengths.push_back(kMaxMaskRun);
-      lengths.push_back(0);
-      length -= kMaxMaskRun;
-    }
-    lengths.push_back(static_cast<uint32_t>(length));
-  };
+  auto emit = [&](uint64_t length) { AppendRun(length, &lengths); };
   for (uint64_t i = 0; i < mask.size(); ++i) {
     const uint8_t x = i < row ? mask[i] : static_cast<uint8_t>(mask[i] ^ mask[i - row]);
     if (x != bit) {
@@ -50,10 +53,8 @@ std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
 // A token's class and extra bits (§15.6).
 int MaskClass(uint32_t length) { return length == 0 ? 0 : RunClass(length + 1); }
 
-}  // namespace
-
-EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
-  const std::vector<uint32_t> lengths = RunLengths(mask, row);
+// The fill section of these run lengths.
+EncodedFillMask EncodeLengths(const std::vector<uint32_t>& lengths) {
   std::vector<uint32_t> histogram(kMaskClasses, 0);
   for (uint32_t l : lengths) ++histogram[MaskClass(l)];
   const std::vector<uint8_t> code_lengths = BuildCodeLengths(histogram, kMaxMaskCodeLength);
@@ -98,6 +99,18 @@ EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
   for (uint32_t b : chunk_bits) w.Put<uint32_t>(b);
   for (uint32_t word : words) w.Put<uint32_t>(word);
   return out;
+}
+
+}  // namespace
+
+EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
+  return EncodeLengths(RunLengths(mask, row));
+}
+
+EncodedFillMask EncodeNoFill(uint64_t n) {
+  std::vector<uint32_t> lengths;
+  AppendRun(n, &lengths);
+  return EncodeLengths(lengths);
 }
 
 absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,

@@ -23,6 +23,9 @@ struct EncodedFillMask {
 // `mask` holds one byte per element, 1 for fill; `row` is the number of
 // elements per index along dimension 0 (n for a 1-D frame).
 EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row);
+// The same for a mask of `n` zeros (a frame with no fill element), without
+// the mask.
+EncodedFillMask EncodeNoFill(uint64_t n);
 
 // Decodes the section into `mask` (mask.size() elements, 1 for fill) and
 // returns the number of fill elements. DATA_LOSS (FORMAT.md §15.6's rules)

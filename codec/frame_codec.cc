@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -40,13 +41,9 @@ absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(wha
 // The entropy stage the frame uses: the one p.lossless names, or with kAuto
 // the smaller (FORMAT.md §15.9). Version 1 has only plain Huffman.
 StageCode ChooseStage(const FrameParams& p, absl::Span<const uint16_t> symbols) {
-  if (p.version < 2 || p.lossless == Lossless::kHuffman) {
-    return PlainCode(symbols, p.radius, p.max_code_length);
-  }
-  StageCode runs = RunCode(symbols, p.radius, p.chunk_symbols, p.max_code_length);
-  if (p.lossless == Lossless::kZeroRuns) return runs;
-  StageCode plain = PlainCode(symbols, p.radius, p.max_code_length);
-  return runs.bits < plain.bits ? std::move(runs) : std::move(plain);
+  const bool runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
+  const bool plain = !runs || p.lossless != Lossless::kZeroRuns;
+  return SmallerCode(symbols, p.radius, p.chunk_symbols, p.max_code_length, plain, runs);
 }
 
 // Codes the content and writes the frame in place: every section's size is
@@ -282,10 +279,20 @@ FrameHeader FrameHeaderFor(const FrameParams& p) {
 absl::Status EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out,
                          const std::atomic<bool>* cancel) {
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
-  auto config = ChoosePredictor(params, data, cancel);
+  // The fill mask, found once for the choice and the frame's content.
+  FrameFill fill;
+  const bool interp = params.version >= 2 && params.predictor != Predictor::kLorenzo;
+  if (interp && params.fill_value) fill = FindFill(params, data);
+  const FrameFill* frame_fill = interp && params.fill_value ? &fill : nullptr;
+  std::optional<FrameContent> content;
+  auto config = ChoosePredictor(params, data, cancel, frame_fill, &content);
   if (!config.ok()) return config.status();
-  auto content = FrameContent::Predict(params, *config, data, cancel);
-  if (!content.ok()) return content.status();
+  if (!content) {
+    auto predicted = FrameContent::Predict(params, *config, data, cancel, frame_fill);
+    if (!predicted.ok()) return predicted.status();
+    content = *std::move(predicted);
+  }
+  fill = FrameFill();
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   return WriteFrame(params, *content, data, out, cancel);
 }

@@ -1,5 +1,6 @@
 #include "codec/frame_content.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "codec/byte_io.h"
@@ -11,17 +12,44 @@ namespace {
 
 bool IsLorenzo(const PredictorConfig& c) { return c.predictor == format::kPredictorLorenzo; }
 
-// One byte per element, 1 where it is bit-equal to the fill value as T.
+// One byte per element, 1 where it is bit-equal to the fill value as T;
+// empty when no element is.
 template <typename T>
 std::vector<uint8_t> FillMask(const T* data, uint64_t n, double fill_value) {
-  std::vector<uint8_t> mask(n);
   const auto fill_bits = ToBits(static_cast<T>(fill_value));
   constexpr uint64_t kTask = 1 << 20;
-  ParallelFor((n + kTask - 1) / kTask, [&](uint64_t t) {
+  const uint64_t tasks = (n + kTask - 1) / kTask;
+  // Most frames with a fill value have no fill in places, or none at all:
+  // look before allocating.
+  std::vector<uint8_t> any(tasks, 0);
+  ParallelFor(tasks, [&](uint64_t t) {
     const uint64_t end = std::min(n, (t + 1) * kTask);
+    uint8_t found = 0;
+    for (uint64_t i = t * kTask; i < end; ++i) found |= ToBits(data[i]) == fill_bits;
+    any[t] = found;
+  });
+  if (std::find(any.begin(), any.end(), 1) == any.end()) return {};
+  std::vector<uint8_t> mask(n);
+  ParallelFor(tasks, [&](uint64_t t) {
+    const uint64_t end = std::min(n, (t + 1) * kTask);
+    if (!any[t]) {
+      std::fill(mask.begin() + t * kTask, mask.begin() + end, 0);
+      return;
+    }
     for (uint64_t i = t * kTask; i < end; ++i) mask[i] = ToBits(data[i]) == fill_bits;
   });
   return mask;
+}
+
+uint64_t Elements(const FrameParams& p) {
+  uint64_t n = 1;
+  for (uint64_t d : p.shape) n *= d;
+  return n;
+}
+
+// The coded mask; an empty mask stands for zeros.
+EncodedFillMask Encode(const std::vector<uint8_t>& mask, uint64_t n, uint64_t row) {
+  return mask.empty() ? EncodeNoFill(n) : EncodeFillMask(mask, row);
 }
 
 }  // namespace
@@ -39,10 +67,43 @@ InterpParams InterpParamsFor(const FrameParams& p, const PredictorConfig& config
   return ip;
 }
 
+FrameFill FindFill(const FrameParams& p, const uint8_t* data) {
+  const uint64_t n = Elements(p);
+  FrameFill fill;
+  fill.mask = p.dtype == DType::kFloat32
+                  ? FillMask(reinterpret_cast<const float*>(data), n, *p.fill_value)
+                  : FillMask(reinterpret_cast<const double*>(data), n, *p.fill_value);
+  fill.encoded = Encode(fill.mask, n, n / p.shape[0]);
+  return fill;
+}
+
+FrameFill FillOfStripes(const FrameParams& p, const FrameFill& frame,
+                        absl::Span<const uint64_t> first_rows, uint64_t rows) {
+  const uint64_t row = Elements(p) / p.shape[0];
+  const uint64_t stripe = rows * row;
+  FrameFill fill;
+  bool any = false;
+  for (uint64_t first : first_rows) {
+    if (frame.mask.empty()) break;
+    const auto from = frame.mask.begin() + first * row;
+    any = any || std::find(from, from + stripe, 1) != from + stripe;
+  }
+  if (any) {
+    fill.mask.reserve(first_rows.size() * stripe);
+    for (uint64_t first : first_rows) {
+      const auto from = frame.mask.begin() + first * row;
+      fill.mask.insert(fill.mask.end(), from, from + stripe);
+    }
+  }
+  fill.encoded = Encode(fill.mask, first_rows.size() * stripe, row);
+  return fill;
+}
+
 absl::StatusOr<FrameContent> FrameContent::Predict(const FrameParams& p,
                                                    const PredictorConfig& config,
                                                    const uint8_t* data,
-                                                   const std::atomic<bool>* cancel) {
+                                                   const std::atomic<bool>* cancel,
+                                                   const FrameFill* fill) {
   FrameContent c;
   c.config_ = config;
   if (IsLorenzo(config)) {
@@ -51,19 +112,18 @@ absl::StatusOr<FrameContent> FrameContent::Predict(const FrameParams& p,
     if (auto s = LorenzoEncode(lp, data, &c.lorenzo_, cancel); !s.ok()) return s;
     return c;
   }
-  uint64_t n = 1;
-  for (uint64_t d : p.shape) n *= d;
-  std::vector<uint8_t> mask;
-  if (p.fill_value) {
-    mask = p.dtype == DType::kFloat32
-               ? FillMask(reinterpret_cast<const float*>(data), n, *p.fill_value)
-               : FillMask(reinterpret_cast<const double*>(data), n, *p.fill_value);
-    c.fill_coding_ = format::kFillCodingMask;
-    c.mask_ = EncodeFillMask(mask, n / p.shape[0]);
+  FrameFill own;
+  if (p.fill_value && fill == nullptr) {
+    own = FindFill(p, data);
+    fill = &own;
   }
-  if (auto s = InterpEncode(InterpParamsFor(p, config), data, p.fill_value ? mask.data() : nullptr,
-                            &c.interp_, cancel);
-      !s.ok()) {
+  const uint8_t* mask = nullptr;
+  if (fill != nullptr) {
+    c.fill_coding_ = format::kFillCodingMask;
+    c.mask_ = fill->encoded;
+    if (!fill->mask.empty()) mask = fill->mask.data();
+  }
+  if (auto s = InterpEncode(InterpParamsFor(p, config), data, mask, &c.interp_, cancel); !s.ok()) {
     return s;
   }
   return c;

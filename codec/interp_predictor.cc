@@ -354,29 +354,43 @@ Neighbours Available(uint64_t pd, uint64_t h, uint64_t tile, uint64_t extent) {
   return {pd >= lo + 3 * h, pd + h <= hi, pd + 3 * h <= hi};
 }
 
+// The row of §15.5.2's table that applies to an element.
+enum class Formula { kCubic, kCubicLeft, kCubicRight, kLinear, kExtrapolate, kCopy };
+
+Formula FormulaOf(Neighbours nb, bool cubic) {
+  if (cubic && nb.a && nb.c && nb.e) return Formula::kCubic;
+  if (cubic && nb.a && nb.c) return Formula::kCubicLeft;
+  if (cubic && nb.c && nb.e) return Formula::kCubicRight;
+  if (nb.c) return Formula::kLinear;
+  if (nb.a) return Formula::kExtrapolate;
+  return Formula::kCopy;
+}
+
 // §15.5.2's prediction of element i from its neighbours s elements apart in
-// memory. Each operation is one binary64 operation in the order the table
-// writes it; nothing may be contracted or reassociated.
-template <typename T>
-double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
+// memory, by row kF of the table. Each operation is one binary64 operation
+// in the order the table writes it; nothing may be contracted or
+// reassociated. Inlined into the loops over a pass's elements, which pick
+// kF once per run of elements that share it.
+template <Formula kF, typename T>
+[[gnu::always_inline]] inline double PredictWith(const T* w, uint64_t i, uint64_t s) {
   const double b = static_cast<double>(w[i - s]);
   double pred;
-  if (cubic && nb.a && nb.c && nb.e) {
+  if constexpr (kF == Formula::kCubic) {
     const double a = static_cast<double>(w[i - 3 * s]);
     const double c = static_cast<double>(w[i + s]);
     const double e = static_cast<double>(w[i + 3 * s]);
     pred = (9.0 * (b + c) - (a + e)) * 0.0625;
-  } else if (cubic && nb.a && nb.c) {
+  } else if constexpr (kF == Formula::kCubicLeft) {
     const double a = static_cast<double>(w[i - 3 * s]);
     const double c = static_cast<double>(w[i + s]);
     pred = ((6.0 * b + 3.0 * c) - a) * 0.125;
-  } else if (cubic && nb.c && nb.e) {
+  } else if constexpr (kF == Formula::kCubicRight) {
     const double c = static_cast<double>(w[i + s]);
     const double e = static_cast<double>(w[i + 3 * s]);
     pred = ((3.0 * b + 6.0 * c) - e) * 0.125;
-  } else if (nb.c) {
+  } else if constexpr (kF == Formula::kLinear) {
     pred = (b + static_cast<double>(w[i + s])) * 0.5;
-  } else if (nb.a) {
+  } else if constexpr (kF == Formula::kExtrapolate) {
     pred = (3.0 * b - static_cast<double>(w[i - 3 * s])) * 0.5;
   } else {
     pred = b;
@@ -384,54 +398,43 @@ double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
   return std::isfinite(pred) ? pred : 0.0;
 }
 
+template <typename T>
+double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
+  switch (FormulaOf(nb, cubic)) {
+    case Formula::kCubic:
+      return PredictWith<Formula::kCubic>(w, i, s);
+    case Formula::kCubicLeft:
+      return PredictWith<Formula::kCubicLeft>(w, i, s);
+    case Formula::kCubicRight:
+      return PredictWith<Formula::kCubicRight>(w, i, s);
+    case Formula::kLinear:
+      return PredictWith<Formula::kLinear>(w, i, s);
+    case Formula::kExtrapolate:
+      return PredictWith<Formula::kExtrapolate>(w, i, s);
+    case Formula::kCopy:
+      break;
+  }
+  return PredictWith<Formula::kCopy>(w, i, s);
+}
+
 // w = narrow_T(pred + f64(ρ) × quant_step). ρ is converted from an integer,
 // so a zero residual adds +0.0 on both sides: rint(-0.3) would be -0.0, and
 // -0.0 + -0.0 keeps the sign that the decoder's -0.0 + +0.0 loses.
 template <typename T>
-T Reconstruct(double pred, int32_t rho, double step) {
+[[gnu::always_inline]] inline T Reconstruct(double pred, int32_t rho, double step) {
   return Narrow<T>(pred + static_cast<double>(rho) * step);
 }
 
-// What a pass reads and writes, element-indexed.
+// What a decoding pass reads and writes, element-indexed.
 template <typename T>
 struct PassData {
   T* w = nullptr;                 // working values
   uint16_t* sym = nullptr;        // symbols
-  uint8_t* verbatim = nullptr;    // encoder: 1 where the element is verbatim
-  const T* x = nullptr;           // encoder: the input
   const uint8_t* fill = nullptr;  // null without a fill value
   double step = 0;
-  double abs_bound = 0;
   int32_t radius = 0;
   bool cubic = false;
 };
-
-// The encoder's decision for one element that is not an anchor (§15.8).
-template <typename T>
-void EncodeElement(const PassData<T>& pd, uint64_t i, double pred) {
-  if (pd.fill != nullptr && pd.fill[i]) {
-    pd.w[i] = Reconstruct<T>(pred, 0, pd.step);
-    return;
-  }
-  const T x = pd.x[i];
-  const double xd = static_cast<double>(x);
-  const double r = (xd - pred) / pd.step;
-  int32_t rho = 0;
-  T y{};
-  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(pd.radius - 1);
-  if (ok) {
-    rho = static_cast<int32_t>(std::rint(r));
-    y = Reconstruct<T>(pred, rho, pd.step);
-    ok = std::fabs(static_cast<double>(y) - xd) <= pd.abs_bound;
-  }
-  if (!ok) {
-    rho = 0;
-    y = Reconstruct<T>(pred, 0, pd.step);
-    pd.verbatim[i] = 1;
-  }
-  pd.sym[i] = static_cast<uint16_t>(rho + pd.radius);
-  pd.w[i] = y;
-}
 
 template <typename T>
 void DecodeElement(const PassData<T>& pd, uint64_t i, double pred) {
@@ -443,7 +446,7 @@ void DecodeElement(const PassData<T>& pd, uint64_t i, double pred) {
 // Pass (h, d) over the whole frame: its elements depend only on anchors and
 // earlier passes, never on each other, so lines of the lattice run in
 // parallel.
-template <typename T, bool kEncode>
+template <typename T>
 void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
              const std::atomic<bool>* cancel) {
   const Lattice l = PassLattice(g, g.dims, h, d);
@@ -453,12 +456,7 @@ void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
   const uint64_t per_task = std::max<uint64_t>(1, kRange / length);
   const uint64_t s = h * g.stride[d];
   auto element = [&](uint64_t i, Neighbours nb) {
-    const double pred = Predict(pd.w, i, s, nb, pd.cubic);
-    if constexpr (kEncode) {
-      EncodeElement(pd, i, pred);
-    } else {
-      DecodeElement(pd, i, pred);
-    }
+    DecodeElement(pd, i, Predict(pd.w, i, s, nb, pd.cubic));
   };
   ParallelFor(CeilDiv(lines, per_task), [&](uint64_t task) {
     if (Cancelled(cancel)) return;
@@ -486,10 +484,10 @@ void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
   });
 }
 
-template <typename T, bool kEncode>
+template <typename T>
 absl::Status RunPasses(const Geometry& g, const PassData<T>& pd, const std::atomic<bool>* cancel) {
-  ForEachPass(g, [&](uint64_t h, int d) { RunPass<T, kEncode>(g, pd, h, d, cancel); });
-  if (Cancelled(cancel)) return CancelledStatus(kEncode ? kEncoding : kDecoding);
+  ForEachPass(g, [&](uint64_t h, int d) { RunPass<T>(g, pd, h, d, cancel); });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   return absl::OkStatus();
 }
 
@@ -517,15 +515,19 @@ void CollectInOrder(uint64_t count, Keep keep, Value value, std::vector<Out>* ou
 }
 
 // The anchors (§15.5.1, §15.8): quantized as version 1 quantizes elements,
-// placeholders over the anchor grid's blocks, Lorenzo residuals on that grid;
-// sets their working values and symbols, and lists the outliers.
+// placeholders over the anchor grid's blocks, Lorenzo residuals on that grid.
+// Gives each anchor, by tile (the anchor grid's C order), its working value
+// and its symbol, lists the outliers, and lists the verbatim anchors'
+// elements in *verbatim.
 template <typename T>
-absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassData<T>& pd,
+absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const T* x,
+                           const uint8_t* fill, std::vector<T>* anchor_w,
+                           std::vector<uint16_t>* anchor_sym, std::vector<uint32_t>* verbatim,
                            InterpEncoded* out, const std::atomic<bool>* cancel) {
   const uint64_t count = g.num_tiles;
   const uint64_t ranges = CeilDiv(count, kRange);
   std::vector<int32_t> q(count);
-  std::vector<uint8_t> quantized(count);
+  std::vector<uint8_t> kind(count);  // PointKind
   std::vector<uint32_t> element(count);  // each anchor's element index
   // The fill test is the caller's mask, so the rule has no fill value.
   const QuantRule rule{p.abs_bound, p.quant_step, false, 0};
@@ -536,37 +538,40 @@ absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassD
     ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
       const uint64_t i = g.AnchorIndex(k);
       element[t] = static_cast<uint32_t>(i);
-      PointKind kind = PointKind::kFill;
+      PointKind point = PointKind::kFill;
       q[t] = 0;
-      if (pd.fill == nullptr || !pd.fill[i]) kind = QuantizePoint(pd.x[i], rule, &q[t]);
-      quantized[t] = kind == PointKind::kQuantized;
-      pd.verbatim[i] = kind == PointKind::kVerbatim;
-      other |= kind != PointKind::kQuantized;
+      if (fill == nullptr || !fill[i]) point = QuantizePoint(x[i], rule, &q[t]);
+      kind[t] = static_cast<uint8_t>(point);
+      other |= point != PointKind::kQuantized;
     });
     if (other) any_other.store(true, std::memory_order_relaxed);
   });
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   const BlockGrid grid = AnchorGrid(g);
-  if (any_other.load()) ApplyAnchorPlaceholders(grid, quantized, q.data(), cancel);
-  Release(quantized);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    const uint64_t end = std::min(count, (r + 1) * kRange);
-    for (uint64_t t = r * kRange; t < end; ++t) pd.w[element[t]] = Dequantize<T>(q[t], pd.step);
-  });
+  if (any_other.load()) {
+    std::vector<uint8_t> quantized(count);
+    for (uint64_t t = 0; t < count; ++t) {
+      quantized[t] = kind[t] == static_cast<uint8_t>(PointKind::kQuantized);
+    }
+    ApplyAnchorPlaceholders(grid, quantized, q.data(), cancel);
+    CollectInOrder(
+        count, [&](uint64_t t) { return kind[t] == static_cast<uint8_t>(PointKind::kVerbatim); },
+        [&](uint64_t t) { return element[t]; }, verbatim);
+  }
+  const double step = p.quant_step;
+  anchor_w->resize(count);
+  for (uint64_t t = 0; t < count; ++t) (*anchor_w)[t] = Dequantize<T>(q[t], step);
   LorenzoForward(grid, q.data(), cancel);
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   // |q| <= 2^26 (QuantizePoint), so residuals fit an i32 (lorenzo.h).
-  const int64_t radius = pd.radius;
+  const int64_t radius = p.radius;
   auto is_outlier = [&](uint64_t t) { return q[t] <= -radius || q[t] >= radius; };
-  ParallelFor(ranges, [&](uint64_t r) {
-    const uint64_t end = std::min(count, (r + 1) * kRange);
-    for (uint64_t t = r * kRange; t < end; ++t) {
-      pd.sym[element[t]] = is_outlier(t) ? 0 : static_cast<uint16_t>(q[t] + radius);
-    }
-  });
+  anchor_sym->resize(count);
+  for (uint64_t t = 0; t < count; ++t) {
+    (*anchor_sym)[t] = is_outlier(t) ? 0 : static_cast<uint16_t>(q[t] + radius);
+  }
   // The anchor grid's C order is increasing element index.
   CollectInOrder(
       count, is_outlier, [&](uint64_t t) { return element[t]; }, &out->outlier_index);
@@ -575,41 +580,318 @@ absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassD
   return absl::OkStatus();
 }
 
+// A tile's closed box: its own elements and its window's far faces (the
+// first index of the next tile along each interpolated dimension, where the
+// frame has one). Predicting an element of the box reads only elements of
+// the box (§15.5.2's windows), and every element of the box is an anchor or
+// belongs to one pass, so a tile is encoded on its own, in a buffer that
+// stays in the L1 cache, straight in symbol order: the far faces are
+// computed once more by the tiles they belong to, to the same values, at a
+// cost of (1 + 1/T) per interpolated dimension.
+struct Box {
+  Coords own;     // the tile's own extent per dimension
+  Coords extent;  // the box's: own + 1 along dimensions with a far face
+  Coords stride;  // of the box in a local buffer, C order
+  uint64_t volume = 1;
+  uint64_t anchor = 0;  // element index of the tile's anchor
+};
+
+Box TileBox(const Geometry& g, const Coords& k) {
+  Box b;
+  b.anchor = g.AnchorIndex(k);
+  for (int d = 0; d < kMaxDims; ++d) {
+    b.own[d] = b.extent[d] = 1;
+    if (g.interp[d]) {
+      const uint64_t lo = k[d] * g.tile;
+      b.own[d] = std::min(g.tile, g.dims[d] - lo);
+      b.extent[d] = std::min(g.tile, g.dims[d] - 1 - lo) + 1;
+    }
+    b.volume *= b.extent[d];
+  }
+  b.stride[kMaxDims - 1] = 1;
+  for (int d = kMaxDims - 2; d >= 0; --d) b.stride[d] = b.stride[d + 1] * b.extent[d + 1];
+  return b;
+}
+
+// The largest box of the frame: the local buffer's size.
+uint64_t MaxBoxVolume(const Geometry& g) {
+  uint64_t v = 1;
+  for (int d = 0; d < kMaxDims; ++d) v *= g.interp[d] ? std::min(g.tile, g.dims[d] - 1) + 1 : 1;
+  return v;
+}
+
+// What every tile's encoding reads.
+template <typename T>
+struct TileInputs {
+  const Geometry* g = nullptr;
+  const T* x = nullptr;           // the frame's values
+  const uint8_t* fill = nullptr;  // null without a fill value
+  const T* anchor_w = nullptr;    // by tile
+  const uint16_t* anchor_sym = nullptr;
+  double step = 0;
+  double abs_bound = 0;
+  int32_t radius = 0;
+};
+
+// Encodes one tile at a time in a box-sized buffer (see Box).
+template <typename T>
+class TileEncoder {
+ public:
+  TileEncoder(const TileInputs<T>& in, bool cubic, std::vector<uint32_t>* verbatim)
+      : in_(in), cubic_(cubic), w_(MaxBoxVolume(*in.g)), verbatim_(verbatim) {}
+
+  // Encodes tile t (tile coordinates k): writes its symbols, in symbol
+  // order, from `out` on, and appends its verbatim elements to *verbatim.
+  void Encode(uint64_t t, const Coords& k, uint16_t* out) {
+    const Geometry& g = *in_.g;
+    const Box b = TileBox(g, k);
+    PlaceAnchors(t, b);
+    o_ = out;
+    *o_++ = in_.anchor_sym[t];
+    ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
+  }
+
+ private:
+  // The anchors of the box: the tile's own and those on its far faces,
+  // which are the next tiles' anchors.
+  void PlaceAnchors(uint64_t t, const Box& b) {
+    const Geometry& g = *in_.g;
+    int faces[kMaxDims];
+    int face_count = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (b.extent[d] > b.own[d]) faces[face_count++] = d;
+    }
+    Coords tile_stride;
+    tile_stride[kMaxDims - 1] = 1;
+    for (int d = kMaxDims - 2; d >= 0; --d) tile_stride[d] = tile_stride[d + 1] * g.tiles[d + 1];
+    for (unsigned corner = 0; corner < (1u << face_count); ++corner) {
+      uint64_t tn = t, local = 0;
+      for (int f = 0; f < face_count; ++f) {
+        if ((corner >> f) & 1) {
+          tn += tile_stride[faces[f]];
+          local += g.tile * b.stride[faces[f]];
+        }
+      }
+      w_[local] = in_.anchor_w[tn];
+    }
+  }
+
+  // Pass (h, d) over the box, in C order: lines along the last dimension.
+  void Pass(const Box& b, uint64_t h, int d) {
+    const Geometry& g = *in_.g;
+    const Lattice l = PassLattice(g, b.extent, h, d);
+    if (l.count[0] * l.count[1] * l.count[2] * l.count[3] == 0) return;
+    const uint64_t s = h * b.stride[d];  // neighbour distance in the box
+    // Elements of a line from own_count on lie on the far face along the
+    // last dimension: computed, not emitted.
+    const uint64_t own_count =
+        b.own[3] > l.first[3] ? CeilDiv(b.own[3] - l.first[3], l.step[3]) : 0;
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                         l.first[2] + i2 * l.step[2], l.first[3]};
+          const bool line_own = p[0] < b.own[0] && p[1] < b.own[1] && p[2] < b.own[2];
+          const uint64_t emit = line_own ? own_count : 0;
+          const uint64_t local = p[0] * b.stride[0] + p[1] * b.stride[1] + p[2] * b.stride[2] + p[3];
+          const uint64_t global =
+              b.anchor + p[0] * g.stride[0] + p[1] * g.stride[1] + p[2] * g.stride[2] + p[3];
+          if (d != kMaxDims - 1) {
+            // Along another dimension the window is the same for the line.
+            const Formula f = FormulaOf(Available(p[d], h, g.tile, b.extent[d]), cubic_);
+            Line(f, local, global, l.step[3], s, 0, l.count[3], emit);
+            continue;
+          }
+          // Along the last dimension the formula changes only near the
+          // window's ends: runs of one formula.
+          for (uint64_t j = 0; j < l.count[3];) {
+            auto formula = [&](uint64_t i) {
+              return FormulaOf(Available(p[3] + i * l.step[3], h, g.tile, b.extent[3]), cubic_);
+            };
+            const Formula f = formula(j);
+            uint64_t end = j + 1;
+            while (end < l.count[3] && formula(end) == f) ++end;
+            Line(f, local, global, l.step[3], s, j, end, emit);
+            j = end;
+          }
+        }
+      }
+    }
+  }
+
+  void Line(Formula f, uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+            uint64_t end, uint64_t emit) {
+    switch (f) {
+      case Formula::kCubic:
+        return LineWith<Formula::kCubic>(local, global, step, s, begin, end, emit);
+      case Formula::kCubicLeft:
+        return LineWith<Formula::kCubicLeft>(local, global, step, s, begin, end, emit);
+      case Formula::kCubicRight:
+        return LineWith<Formula::kCubicRight>(local, global, step, s, begin, end, emit);
+      case Formula::kLinear:
+        return LineWith<Formula::kLinear>(local, global, step, s, begin, end, emit);
+      case Formula::kExtrapolate:
+        return LineWith<Formula::kExtrapolate>(local, global, step, s, begin, end, emit);
+      case Formula::kCopy:
+        return LineWith<Formula::kCopy>(local, global, step, s, begin, end, emit);
+    }
+  }
+
+  // Elements j in [begin, end) of a line (box index local + j * step,
+  // element index global + j * step), those below `emit` the tile's own.
+  // Everything the loop reads is a local, so that the stores to w and to
+  // the symbols need not reload it.
+  template <Formula kF>
+  void LineWith(uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+                uint64_t end, uint64_t emit) {
+    if (in_.fill != nullptr) {
+      LineWith<kF, true>(local, global, step, s, begin, end, emit);
+    } else {
+      LineWith<kF, false>(local, global, step, s, begin, end, emit);
+    }
+  }
+
+  template <Formula kF, bool kFill>
+  void LineWith(uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+                uint64_t end, uint64_t emit) {
+    T* const w = w_.data();
+    const T* const x = in_.x;
+    const uint8_t* const fill = in_.fill;
+    const double quant_step = in_.step;
+    const double abs_bound = in_.abs_bound;
+    const int32_t radius = in_.radius;
+    const double max_r = static_cast<double>(radius - 1);
+    uint16_t* o = o_;
+    for (uint64_t j = begin; j < end; ++j) {
+      const uint64_t li = local + j * step;
+      const uint64_t gi = global + j * step;
+      const double pred = PredictWith<kF>(w, li, s);
+      if (kFill && fill[gi]) {
+        // No symbol; the working value the decoder computes for ρ = 0.
+        w[li] = Reconstruct<T>(pred, 0, quant_step);
+        continue;
+      }
+      const T xv = x[gi];
+      const double xd = static_cast<double>(xv);
+      const double r = (xd - pred) / quant_step;
+      int32_t rho = 0;
+      T y{};
+      bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
+      if (ok) {
+        rho = static_cast<int32_t>(std::rint(r));
+        y = Reconstruct<T>(pred, rho, quant_step);
+        ok = std::fabs(static_cast<double>(y) - xd) <= abs_bound;
+      }
+      if (!ok) {
+        rho = 0;
+        y = Reconstruct<T>(pred, 0, quant_step);
+      }
+      w[li] = y;
+      if (j < emit) {
+        *o++ = static_cast<uint16_t>(rho + radius);
+        if (!ok) verbatim_->push_back(static_cast<uint32_t>(gi));
+      }
+    }
+    o_ = o;
+  }
+
+  const TileInputs<T>& in_;
+  const bool cubic_;
+  std::vector<T> w_;
+  std::vector<uint32_t>* verbatim_;
+  uint16_t* o_ = nullptr;
+};
+
+// Each tile's first symbol position (§15.3), then S: a tile has a position
+// for its anchor and for each of its own elements that is not fill.
+std::vector<uint32_t> TileStarts(const Geometry& g, const uint8_t* fill,
+                                 const std::atomic<bool>* cancel) {
+  std::vector<uint32_t> start(g.num_tiles + 1, 0);
+  const uint64_t tile_volume = std::max<uint64_t>(1, MaxBoxVolume(g));
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / tile_volume);
+  ParallelFor(CeilDiv(g.num_tiles, per_task), [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+                [&](uint64_t t, const Coords& k) {
+                  const Box b = TileBox(g, k);
+                  uint64_t count = b.own[0] * b.own[1] * b.own[2] * b.own[3];
+                  if (fill != nullptr) {
+                    // Fill elements other than the anchor have no symbol.
+                    for (uint64_t a = 0; a < b.own[0]; ++a) {
+                      for (uint64_t c = 0; c < b.own[1]; ++c) {
+                        for (uint64_t e = 0; e < b.own[2]; ++e) {
+                          const uint8_t* row =
+                              fill + b.anchor + a * g.stride[0] + c * g.stride[1] + e * g.stride[2];
+                          uint64_t fills = 0;
+                          for (uint64_t z = 0; z < b.own[3]; ++z) fills += row[z];
+                          count -= fills;
+                        }
+                      }
+                    }
+                    count += fill[b.anchor];
+                  }
+                  start[t] = static_cast<uint32_t>(count);
+                });
+  });
+  uint32_t total = 0;
+  for (uint64_t t = 0; t <= g.num_tiles; ++t) {
+    const uint32_t count = start[t];
+    start[t] = total;
+    total += count;
+  }
+  return start;
+}
+
 template <typename T>
 absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, InterpEncoded* out,
                      const std::atomic<bool>* cancel) {
   const Geometry g = MakeGeometry(p);
   *out = InterpEncoded{};
-  std::vector<T> w(g.n);
-  std::vector<uint16_t> sym(g.n);
-  std::vector<uint8_t> verbatim(g.n);
-  PassData<T> pd;
-  pd.w = w.data();
-  pd.sym = sym.data();
-  pd.verbatim = verbatim.data();
-  pd.x = data;
-  pd.fill = fill;
-  pd.step = p.quant_step;
-  pd.abs_bound = p.abs_bound;
-  pd.radius = static_cast<int32_t>(p.radius);
-  pd.cubic = p.order == InterpOrder::kCubic;
-
-  if (absl::Status s = EncodeAnchors(g, p, pd, out, cancel); !s.ok()) return s;
-  if (absl::Status s = RunPasses<T, true>(g, pd, cancel); !s.ok()) return s;
-  Release(w);
-
-  SymbolOrder order;
-  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kEncoding);
-  out->symbols.resize(order.size());
-  uint16_t* symbols = out->symbols.data();
-  auto gather = [&](uint64_t pos, uint64_t i) { symbols[pos] = sym[i]; };
-  order.ForEachPosition(cancel, gather, gather);
+  std::vector<T> anchor_w;
+  std::vector<uint16_t> anchor_sym;
+  std::vector<uint32_t> verbatim;
+  if (absl::Status s =
+          EncodeAnchors(g, p, data, fill, &anchor_w, &anchor_sym, &verbatim, out, cancel);
+      !s.ok()) {
+    return s;
+  }
+  const std::vector<uint32_t> start = TileStarts(g, fill, cancel);
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
-  Release(sym);
 
-  CollectInOrder(
-      g.n, [&](uint64_t i) { return verbatim[i] != 0; },
-      [](uint64_t i) { return static_cast<uint32_t>(i); }, &out->verbatim_index);
+  TileInputs<T> in;
+  in.g = &g;
+  in.x = data;
+  in.fill = fill;
+  in.anchor_w = anchor_w.data();
+  in.anchor_sym = anchor_sym.data();
+  in.step = p.quant_step;
+  in.abs_bound = p.abs_bound;
+  in.radius = static_cast<int32_t>(p.radius);
+  const bool cubic = p.order == InterpOrder::kCubic;
+  out->symbols.resize(start.back());
+  uint16_t* symbols = out->symbols.data();
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / MaxBoxVolume(g));
+  const uint64_t tasks = CeilDiv(g.num_tiles, per_task);
+  std::vector<std::vector<uint32_t>> task_verbatim(tasks);
+  ParallelFor(tasks, [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    TileEncoder<T> encoder(in, cubic, &task_verbatim[task]);
+    ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+                [&](uint64_t t, const Coords& k) { encoder.Encode(t, k, symbols + start[t]); });
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+
+  // Verbatim elements in increasing element order; they are rare, so one
+  // sort of all of them costs less than keeping a flag per element.
+  uint64_t total = verbatim.size();
+  for (const auto& v : task_verbatim) total += v.size();
+  verbatim.reserve(total);
+  for (auto& v : task_verbatim) {
+    verbatim.insert(verbatim.end(), v.begin(), v.end());
+    Release(v);
+  }
+  std::sort(verbatim.begin(), verbatim.end());
+  out->verbatim_index = std::move(verbatim);
   return absl::OkStatus();
 }
 
@@ -713,7 +995,7 @@ absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
   if (absl::Status s = DecodeAnchors(g, pd, outlier_index, outlier_residual, cancel); !s.ok()) {
     return s;
   }
-  return RunPasses<T, false>(g, pd, cancel);
+  return RunPasses<T>(g, pd, cancel);
 }
 
 bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
