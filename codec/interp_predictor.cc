@@ -55,32 +55,6 @@ struct Geometry {
     for (int d = 0; d < kMaxDims; ++d) i += (interp[d] ? k[d] * tile : k[d]) * stride[d];
     return i;
   }
-  // Bit d is set when the tile at k is cut short by the frame's edge along
-  // interpolated dimension d. Tiles of one key have one shape.
-  unsigned ShapeKey(const Coords& k) const {
-    unsigned key = 0;
-    for (int d = 0; d < kMaxDims; ++d) {
-      if (interp[d] && k[d] + 1 == tiles[d] && dims[d] % tile != 0) key |= 1u << d;
-    }
-    return key;
-  }
-  // The extents of the tiles of `key`, or false when no tile has that key.
-  bool Extents(unsigned key, Coords* extent) const {
-    for (int d = 0; d < kMaxDims; ++d) {
-      const bool cut = (key >> d) & 1;
-      if (!interp[d]) {
-        if (cut) return false;
-        (*extent)[d] = 1;
-      } else if (cut) {
-        if (dims[d] % tile == 0) return false;
-        (*extent)[d] = dims[d] % tile;
-      } else {
-        if (dims[d] < tile) return false;
-        (*extent)[d] = tile;
-      }
-    }
-    return true;
-  }
 };
 
 Geometry MakeGeometry(const InterpParams& p) {
@@ -172,105 +146,6 @@ void ForEachPass(const Geometry& g, Fn fn) {
     }
   }
 }
-
-// Symbol order (§15.5.3): each tile's positions are consecutive, tiles in
-// order; within a tile, the anchor, then the passes. The elements of a tile
-// in that order, as offsets from its anchor, depend only on the tile's
-// shape, of which there are at most 2^4 (cut short or not along each
-// interpolated dimension), so each shape's list is built once and every tile
-// is gathered or scattered on its own, in parallel.
-class SymbolOrder {
- public:
-  // Fails only when cancelled.
-  static absl::Status Make(const Geometry& g, const uint8_t* fill, const std::atomic<bool>* cancel,
-                           SymbolOrder* order) {
-    order->g_ = &g;
-    order->fill_ = fill;
-    for (unsigned key = 0; key < order->offsets_.size(); ++key) {
-      Coords extent;
-      if (g.Extents(key, &extent)) order->offsets_[key] = TileOffsets(g, extent);
-    }
-    for (const auto& list : order->offsets_) {
-      order->max_tile_volume_ = std::max<uint64_t>(order->max_tile_volume_, list.size());
-    }
-    // Each tile's symbol count, then their prefix sums: a frame has fewer
-    // than 2^32 elements, so positions fit 32 bits.
-    std::vector<uint32_t>& start = order->start_;
-    start.assign(g.num_tiles + 1, 0);
-    order->ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
-      uint64_t count = list.size();
-      if (fill != nullptr) {
-        for (size_t j = 1; j < list.size(); ++j) count -= fill[base + list[j]];
-      }
-      start[t] = static_cast<uint32_t>(count);
-    });
-    if (Cancelled(cancel)) return absl::CancelledError();
-    uint32_t total = 0;
-    for (uint64_t t = 0; t <= g.num_tiles; ++t) {
-      const uint32_t count = start[t];
-      start[t] = total;
-      total += count;
-    }
-    return absl::OkStatus();
-  }
-
-  uint64_t size() const { return start_.back(); }  // S
-
-  // Calls fn(position, element) for every symbol position, tile by tile in
-  // parallel (positions in increasing order within a tile), and
-  // fn_anchor(position, element) instead for the anchors'.
-  template <typename Fn, typename AnchorFn>
-  void ForEachPosition(const std::atomic<bool>* cancel, Fn fn, AnchorFn fn_anchor) const {
-    ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
-      uint64_t pos = start_[t];
-      fn_anchor(pos++, base);
-      for (size_t j = 1; j < list.size(); ++j) {
-        const uint64_t i = base + list[j];
-        if (fill_ == nullptr || !fill_[i]) fn(pos++, i);
-      }
-    });
-  }
-
- private:
-  static std::vector<uint32_t> TileOffsets(const Geometry& g, const Coords& extent) {
-    std::vector<uint32_t> list{0};  // the anchor
-    ForEachPass(g, [&](uint64_t h, int d) {
-      const Lattice l = PassLattice(g, extent, h, d);
-      for (uint64_t a = 0; a < l.count[0]; ++a) {
-        for (uint64_t b = 0; b < l.count[1]; ++b) {
-          for (uint64_t c = 0; c < l.count[2]; ++c) {
-            for (uint64_t e = 0; e < l.count[3]; ++e) {
-              list.push_back(static_cast<uint32_t>(
-                  g.Index({l.first[0] + a * l.step[0], l.first[1] + b * l.step[1],
-                           l.first[2] + c * l.step[2], l.first[3] + e * l.step[3]})));
-            }
-          }
-        }
-      }
-    });
-    return list;
-  }
-
-  // Runs fn(t, anchor index, offset list) for every tile, in parallel
-  // batches of about kRange elements.
-  template <typename Fn>
-  void ForTileTasks(const std::atomic<bool>* cancel, Fn fn) const {
-    const Geometry& g = *g_;
-    const uint64_t per_task = std::max<uint64_t>(1, kRange / max_tile_volume_);
-    ParallelFor(CeilDiv(g.num_tiles, per_task), [&](uint64_t task) {
-      if (Cancelled(cancel)) return;
-      ForEachTile(
-          g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
-          [&](uint64_t t, const Coords& k) { fn(t, g.AnchorIndex(k), offsets_[g.ShapeKey(k)]); });
-    });
-  }
-
-  const Geometry* g_ = nullptr;
-  const uint8_t* fill_ = nullptr;
-  std::array<std::vector<uint32_t>, 1u << kMaxDims> offsets_;  // by shape key
-  uint64_t max_tile_volume_ = 1;
-  std::vector<uint32_t> start_;  // per tile its first position; then S
-};
 
 // Gives every fill or verbatim anchor its placeholder q (§10.2 over the
 // anchor grid, §15.8): the q of the first quantized anchor of its own
@@ -398,97 +273,12 @@ template <Formula kF, typename T>
   return std::isfinite(pred) ? pred : 0.0;
 }
 
-template <typename T>
-double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
-  switch (FormulaOf(nb, cubic)) {
-    case Formula::kCubic:
-      return PredictWith<Formula::kCubic>(w, i, s);
-    case Formula::kCubicLeft:
-      return PredictWith<Formula::kCubicLeft>(w, i, s);
-    case Formula::kCubicRight:
-      return PredictWith<Formula::kCubicRight>(w, i, s);
-    case Formula::kLinear:
-      return PredictWith<Formula::kLinear>(w, i, s);
-    case Formula::kExtrapolate:
-      return PredictWith<Formula::kExtrapolate>(w, i, s);
-    case Formula::kCopy:
-      break;
-  }
-  return PredictWith<Formula::kCopy>(w, i, s);
-}
-
 // w = narrow_T(pred + f64(ρ) × quant_step). ρ is converted from an integer,
 // so a zero residual adds +0.0 on both sides: rint(-0.3) would be -0.0, and
 // -0.0 + -0.0 keeps the sign that the decoder's -0.0 + +0.0 loses.
 template <typename T>
 [[gnu::always_inline]] inline T Reconstruct(double pred, int32_t rho, double step) {
   return Narrow<T>(pred + static_cast<double>(rho) * step);
-}
-
-// What a decoding pass reads and writes, element-indexed.
-template <typename T>
-struct PassData {
-  T* w = nullptr;                 // working values
-  uint16_t* sym = nullptr;        // symbols
-  const uint8_t* fill = nullptr;  // null without a fill value
-  double step = 0;
-  int32_t radius = 0;
-  bool cubic = false;
-};
-
-template <typename T>
-void DecodeElement(const PassData<T>& pd, uint64_t i, double pred) {
-  const int32_t rho =
-      pd.fill != nullptr && pd.fill[i] ? 0 : static_cast<int32_t>(pd.sym[i]) - pd.radius;
-  pd.w[i] = Reconstruct<T>(pred, rho, pd.step);
-}
-
-// Pass (h, d) over the whole frame: its elements depend only on anchors and
-// earlier passes, never on each other, so lines of the lattice run in
-// parallel.
-template <typename T>
-void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
-             const std::atomic<bool>* cancel) {
-  const Lattice l = PassLattice(g, g.dims, h, d);
-  const uint64_t lines = l.count[0] * l.count[1] * l.count[2];
-  const uint64_t length = l.count[3];
-  if (lines == 0 || length == 0) return;
-  const uint64_t per_task = std::max<uint64_t>(1, kRange / length);
-  const uint64_t s = h * g.stride[d];
-  auto element = [&](uint64_t i, Neighbours nb) {
-    DecodeElement(pd, i, Predict(pd.w, i, s, nb, pd.cubic));
-  };
-  ParallelFor(CeilDiv(lines, per_task), [&](uint64_t task) {
-    if (Cancelled(cancel)) return;
-    const uint64_t end = std::min(lines, (task + 1) * per_task);
-    for (uint64_t line = task * per_task; line < end; ++line) {
-      Coords c;
-      c[3] = l.first[3];
-      uint64_t rest = line;
-      for (int e = 2; e >= 0; --e) {
-        c[e] = l.first[e] + rest % l.count[e] * l.step[e];
-        rest /= l.count[e];
-      }
-      const uint64_t row = g.Index(c);
-      if (d == kMaxDims - 1) {
-        for (uint64_t j = 0; j < length; ++j) {
-          const uint64_t x = l.first[3] + j * l.step[3];
-          element(row + j * l.step[3], Available(x, h, g.tile, g.dims[d]));
-        }
-      } else {
-        // The window along d is the same for the whole line.
-        const Neighbours nb = Available(c[d], h, g.tile, g.dims[d]);
-        for (uint64_t j = 0; j < length; ++j) element(row + j * l.step[3], nb);
-      }
-    }
-  });
-}
-
-template <typename T>
-absl::Status RunPasses(const Geometry& g, const PassData<T>& pd, const std::atomic<bool>* cancel) {
-  ForEachPass(g, [&](uint64_t h, int d) { RunPass<T>(g, pd, h, d, cancel); });
-  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
-  return absl::OkStatus();
 }
 
 // Lists, in increasing order, f(i) for the i < count with keep(i): each
@@ -899,23 +689,29 @@ absl::Status Corrupt(absl::string_view what) {
   return format::CorruptArchive(absl::StrCat("interpolation: ", what));
 }
 
-// The anchors' residuals (outliers' from the outlier section) -> inverse
-// Lorenzo on the anchor grid -> their working values.
+// The anchors' residuals (the first symbol of each tile; outliers' from the
+// outlier section) -> inverse Lorenzo on the anchor grid -> their working
+// values in `out`. Checks every anchor symbol and outlier entry.
 template <typename T>
-absl::Status DecodeAnchors(const Geometry& g, const PassData<T>& pd,
+absl::Status DecodeAnchors(const Geometry& g, const InterpParams& p,
+                           absl::Span<const uint16_t> symbols, const std::vector<uint32_t>& start,
                            absl::Span<const uint32_t> outlier_index,
-                           absl::Span<const int32_t> outlier_residual,
+                           absl::Span<const int32_t> outlier_residual, T* out,
                            const std::atomic<bool>* cancel) {
   const uint64_t count = g.num_tiles;
-  const uint64_t ranges = CeilDiv(count, kRange);
+  const int32_t radius = static_cast<int32_t>(p.radius);
+  const uint32_t alphabet = 2 * p.radius;
   std::vector<int32_t> q(count);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
-      q[t] = static_cast<int32_t>(pd.sym[g.AnchorIndex(k)]) - pd.radius;
-    });
-  });
-  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  uint64_t zeros = 0;
+  bool bad_symbol = false;
+  for (uint64_t t = 0; t < count; ++t) {
+    const uint16_t s = symbols[start[t]];
+    q[t] = static_cast<int32_t>(s) - radius;
+    zeros += s == 0;
+    bad_symbol |= s >= alphabet;
+  }
+  if (bad_symbol) return Corrupt("symbol beyond the alphabet");
+  if (zeros != outlier_index.size()) return Corrupt("outlier count disagrees with the symbols");
   for (size_t j = 0; j < outlier_index.size(); ++j) {
     if (j % kRange == 0 && Cancelled(cancel)) return CancelledStatus(kDecoding);
     const uint64_t i = outlier_index[j];
@@ -929,19 +725,204 @@ absl::Status DecodeAnchors(const Geometry& g, const PassData<T>& pd,
       }
       t = t * g.tiles[d] + x;
     }
-    if (pd.sym[i] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
+    if (symbols[start[t]] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
     q[t] = outlier_residual[j];
   }
-  const BlockGrid grid = AnchorGrid(g);
-  LorenzoInverse(grid, q.data(), cancel);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
-      pd.w[g.AnchorIndex(k)] = Dequantize<T>(q[t], pd.step);
-    });
-  });
+  LorenzoInverse(AnchorGrid(g), q.data(), cancel);
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  ForEachTile(g, 0, count, [&](uint64_t t, const Coords& k) {
+    out[g.AnchorIndex(k)] = Dequantize<T>(q[t], p.quant_step);
+  });
   return absl::OkStatus();
+}
+
+// Which of a tile's own elements a TileDecoder call decodes: all of them,
+// only those on its lower face along the band dimension (index 0 within the
+// tile), or all the others. See DecodeT.
+enum class Part { kAll, kLowerFace, kAboveLowerFace };
+
+// Decodes one tile at a time, in place in the frame's output: a tile's
+// elements, in symbol order, read its window's far faces, which belong to
+// later tiles (Box), so the tiles of a band are decoded last to first and
+// each element is computed once. The tile's symbols are read in order from
+// its first position on, with no symbol array in element order.
+template <typename T>
+class TileDecoder {
+ public:
+  TileDecoder(const Geometry& g, const InterpParams& p, absl::Span<const uint16_t> symbols,
+              const std::vector<uint32_t>& start, const uint8_t* fill, T* out, int band_dim)
+      : g_(g),
+        symbols_(symbols.data()),
+        start_(start),
+        fill_(fill),
+        out_(out),
+        band_dim_(band_dim),
+        step_(p.quant_step),
+        radius_(static_cast<int32_t>(p.radius)),
+        alphabet_(2 * p.radius),
+        cubic_(p.order == InterpOrder::kCubic) {}
+
+  void Decode(uint64_t t, const Coords& k, Part part) {
+    const Box b = TileBox(g_, k);
+    // A tile without fill elements (but the anchor) has a symbol for each.
+    tile_fill_ = fill_ != nullptr && start_[t + 1] - start_[t] != b.own[0] * b.own[1] * b.own[2] * b.own[3];
+    pos_ = start_[t] + 1;  // after the anchor's
+    part_ = part;
+    ForEachPass(g_, [&](uint64_t h, int d) { Pass(b, h, d); });
+  }
+
+  // Symbol 0 or one beyond the alphabet at an element that is not an anchor.
+  bool bad_zero() const { return bad_zero_; }
+  bool bad_symbol() const { return bad_symbol_; }
+
+ private:
+  void Pass(const Box& b, uint64_t h, int d) {
+    const Lattice l = PassLattice(g_, b.own, h, d);
+    if (l.count[0] * l.count[1] * l.count[2] * l.count[3] == 0) return;
+    const uint64_t s = h * g_.stride[d];  // neighbour distance in the frame
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                         l.first[2] + i2 * l.step[2], l.first[3]};
+          const uint64_t row =
+              b.anchor + p[0] * g_.stride[0] + p[1] * g_.stride[1] + p[2] * g_.stride[2] + p[3];
+          // The part of the line to decode: [begin, end); the elements
+          // before and after it only have their symbols passed over.
+          uint64_t begin = 0, end = l.count[3];
+          if (part_ != Part::kAll) {
+            // Elements j < face_end of the line are on the lower face.
+            uint64_t face_end;
+            if (band_dim_ < kMaxDims - 1) {
+              face_end = p[band_dim_] == 0 ? l.count[3] : 0;
+            } else {
+              face_end = p[3] == 0 ? 1 : 0;
+            }
+            if (part_ == Part::kLowerFace) {
+              end = face_end;
+            } else {
+              begin = face_end;
+            }
+          }
+          pos_ += SymbolsIn(row, l.step[3], 0, begin);
+          if (d != kMaxDims - 1) {
+            // Along another dimension the window is the same for the line.
+            const Formula f = FormulaOf(Available(p[d], h, g_.tile, b.extent[d]), cubic_);
+            if (begin < end) Line(f, row, l.step[3], s, begin, end);
+          } else {
+            for (uint64_t j = begin; j < end;) {
+              auto formula = [&](uint64_t i) {
+                return FormulaOf(Available(p[3] + i * l.step[3], h, g_.tile, b.extent[3]),
+                                 cubic_);
+              };
+              const Formula f = formula(j);
+              uint64_t run_end = j + 1;
+              while (run_end < end && formula(run_end) == f) ++run_end;
+              Line(f, row, l.step[3], s, j, run_end);
+              j = run_end;
+            }
+          }
+          pos_ += SymbolsIn(row, l.step[3], end, l.count[3]);
+        }
+      }
+    }
+  }
+
+  // The symbols of elements j in [begin, end) of a line.
+  uint64_t SymbolsIn(uint64_t row, uint64_t step, uint64_t begin, uint64_t end) const {
+    uint64_t n = end > begin ? end - begin : 0;
+    if (tile_fill_) {
+      for (uint64_t j = begin; j < end; ++j) n -= fill_[row + j * step];
+    }
+    return n;
+  }
+  void Line(Formula f, uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    switch (f) {
+      case Formula::kCubic:
+        return LineWith<Formula::kCubic>(row, step, s, begin, end);
+      case Formula::kCubicLeft:
+        return LineWith<Formula::kCubicLeft>(row, step, s, begin, end);
+      case Formula::kCubicRight:
+        return LineWith<Formula::kCubicRight>(row, step, s, begin, end);
+      case Formula::kLinear:
+        return LineWith<Formula::kLinear>(row, step, s, begin, end);
+      case Formula::kExtrapolate:
+        return LineWith<Formula::kExtrapolate>(row, step, s, begin, end);
+      case Formula::kCopy:
+        return LineWith<Formula::kCopy>(row, step, s, begin, end);
+    }
+  }
+
+  template <Formula kF>
+  void LineWith(uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    if (tile_fill_) {
+      LineWith<kF, true>(row, step, s, begin, end);
+    } else {
+      LineWith<kF, false>(row, step, s, begin, end);
+    }
+  }
+
+  // Elements j in [begin, end) of a line starting at element `row`.
+  template <Formula kF, bool kFill>
+  void LineWith(uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    T* const w = out_;
+    const uint8_t* const fill = fill_;
+    const uint16_t* sym = symbols_ + pos_;
+    const double quant_step = step_;
+    const int32_t radius = radius_;
+    const uint32_t alphabet = alphabet_;
+    bool zero = false, beyond = false;
+    for (uint64_t j = begin; j < end; ++j) {
+      const uint64_t i = row + j * step;
+      const double pred = PredictWith<kF>(w, i, s);
+      int32_t rho = 0;  // a fill element's, which has no symbol
+      if (!kFill || !fill[i]) {
+        const uint16_t v = *sym++;
+        zero |= v == 0;
+        beyond |= v >= alphabet;
+        rho = static_cast<int32_t>(v) - radius;
+      }
+      w[i] = Reconstruct<T>(pred, rho, quant_step);
+    }
+    pos_ = static_cast<uint64_t>(sym - symbols_);
+    bad_zero_ |= zero;
+    bad_symbol_ |= beyond;
+  }
+
+  const Geometry& g_;
+  const uint16_t* const symbols_;
+  const std::vector<uint32_t>& start_;
+  const uint8_t* const fill_;
+  T* const out_;
+  const int band_dim_;
+  const double step_;
+  const int32_t radius_;
+  const uint32_t alphabet_;
+  const bool cubic_;
+  bool tile_fill_ = false;
+  Part part_ = Part::kAll;
+  uint64_t pos_ = 0;
+  bool bad_zero_ = false;
+  bool bad_symbol_ = false;
+};
+
+// Calls fn(t, k) for the tiles t in [begin, end) from last to first.
+template <typename Fn>
+void ForEachTileBackwards(const Geometry& g, uint64_t begin, uint64_t end, Fn fn) {
+  if (begin >= end) return;
+  Coords k;
+  uint64_t rest = end - 1;
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    k[d] = rest % g.tiles[d];
+    rest /= g.tiles[d];
+  }
+  for (uint64_t t = end; t-- > begin;) {
+    fn(t, k);
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (k[d]-- > 0) break;
+      k[d] = g.tiles[d] - 1;
+    }
+  }
 }
 
 template <typename T>
@@ -950,52 +931,60 @@ absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
                      absl::Span<const int32_t> outlier_residual, const uint8_t* fill, T* out,
                      const std::atomic<bool>* cancel) {
   const Geometry g = MakeGeometry(p);
-  SymbolOrder order;
-  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kDecoding);
-  if (symbols.size() != order.size()) {
-    return Corrupt(absl::StrCat(symbols.size(), " symbols where the frame has ", order.size(),
+  const std::vector<uint32_t> start = TileStarts(g, fill, cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (symbols.size() != start.back()) {
+    return Corrupt(absl::StrCat(symbols.size(), " symbols where the frame has ", start.back(),
                                 " symbol positions"));
   }
   if (outlier_index.size() != outlier_residual.size()) {
     return Corrupt("outlier indices and residuals differ in number");
   }
+  if (absl::Status s =
+          DecodeAnchors(g, p, symbols, start, outlier_index, outlier_residual, out, cancel);
+      !s.ok()) {
+    return s;
+  }
 
-  // Symbols to their elements. Every check is made here, so the passes
-  // below cannot fail.
-  std::vector<uint16_t> sym(g.n);
-  const uint32_t alphabet = 2 * p.radius;
-  std::atomic<uint64_t> zeros{0};
+  // Bands of tile rows along the slowest dimension with more than one tile
+  // run in parallel, each last tile first. Along a batch dimension bands are
+  // independent. Along an interpolated one, a band's last row reads the
+  // lower face of the next band's first row (its elements at index 0 along
+  // that dimension, which only depend on each other): those faces are
+  // decoded first, and their tiles then decode everything else.
+  int band_dim = 0;
+  while (band_dim < kMaxDims - 1 && g.tiles[band_dim] == 1) ++band_dim;
+  const uint64_t rows = g.tiles[band_dim];
+  const uint64_t per_row = g.num_tiles / rows;
+  const uint64_t threads = static_cast<uint64_t>(DefaultThreadCount());
+  const uint64_t bands = threads <= 1 ? 1 : std::min<uint64_t>(rows, 4 * threads);
+  auto first_row = [&](uint64_t b) { return b * rows / bands; };
+  const bool faces = g.interp[band_dim] && bands > 1;
   std::atomic<bool> bad_zero{false}, bad_symbol{false};
-  order.ForEachPosition(
-      cancel,
-      [&](uint64_t pos, uint64_t i) {
-        sym[i] = symbols[pos];
-        if (symbols[pos] == 0) bad_zero.store(true, std::memory_order_relaxed);
-        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
-      },
-      [&](uint64_t pos, uint64_t i) {
-        sym[i] = symbols[pos];
-        if (symbols[pos] == 0) zeros.fetch_add(1, std::memory_order_relaxed);
-        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
-      });
+  auto decode_rows = [&](uint64_t from, uint64_t to, Part first_row_part) {
+    TileDecoder<T> decoder(g, p, symbols, start, fill, out, band_dim);
+    const uint64_t split = (from + 1) * per_row;  // tiles of the first row below this
+    ForEachTileBackwards(g, from * per_row, to * per_row, [&](uint64_t t, const Coords& k) {
+      if (Cancelled(cancel)) return;
+      decoder.Decode(t, k, t < split ? first_row_part : Part::kAll);
+    });
+    if (decoder.bad_zero()) bad_zero.store(true, std::memory_order_relaxed);
+    if (decoder.bad_symbol()) bad_symbol.store(true, std::memory_order_relaxed);
+  };
+  if (faces) {
+    ParallelFor(bands - 1, [&](uint64_t b) {
+      const uint64_t row = first_row(b + 1);
+      decode_rows(row, row + 1, Part::kLowerFace);
+    });
+  }
+  ParallelFor(bands, [&](uint64_t b) {
+    decode_rows(first_row(b), first_row(b + 1),
+                faces && b > 0 ? Part::kAboveLowerFace : Part::kAll);
+  });
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (bad_symbol.load()) return Corrupt("symbol beyond the alphabet");
   if (bad_zero.load()) return Corrupt("symbol 0 (an outlier) at an element that is not an anchor");
-  if (zeros.load() != outlier_index.size()) {
-    return Corrupt("outlier count disagrees with the symbols");
-  }
-
-  PassData<T> pd;
-  pd.w = out;
-  pd.sym = sym.data();
-  pd.fill = fill;
-  pd.step = p.quant_step;
-  pd.radius = static_cast<int32_t>(p.radius);
-  pd.cubic = p.order == InterpOrder::kCubic;
-  if (absl::Status s = DecodeAnchors(g, pd, outlier_index, outlier_residual, cancel); !s.ok()) {
-    return s;
-  }
-  return RunPasses<T>(g, pd, cancel);
+  return absl::OkStatus();
 }
 
 bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
