@@ -113,8 +113,8 @@ EncodedFillMask EncodeNoFill(uint64_t n) {
   return EncodeLengths(lengths);
 }
 
-absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
-                                        uint64_t row, absl::Span<uint8_t> mask) {
+absl::StatusOr<std::vector<uint32_t>> DecodeFillRuns(absl::Span<const uint8_t> section,
+                                                     uint64_t tokens, uint64_t n) {
   auto corrupt = [](absl::string_view what) {
     return format::CorruptArchive(absl::StrCat("fill mask: ", what));
   };
@@ -161,9 +161,8 @@ absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint6
 
   uint64_t start_word = 0;
   uint64_t element = 0;
-  uint64_t fill = 0;
-  uint8_t bit = 0;
-  const uint64_t n = mask.size();
+  std::vector<uint32_t> runs;
+  runs.reserve(tokens);
   for (uint64_t c = 0; c < chunks; ++c) {
     const uint64_t chunk_bits = LoadLE<uint32_t>(bits_at + 4 * c);
     const uint64_t count = std::min<uint64_t>(kMaskChunkTokens, tokens - c * kMaskChunkTokens);
@@ -189,19 +188,45 @@ absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint6
       pos += len + klass;
       const uint64_t length = (uint64_t{1} << klass) + extra - 1;
       if (length > n - element) return corrupt("runs longer than the frame");
-      std::fill_n(mask.begin() + element, length, bit);
+      runs.push_back(static_cast<uint32_t>(length));
       element += length;
-      bit ^= 1;
     }
     if (pos != chunk_bits) return corrupt("chunk length disagrees with its tokens");
     start_word += (chunk_bits + 31) / 32;
   }
   if (start_word != total_words) return corrupt("bitstream length disagrees with its chunks");
   if (element != n) return corrupt("runs do not cover the frame");
+  return runs;
+}
+
+bool AnyFill(const std::vector<uint32_t>& runs) {
+  for (size_t k = 1; k < runs.size(); k += 2) {
+    if (runs[k] != 0) return true;
+  }
+  return false;
+}
+
+uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::Span<uint8_t> mask) {
+  uint64_t element = 0;
+  uint8_t bit = 0;
+  for (uint32_t length : runs) {
+    std::fill_n(mask.begin() + element, length, bit);
+    element += length;
+    bit ^= 1;
+  }
   // X back to M: each row XORed with the (already restored) previous one.
+  const uint64_t n = mask.size();
   for (uint64_t i = row; i < n; ++i) mask[i] ^= mask[i - row];
+  uint64_t fill = 0;
   for (uint64_t i = 0; i < n; ++i) fill += mask[i];
   return fill;
+}
+
+absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
+                                        uint64_t row, absl::Span<uint8_t> mask) {
+  auto runs = DecodeFillRuns(section, tokens, mask.size());
+  if (!runs.ok()) return runs.status();
+  return ExpandFillRuns(*runs, row, mask);
 }
 
 }  // namespace ebzip

@@ -33,6 +33,15 @@ EncodedFillMask EncodeNoFill(uint64_t n);
 absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
                                         uint64_t row, absl::Span<uint8_t> mask);
 
+// DecodeFillMask in two steps, so that a frame whose mask has no fill
+// element needs no mask: the run lengths of X for a frame of n elements
+// (every check made), whether a run of 1s has a length, and M from them
+// (the count of fill elements returned).
+absl::StatusOr<std::vector<uint32_t>> DecodeFillRuns(absl::Span<const uint8_t> section,
+                                                     uint64_t tokens, uint64_t n);
+bool AnyFill(const std::vector<uint32_t>& runs);
+uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::Span<uint8_t> mask);
+
 }  // namespace ebzip
 
 #endif  // EBZIP_CODEC_FILL_MASK_H_

@@ -187,8 +187,20 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const 
   // The sequential loops look at the flag once per 2^16 entries.
   auto stop = [&](uint64_t k) { return k % (1 << 16) == 0 && Cancelled(cancel); };
   const T fill = static_cast<T>(h.fill_value.value_or(0));
-  if (mask != nullptr) {
-    for (uint64_t i = 0; i < n; ++i) {
+  if (h.fill_coding == format::kFillCodingMask) {
+    // Fill is mostly in long runs: skip 8 mask bytes at a time. No mask:
+    // no fill element.
+    const uint64_t masked = mask == nullptr ? 0 : n;
+    uint64_t i = 0;
+    for (; i + 8 <= masked; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, mask + i, 8);
+      if (word == 0) continue;
+      for (uint64_t j = i; j < i + 8; ++j) {
+        if (mask[j]) out[j] = fill;
+      }
+    }
+    for (; i < masked; ++i) {
       if (mask[i]) out[i] = fill;
     }
   } else {
@@ -221,12 +233,16 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const 
 absl::Status DecodeContent(const FrameHeader& h, const Sections& sec, DecoderKind decoder,
                            uint8_t* out, const std::atomic<bool>* cancel) {
   // The mask first: it says which elements have symbols.
+  // A mask without fill elements (a fill value given, none present) is no
+  // mask: nothing to skip or to overwrite.
   std::vector<uint8_t> mask;
   if (h.fill_coding == format::kFillCodingMask) {
-    mask.resize(h.num_elements());
-    auto fill = DecodeFillMask(sec[format::kFillRuns], h.fill_run_count,
-                               h.num_elements() / h.shape[0], absl::MakeSpan(mask));
-    if (!fill.ok()) return fill.status();
+    auto runs = DecodeFillRuns(sec[format::kFillRuns], h.fill_run_count, h.num_elements());
+    if (!runs.ok()) return runs.status();
+    if (AnyFill(*runs)) {
+      mask.resize(h.num_elements());
+      ExpandFillRuns(*runs, h.num_elements() / h.shape[0], absl::MakeSpan(mask));
+    }
   }
   absl::StatusOr<std::vector<uint16_t>> symbols = DecodeSymbols(h, sec, decoder, cancel);
   if (!symbols.ok()) return symbols.status();

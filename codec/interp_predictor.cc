@@ -229,6 +229,22 @@ Neighbours Available(uint64_t pd, uint64_t h, uint64_t tile, uint64_t extent) {
   return {pd >= lo + 3 * h, pd + h <= hi, pd + 3 * h <= hi};
 }
 
+// Along the dimension of pass (h, d), a tile's elements j = 0, 1, ... sit at
+// h + 2hj in a window of `extent` indices from the tile's first (the box's,
+// see Box): a (at -3h) is in it from j = 1 on, z (+3h) up to j = e_end and c
+// (+h) up to j = c_end, exclusive. The first j' > j, below `end`, where an
+// element's formula may differ from j's.
+uint64_t NextFormulaChange(uint64_t j, uint64_t end, uint64_t h, uint64_t extent) {
+  const uint64_t half_windows = (extent - 1) / (2 * h);
+  const uint64_t c_end = half_windows;
+  const uint64_t e_end = half_windows >= 2 ? half_windows - 1 : 0;
+  uint64_t next = end;
+  for (uint64_t change : {uint64_t{1}, e_end, c_end}) {
+    if (change > j && change < next) next = change;
+  }
+  return next;
+}
+
 // The row of §15.5.2's table that applies to an element.
 enum class Formula { kCubic, kCubicLeft, kCubicRight, kLinear, kExtrapolate, kCopy };
 
@@ -495,12 +511,9 @@ class TileEncoder {
           // Along the last dimension the formula changes only near the
           // window's ends: runs of one formula.
           for (uint64_t j = 0; j < l.count[3];) {
-            auto formula = [&](uint64_t i) {
-              return FormulaOf(Available(p[3] + i * l.step[3], h, g.tile, b.extent[3]), cubic_);
-            };
-            const Formula f = formula(j);
-            uint64_t end = j + 1;
-            while (end < l.count[3] && formula(end) == f) ++end;
+            const Formula f =
+                FormulaOf(Available(p[3] + j * l.step[3], h, g.tile, b.extent[3]), cubic_);
+            const uint64_t end = NextFormulaChange(j, l.count[3], h, b.extent[3]);
             Line(f, local, global, l.step[3], s, j, end, emit);
             j = end;
           }
@@ -811,13 +824,9 @@ class TileDecoder {
             if (begin < end) Line(f, row, l.step[3], s, begin, end);
           } else {
             for (uint64_t j = begin; j < end;) {
-              auto formula = [&](uint64_t i) {
-                return FormulaOf(Available(p[3] + i * l.step[3], h, g_.tile, b.extent[3]),
-                                 cubic_);
-              };
-              const Formula f = formula(j);
-              uint64_t run_end = j + 1;
-              while (run_end < end && formula(run_end) == f) ++run_end;
+              const Formula f =
+                  FormulaOf(Available(p[3] + j * l.step[3], h, g_.tile, b.extent[3]), cubic_);
+              const uint64_t run_end = NextFormulaChange(j, end, h, b.extent[3]);
               Line(f, row, l.step[3], s, j, run_end);
               j = run_end;
             }
