@@ -426,6 +426,130 @@ uint64_t MaxBoxVolume(const Geometry& g) {
   return v;
 }
 
+// A tile's passes as a flat list of its elements, which depends only on the
+// tile's shape: per element its index in the box and its offset from the
+// tile's anchor in the frame, in runs that share a formula and a pass. A
+// tile then costs no loop bookkeeping per line (the lines of a 16^3 tile's
+// last level hold 8 or 9 elements), only a pass over the list. Within a
+// pass the elements do not depend on each other, so the tile's own elements
+// come first, in symbol order, and the box's far faces after them.
+struct TilePlan {
+  struct Run {
+    Formula formula;
+    bool own;  // the tile's own elements (emitted), or far-face ones
+    uint32_t begin, end;  // elements [begin, end) of the lists below
+    uint32_t box_distance;    // the neighbours' distance in the box
+    uint64_t frame_distance;  // and in the frame
+  };
+  std::vector<Run> runs;
+  std::vector<uint32_t> box;    // per element, its index in the box
+  std::vector<uint32_t> frame;  // per element, its offset from the anchor
+};
+
+// Plans are for boxes up to this many elements (every tiling ebzip's writer
+// chooses: 17^3, 65^2, 257); larger tiles run pass by pass, line by line.
+constexpr uint64_t kMaxPlanVolume = uint64_t{1} << 16;
+
+// The plan of tiles shaped like box `b`; with `faces`, the box's far faces
+// too (the encoder's), else the tile's own elements only (the decoder's).
+TilePlan MakeTilePlan(const Geometry& g, const Box& b, bool cubic, bool faces) {
+  TilePlan plan;
+  const Coords& extent = faces ? b.extent : b.own;
+  std::vector<uint32_t> face_box, face_frame;
+  std::vector<Formula> own_formula, face_formula;
+  ForEachPass(g, [&](uint64_t h, int d) {
+    const Lattice l = PassLattice(g, extent, h, d);
+    own_formula.clear();
+    face_formula.clear();
+    face_box.clear();
+    face_frame.clear();
+    const uint32_t own_begin = static_cast<uint32_t>(plan.box.size());
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          for (uint64_t i3 = 0; i3 < l.count[3]; ++i3) {
+            const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                           l.first[2] + i2 * l.step[2], l.first[3] + i3 * l.step[3]};
+            uint64_t box = 0, frame = 0;
+            bool own = true;
+            for (int e = 0; e < kMaxDims; ++e) {
+              box += p[e] * b.stride[e];
+              frame += p[e] * g.stride[e];
+              own = own && p[e] < b.own[e];
+            }
+            const Formula f = FormulaOf(Available(p[d], h, g.tile, b.extent[d]), cubic);
+            if (own) {
+              plan.box.push_back(static_cast<uint32_t>(box));
+              plan.frame.push_back(static_cast<uint32_t>(frame));
+              own_formula.push_back(f);
+            } else {
+              face_box.push_back(static_cast<uint32_t>(box));
+              face_frame.push_back(static_cast<uint32_t>(frame));
+              face_formula.push_back(f);
+            }
+          }
+        }
+      }
+    }
+    plan.box.insert(plan.box.end(), face_box.begin(), face_box.end());
+    plan.frame.insert(plan.frame.end(), face_frame.begin(), face_frame.end());
+    // Runs of one formula, own elements then faces.
+    auto add_runs = [&](const std::vector<Formula>& formula, uint32_t begin, bool own) {
+      for (uint32_t i = 0; i < formula.size();) {
+        uint32_t end = i + 1;
+        while (end < formula.size() && formula[end] == formula[i]) ++end;
+        plan.runs.push_back({formula[i], own, begin + i, begin + end,
+                             static_cast<uint32_t>(h * b.stride[d]), h * g.stride[d]});
+        i = end;
+      }
+    };
+    add_runs(own_formula, own_begin, true);
+    add_runs(face_formula, own_begin + static_cast<uint32_t>(own_formula.size()), false);
+  });
+  return plan;
+}
+
+// The plans of a frame's tiles by shape: a tile's shape along each
+// interpolated dimension is the last tile's or every other's (TileBox), so
+// bit d of its key says whether it is the last along d.
+class TilePlans {
+ public:
+  // Builds every plan the frame needs, or none when its boxes are too large.
+  TilePlans(const Geometry& g, bool cubic, bool faces) {
+    if (MaxBoxVolume(g) > kMaxPlanVolume) return;
+    for (unsigned key = 0; key < plans_.size(); ++key) {
+      Coords k{};
+      bool exists = true;
+      for (int d = 0; d < kMaxDims; ++d) {
+        const bool last = (key >> d) & 1;
+        if (!g.interp[d]) {
+          exists = exists && !last;
+        } else if (last) {
+          k[d] = g.tiles[d] - 1;
+        } else {
+          exists = exists && g.tiles[d] > 1;
+        }
+      }
+      if (exists) plans_[key] = MakeTilePlan(g, TileBox(g, k), cubic, faces);
+    }
+    ready_ = true;
+  }
+
+  // The plan of the tile at tile coordinates k, or null.
+  const TilePlan* For(const Geometry& g, const Coords& k) const {
+    if (!ready_) return nullptr;
+    unsigned key = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (g.interp[d] && k[d] + 1 == g.tiles[d]) key |= 1u << d;
+    }
+    return &plans_[key];
+  }
+
+ private:
+  bool ready_ = false;
+  std::array<TilePlan, 1u << kMaxDims> plans_;
+};
+
 // What every tile's encoding reads.
 template <typename T>
 struct TileInputs {
@@ -443,8 +567,9 @@ struct TileInputs {
 template <typename T>
 class TileEncoder {
  public:
-  TileEncoder(const TileInputs<T>& in, bool cubic, std::vector<uint32_t>* verbatim)
-      : in_(in), cubic_(cubic), w_(MaxBoxVolume(*in.g)), verbatim_(verbatim) {}
+  TileEncoder(const TileInputs<T>& in, const TilePlans& plans, bool cubic,
+              std::vector<uint32_t>* verbatim)
+      : in_(in), plans_(plans), cubic_(cubic), w_(MaxBoxVolume(*in.g)), verbatim_(verbatim) {}
 
   // Encodes tile t (tile coordinates k): writes its symbols, in symbol
   // order, from `out` on, and appends its verbatim elements to *verbatim.
@@ -454,10 +579,91 @@ class TileEncoder {
     PlaceAnchors(t, b);
     o_ = out;
     *o_++ = in_.anchor_sym[t];
-    ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
+    if (const TilePlan* plan = plans_.For(g, k)) {
+      for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
+    } else {
+      ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
+    }
   }
 
  private:
+  void PlanRun(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    switch (run.formula) {
+      case Formula::kCubic:
+        return PlanRunWith<Formula::kCubic>(plan, run, anchor);
+      case Formula::kCubicLeft:
+        return PlanRunWith<Formula::kCubicLeft>(plan, run, anchor);
+      case Formula::kCubicRight:
+        return PlanRunWith<Formula::kCubicRight>(plan, run, anchor);
+      case Formula::kLinear:
+        return PlanRunWith<Formula::kLinear>(plan, run, anchor);
+      case Formula::kExtrapolate:
+        return PlanRunWith<Formula::kExtrapolate>(plan, run, anchor);
+      case Formula::kCopy:
+        return PlanRunWith<Formula::kCopy>(plan, run, anchor);
+    }
+  }
+
+  template <Formula kF>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    const bool fill = in_.fill != nullptr;
+    if (run.own) {
+      fill ? PlanRunWith<kF, true, true>(plan, run, anchor)
+           : PlanRunWith<kF, true, false>(plan, run, anchor);
+    } else {
+      fill ? PlanRunWith<kF, false, true>(plan, run, anchor)
+           : PlanRunWith<kF, false, false>(plan, run, anchor);
+    }
+  }
+
+  // The elements of one run of a plan. kOwn: they are the tile's and get
+  // their symbols; kFill: the frame has fill elements.
+  template <Formula kF, bool kOwn, bool kFill>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    T* const w = w_.data();
+    const T* const x = in_.x + anchor;
+    const uint8_t* const fill = in_.fill + (kFill ? anchor : 0);
+    const uint32_t* const box = plan.box.data();
+    const uint32_t* const frame = plan.frame.data();
+    const uint64_t s = run.box_distance;
+    const double quant_step = in_.step;
+    const double abs_bound = in_.abs_bound;
+    const int32_t radius = in_.radius;
+    const double max_r = static_cast<double>(radius - 1);
+    uint16_t* o = o_;
+    for (uint32_t e = run.begin; e < run.end; ++e) {
+      const uint64_t li = box[e];
+      const uint64_t gi = frame[e];
+      const double pred = PredictWith<kF>(w, li, s);
+      if (kFill && fill[gi]) {
+        // No symbol; the working value the decoder computes for ρ = 0.
+        w[li] = Reconstruct<T>(pred, 0, quant_step);
+        continue;
+      }
+      const T xv = x[gi];
+      const double xd = static_cast<double>(xv);
+      const double r = (xd - pred) / quant_step;
+      int32_t rho = 0;
+      T y{};
+      bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
+      if (ok) {
+        rho = static_cast<int32_t>(std::rint(r));
+        y = Reconstruct<T>(pred, rho, quant_step);
+        ok = std::fabs(static_cast<double>(y) - xd) <= abs_bound;
+      }
+      if (!ok) {
+        rho = 0;
+        y = Reconstruct<T>(pred, 0, quant_step);
+      }
+      w[li] = y;
+      if (kOwn) {
+        *o++ = static_cast<uint16_t>(rho + radius);
+        if (!ok) verbatim_->push_back(static_cast<uint32_t>(anchor + gi));
+      }
+    }
+    o_ = o;
+  }
+
   // The anchors of the box: the tile's own and those on its far faces,
   // which are the next tiles' anchors.
   void PlaceAnchors(uint64_t t, const Box& b) {
@@ -599,6 +805,7 @@ class TileEncoder {
   }
 
   const TileInputs<T>& in_;
+  const TilePlans& plans_;
   const bool cubic_;
   std::vector<T> w_;
   std::vector<uint32_t>* verbatim_;
@@ -676,9 +883,10 @@ absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, 
   const uint64_t per_task = std::max<uint64_t>(1, kRange / MaxBoxVolume(g));
   const uint64_t tasks = CeilDiv(g.num_tiles, per_task);
   std::vector<std::vector<uint32_t>> task_verbatim(tasks);
+  const TilePlans plans(g, cubic, /*faces=*/true);
   ParallelFor(tasks, [&](uint64_t task) {
     if (Cancelled(cancel)) return;
-    TileEncoder<T> encoder(in, cubic, &task_verbatim[task]);
+    TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
     ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
                 [&](uint64_t t, const Coords& k) { encoder.Encode(t, k, symbols + start[t]); });
   });
@@ -762,9 +970,11 @@ enum class Part { kAll, kLowerFace, kAboveLowerFace };
 template <typename T>
 class TileDecoder {
  public:
-  TileDecoder(const Geometry& g, const InterpParams& p, absl::Span<const uint16_t> symbols,
-              const std::vector<uint32_t>& start, const uint8_t* fill, T* out, int band_dim)
+  TileDecoder(const Geometry& g, const InterpParams& p, const TilePlans& plans,
+              absl::Span<const uint16_t> symbols, const std::vector<uint32_t>& start,
+              const uint8_t* fill, T* out, int band_dim)
       : g_(g),
+        plans_(plans),
         symbols_(symbols.data()),
         start_(start),
         fill_(fill),
@@ -781,7 +991,12 @@ class TileDecoder {
     tile_fill_ = fill_ != nullptr && start_[t + 1] - start_[t] != b.own[0] * b.own[1] * b.own[2] * b.own[3];
     pos_ = start_[t] + 1;  // after the anchor's
     part_ = part;
-    ForEachPass(g_, [&](uint64_t h, int d) { Pass(b, h, d); });
+    const TilePlan* plan = part == Part::kAll ? plans_.For(g_, k) : nullptr;
+    if (plan != nullptr) {
+      for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
+    } else {
+      ForEachPass(g_, [&](uint64_t h, int d) { Pass(b, h, d); });
+    }
   }
 
   // Symbol 0 or one beyond the alphabet at an element that is not an anchor.
@@ -835,6 +1050,58 @@ class TileDecoder {
         }
       }
     }
+  }
+
+  void PlanRun(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    switch (run.formula) {
+      case Formula::kCubic:
+        return PlanRunWith<Formula::kCubic>(plan, run, anchor);
+      case Formula::kCubicLeft:
+        return PlanRunWith<Formula::kCubicLeft>(plan, run, anchor);
+      case Formula::kCubicRight:
+        return PlanRunWith<Formula::kCubicRight>(plan, run, anchor);
+      case Formula::kLinear:
+        return PlanRunWith<Formula::kLinear>(plan, run, anchor);
+      case Formula::kExtrapolate:
+        return PlanRunWith<Formula::kExtrapolate>(plan, run, anchor);
+      case Formula::kCopy:
+        return PlanRunWith<Formula::kCopy>(plan, run, anchor);
+    }
+  }
+
+  template <Formula kF>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    tile_fill_ ? PlanRunWith<kF, true>(plan, run, anchor)
+               : PlanRunWith<kF, false>(plan, run, anchor);
+  }
+
+  // One run of the tile's plan (own elements only, in symbol order).
+  template <Formula kF, bool kFill>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    T* const w = out_ + anchor;
+    const uint8_t* const fill = fill_ + (kFill ? anchor : 0);
+    const uint32_t* const frame = plan.frame.data();
+    const uint64_t s = run.frame_distance;
+    const uint16_t* sym = symbols_ + pos_;
+    const double quant_step = step_;
+    const int32_t radius = radius_;
+    const uint32_t alphabet = alphabet_;
+    bool zero = false, beyond = false;
+    for (uint32_t e = run.begin; e < run.end; ++e) {
+      const uint64_t i = frame[e];
+      const double pred = PredictWith<kF>(w, i, s);
+      int32_t rho = 0;  // a fill element's, which has no symbol
+      if (!kFill || !fill[i]) {
+        const uint16_t v = *sym++;
+        zero |= v == 0;
+        beyond |= v >= alphabet;
+        rho = static_cast<int32_t>(v) - radius;
+      }
+      w[i] = Reconstruct<T>(pred, rho, quant_step);
+    }
+    pos_ = static_cast<uint64_t>(sym - symbols_);
+    bad_zero_ |= zero;
+    bad_symbol_ |= beyond;
   }
 
   // The symbols of elements j in [begin, end) of a line.
@@ -899,6 +1166,7 @@ class TileDecoder {
   }
 
   const Geometry& g_;
+  const TilePlans& plans_;
   const uint16_t* const symbols_;
   const std::vector<uint32_t>& start_;
   const uint8_t* const fill_;
@@ -970,8 +1238,9 @@ absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
   auto first_row = [&](uint64_t b) { return b * rows / bands; };
   const bool faces = g.interp[band_dim] && bands > 1;
   std::atomic<bool> bad_zero{false}, bad_symbol{false};
+  const TilePlans plans(g, p.order == InterpOrder::kCubic, /*faces=*/false);
   auto decode_rows = [&](uint64_t from, uint64_t to, Part first_row_part) {
-    TileDecoder<T> decoder(g, p, symbols, start, fill, out, band_dim);
+    TileDecoder<T> decoder(g, p, plans, symbols, start, fill, out, band_dim);
     const uint64_t split = (from + 1) * per_row;  // tiles of the first row below this
     ForEachTileBackwards(g, from * per_row, to * per_row, [&](uint64_t t, const Coords& k) {
       if (Cancelled(cancel)) return;
