@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -37,14 +38,28 @@ std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
   uint8_t bit = 0;
   uint64_t run = 0;
   auto emit = [&](uint64_t length) { AppendRun(length, &lengths); };
-  for (uint64_t i = 0; i < mask.size(); ++i) {
-    const uint8_t x = i < row ? mask[i] : static_cast<uint8_t>(mask[i] ^ mask[i - row]);
+  const uint8_t* m = mask.data();
+  for (uint64_t i = 0; i < mask.size();) {
+    // Eight elements at a time while X stays the same bit: X is mostly
+    // long runs (fill in rows that repeat).
+    if (i >= row && mask.size() - i >= 8) {
+      uint64_t here, above;
+      std::memcpy(&here, m + i, 8);
+      std::memcpy(&above, m + i - row, 8);
+      if ((here ^ above) == (bit ? 0x0101010101010101ull : 0)) {
+        run += 8;
+        i += 8;
+        continue;
+      }
+    }
+    const uint8_t x = i < row ? m[i] : static_cast<uint8_t>(m[i] ^ m[i - row]);
     if (x != bit) {
       emit(run);
       bit = x;
       run = 0;
     }
     ++run;
+    ++i;
   }
   emit(run);
   return lengths;
@@ -214,11 +229,30 @@ uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::S
     element += length;
     bit ^= 1;
   }
-  // X back to M: each row XORed with the (already restored) previous one.
+  // X back to M: each row XORed with the (already restored) previous one,
+  // eight bytes at a time where the row is at least that long.
   const uint64_t n = mask.size();
-  for (uint64_t i = row; i < n; ++i) mask[i] ^= mask[i - row];
+  uint8_t* m = mask.data();
+  uint64_t i = row;
+  if (row >= 8) {
+    for (; i + 8 <= n; i += 8) {
+      uint64_t here, above;
+      std::memcpy(&here, m + i, 8);
+      std::memcpy(&above, m + i - row, 8);
+      here ^= above;
+      std::memcpy(m + i, &here, 8);
+    }
+  }
+  for (; i < n; ++i) m[i] ^= m[i - row];
+  // Bytes are 0 or 1: a word's set bits count its fill elements.
   uint64_t fill = 0;
-  for (uint64_t i = 0; i < n; ++i) fill += mask[i];
+  i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, m + i, 8);
+    fill += static_cast<uint64_t>(__builtin_popcountll(word));
+  }
+  for (; i < n; ++i) fill += m[i];
   return fill;
 }
 

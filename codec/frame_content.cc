@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "codec/byte_io.h"
 #include "codec/parallel.h"
 #include "codec/quantize_point.h"
@@ -11,6 +15,45 @@ namespace ebzip {
 namespace {
 
 bool IsLorenzo(const PredictorConfig& c) { return c.predictor == format::kPredictorLorenzo; }
+
+// With a mask: 1 to mask[i] for each element i in [begin, end) of `data`
+// bit-equal to the fill value, 0 to the others. Without: whether one is.
+template <typename T>
+bool MarkFill(const T* data, uint64_t begin, uint64_t end, typename FloatTraits<T>::Bits fill_bits,
+              uint8_t* mask) {
+  uint64_t i = begin;
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    // Sixteen at a time: compare the bits, narrow the lanes to bytes.
+    const __m128i f = _mm_set1_epi32(static_cast<int32_t>(fill_bits));
+    const __m128i one = _mm_set1_epi8(1);
+    for (; i + 16 <= end; i += 16) {
+      const __m128i* p = reinterpret_cast<const __m128i*>(data + i);
+      const __m128i a = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_loadu_si128(p), f),
+                                        _mm_cmpeq_epi32(_mm_loadu_si128(p + 1), f));
+      const __m128i b = _mm_packs_epi32(_mm_cmpeq_epi32(_mm_loadu_si128(p + 2), f),
+                                        _mm_cmpeq_epi32(_mm_loadu_si128(p + 3), f));
+      const __m128i bytes = _mm_packs_epi16(a, b);
+      if (mask == nullptr) {
+        if (_mm_movemask_epi8(bytes) != 0) return true;
+      } else {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(mask + i), _mm_and_si128(bytes, one));
+      }
+    }
+  }
+#endif
+  bool any = false;
+  for (; i < end; ++i) {
+    const bool is_fill = ToBits(data[i]) == fill_bits;
+    if (mask != nullptr) {
+      mask[i] = is_fill;
+    } else if (is_fill) {
+      return true;
+    }
+    any = any || is_fill;
+  }
+  return any;
+}
 
 // One byte per element, 1 where it is bit-equal to the fill value as T;
 // empty when no element is.
@@ -23,20 +66,12 @@ std::vector<uint8_t> FillMask(const T* data, uint64_t n, double fill_value) {
   // look before allocating.
   std::vector<uint8_t> any(tasks, 0);
   ParallelFor(tasks, [&](uint64_t t) {
-    const uint64_t end = std::min(n, (t + 1) * kTask);
-    uint8_t found = 0;
-    for (uint64_t i = t * kTask; i < end; ++i) found |= ToBits(data[i]) == fill_bits;
-    any[t] = found;
+    any[t] = MarkFill(data, t * kTask, std::min(n, (t + 1) * kTask), fill_bits, nullptr);
   });
   if (std::find(any.begin(), any.end(), 1) == any.end()) return {};
   std::vector<uint8_t> mask(n);
   ParallelFor(tasks, [&](uint64_t t) {
-    const uint64_t end = std::min(n, (t + 1) * kTask);
-    if (!any[t]) {
-      std::fill(mask.begin() + t * kTask, mask.begin() + end, 0);
-      return;
-    }
-    for (uint64_t i = t * kTask; i < end; ++i) mask[i] = ToBits(data[i]) == fill_bits;
+    if (any[t]) MarkFill(data, t * kTask, std::min(n, (t + 1) * kTask), fill_bits, mask.data());
   });
   return mask;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -573,6 +574,10 @@ class TilePlans {
 #if defined(__x86_64__)
 #define EBZIP_INTERP_AVX2 1
 
+// Runs shorter than this stay scalar: the AVX2 loop's setup costs more than
+// it saves on a couple of groups (measured on 16^3 tiles).
+constexpr uint32_t kMinSimd = 8;
+
 bool HasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
@@ -588,6 +593,39 @@ alignas(16) constexpr int32_t kLaneMasks[16][4] = {
 // The prediction of kF for four elements whose neighbour b is loaded
 // from w at `at` - s, and so on: the table's operations in its order, then
 // non-finite predictions replaced by +0.0.
+// pshufb controls moving the 16-bit lanes kept by a 4-bit mask to the
+// front, in order (the rest zero), and back out to their lanes.
+struct LaneShuffles {
+  alignas(16) uint8_t compact[16][16];
+  alignas(16) uint8_t expand[16][16];
+};
+
+constexpr LaneShuffles MakeLaneShuffles() {
+  LaneShuffles t{};
+  for (int m = 0; m < 16; ++m) {
+    for (int b = 0; b < 16; ++b) t.compact[m][b] = t.expand[m][b] = 0x80;
+    int k = 0;
+    for (int lane = 0; lane < 4; ++lane) {
+      if (!((m >> lane) & 1)) continue;
+      t.compact[m][2 * k] = static_cast<uint8_t>(2 * lane);
+      t.compact[m][2 * k + 1] = static_cast<uint8_t>(2 * lane + 1);
+      t.expand[m][2 * lane] = static_cast<uint8_t>(2 * k);
+      t.expand[m][2 * lane + 1] = static_cast<uint8_t>(2 * k + 1);
+      ++k;
+    }
+  }
+  return t;
+}
+
+constexpr LaneShuffles kLaneShuffles = MakeLaneShuffles();
+
+// Bit i set when the element at w's index lane i of `at` is not fill.
+[[gnu::target("avx2"), gnu::always_inline]] inline int NotFillLanes(const uint8_t* fill,
+                                                                     __m128i at) {
+  return (fill[_mm_extract_epi32(at, 0)] == 0) | (fill[_mm_extract_epi32(at, 1)] == 0) << 1 |
+         (fill[_mm_extract_epi32(at, 2)] == 0) << 2 | (fill[_mm_extract_epi32(at, 3)] == 0) << 3;
+}
+
 // Four floats from w at the indices of i. Four loads: the gather
 // instruction is slower than them on the processors measured (AMD Zen 5).
 [[gnu::target("avx2"), gnu::always_inline]] inline __m128 LoadAvx2(const float* w, __m128i i) {
@@ -655,14 +693,17 @@ template <Formula kF>
   w[i[3]] = f[3];
 }
 
-// TileEncoder's run loop for elements [run.begin, run.begin + 4 * groups)
-// of a tile whose box has no fill element. Returns the symbols' end and
-// appends verbatim elements to *verbatim.
-template <Formula kF, bool kOwn>
+// TileEncoder's run loop for elements [run.begin, run.begin + 4 * groups).
+// Returns the symbols' end and appends verbatim elements to *verbatim.
+// kFill: the tile's box has fill elements (`fill`, the frame's mask), which
+// get no symbol; their lanes' symbols are squeezed out, and the 8-byte
+// stores may then write up to 3 symbols beyond the end.
+template <Formula kF, bool kOwn, bool kFill>
 [[gnu::target("avx2")]] uint16_t* EncodeRunAvx2(const TilePlan& plan, const TilePlan::Run& run,
                                                 uint32_t groups, float* w, const float* x,
-                                                uint64_t anchor, double quant_step,
-                                                double abs_bound, int32_t radius, uint16_t* o,
+                                                const uint8_t* fill, uint64_t anchor,
+                                                double quant_step, double abs_bound,
+                                                int32_t radius, uint16_t* o,
                                                 std::vector<uint32_t>* verbatim) {
   const __m256d step = _mm256_set1_pd(quant_step);
   const __m256d bound = _mm256_set1_pd(abs_bound);
@@ -696,19 +737,22 @@ template <Formula kF, bool kOwn>
     const __m256d error = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(y), xd), abs_mask);
     const __m256d ok = _mm256_and_pd(quantized, _mm256_cmp_pd(error, bound, _CMP_LE_OQ));
     __m128i rho_i = _mm256_cvttpd_epi32(rho);
-    const int ok_lanes = _mm256_movemask_pd(ok);
+    const int not_fill = kFill ? NotFillLanes(fill + anchor, gi) : 0xF;
+    const int ok_lanes = _mm256_movemask_pd(ok) & not_fill;
     if (ok_lanes != 0xF) {
-      // Verbatim lanes: ρ = 0 and the working value for ρ = 0.
+      // Fill and verbatim lanes: the working value for ρ = 0; verbatim
+      // ones also ρ = 0.
       const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneMasks[ok_lanes]));
       const __m128 y0 =
           _mm256_cvtpd_ps(_mm256_add_pd(pred, _mm256_mul_pd(_mm256_setzero_pd(), step)));
       y = _mm_blendv_ps(y0, y, _mm_castsi128_ps(keep));
       rho_i = _mm_and_si128(rho_i, keep);
-      if (kOwn) {
+      const int verbatim_lanes = not_fill & ~ok_lanes;
+      if (kOwn && verbatim_lanes != 0) {
         alignas(16) uint32_t idx[4];
         _mm_store_si128(reinterpret_cast<__m128i*>(idx), gi);
         for (int lane = 0; lane < 4; ++lane) {
-          if (!((ok_lanes >> lane) & 1)) {
+          if ((verbatim_lanes >> lane) & 1) {
             verbatim->push_back(static_cast<uint32_t>(anchor + idx[lane]));
           }
         }
@@ -716,35 +760,56 @@ template <Formula kF, bool kOwn>
     }
     ScatterAvx2(w, li, y);
     if (kOwn) {
-      const __m128i sym = _mm_packus_epi32(_mm_add_epi32(rho_i, radius4), zero);
+      __m128i sym = _mm_packus_epi32(_mm_add_epi32(rho_i, radius4), zero);
+      if (kFill && not_fill != 0xF) {
+        sym = _mm_shuffle_epi8(
+            sym, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.compact[not_fill])));
+      }
       _mm_storel_epi64(reinterpret_cast<__m128i*>(o), sym);
-      o += 4;
+      o += kFill ? __builtin_popcount(not_fill) : 4;
     }
   }
   return o;
 }
 
-// TileDecoder's run loop for elements [run.begin, run.begin + 4 * groups)
-// of a tile without fill elements. ORs symbol 0 into *zero and symbols at
-// or beyond the alphabet into *beyond.
-template <Formula kF>
-[[gnu::target("avx2")]] const uint16_t* DecodeRunAvx2(const TilePlan& plan,
-                                                      const TilePlan::Run& run, uint32_t groups,
-                                                      float* w, const uint16_t* sym,
-                                                      double quant_step, int32_t radius,
-                                                      uint32_t alphabet, bool* zero,
-                                                      bool* beyond) {
+// TileDecoder's run loop for elements from run.begin on, up to 4 * groups
+// of them; returns how many it decoded. ORs symbol 0 into *zero and symbols
+// at or beyond the alphabet into *beyond. kFill: `fill` (the frame's mask)
+// says which elements have no symbol; a group's four symbols are read at
+// once, so it stops where fewer than four are left before `sym_end`.
+template <Formula kF, bool kFill>
+[[gnu::target("avx2")]] uint32_t DecodeRunAvx2(const TilePlan& plan, const TilePlan::Run& run,
+                                               uint32_t groups, float* w, const uint8_t* fill,
+                                               const uint16_t** symbols,
+                                               const uint16_t* sym_end, double quant_step,
+                                               int32_t radius, uint32_t alphabet, bool* zero,
+                                               bool* beyond) {
+  const uint16_t* sym = *symbols;
   const __m256d step = _mm256_set1_pd(quant_step);
   const __m128i radius4 = _mm_set1_epi32(radius);
   const __m128i last4 = _mm_set1_epi32(static_cast<int32_t>(alphabet) - 1);
   __m128i zeros = _mm_setzero_si128(), beyonds = _mm_setzero_si128();
   const int32_t s = static_cast<int32_t>(run.frame_distance);
-  for (uint32_t g = 0; g < groups; ++g) {
+  uint32_t g = 0;
+  for (; g < groups && sym_end - sym >= 4; ++g) {
     const uint32_t e = run.begin + 4 * g;
     const __m128i at = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.frame.data() + e));
     const __m256d pred = PredictAvx2<kF>(w, at, s);
-    const __m128i v =
-        _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sym + 4 * g)));
+    __m128i v16 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sym));
+    __m128i v;
+    if (kFill) {
+      // Fill lanes have no symbol: the others' spread out to their lanes,
+      // and fill lanes take radius (ρ = 0).
+      const int not_fill = NotFillLanes(fill, at);
+      v16 = _mm_shuffle_epi8(
+          v16, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.expand[not_fill])));
+      const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneMasks[not_fill]));
+      v = _mm_blendv_epi8(radius4, _mm_cvtepu16_epi32(v16), keep);
+      sym += __builtin_popcount(not_fill);
+    } else {
+      v = _mm_cvtepu16_epi32(v16);
+      sym += 4;
+    }
     zeros = _mm_or_si128(zeros, _mm_cmpeq_epi32(v, _mm_setzero_si128()));
     beyonds = _mm_or_si128(beyonds, _mm_cmpgt_epi32(v, last4));
     const __m256d rho = _mm256_cvtepi32_pd(_mm_sub_epi32(v, radius4));
@@ -752,7 +817,8 @@ template <Formula kF>
   }
   *zero |= _mm_movemask_epi8(zeros) != 0;
   *beyond |= _mm_movemask_epi8(beyonds) != 0;
-  return sym + 4 * groups;
+  *symbols = sym;
+  return 4 * g;
 }
 
 #endif  // __x86_64__
@@ -780,18 +846,22 @@ class TileEncoder {
 
   // Encodes tile t (tile coordinates k): writes its symbols, in symbol
   // order, from `out` on, and appends its verbatim elements to *verbatim.
-  void Encode(uint64_t t, const Coords& k, uint16_t* out) {
+  // Returns the number of symbols. In a frame with fill elements, up to 3
+  // symbols' room beyond the tile's may be written over (EncodeRunAvx2).
+  uint64_t Encode(uint64_t t, const Coords& k, uint16_t* out) {
     const Geometry& g = *in_.g;
     const Box b = TileBox(g, k);
     PlaceAnchors(t, b);
+    const TilePlan* plan = plans_.For(g, k);
+    box_fill_ = plan != nullptr && in_.fill != nullptr && BoxHasFill(b);
     o_ = out;
     *o_++ = in_.anchor_sym[t];
-    if (const TilePlan* plan = plans_.For(g, k)) {
-      box_fill_ = in_.fill != nullptr && BoxHasFill(b);
+    if (plan != nullptr) {
       for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
     } else {
       ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
     }
+    return static_cast<uint64_t>(o_ - out);
   }
 
  private:
@@ -856,11 +926,11 @@ class TileEncoder {
     uint16_t* o = o_;
     uint32_t begin = run.begin;
 #ifdef EBZIP_INTERP_AVX2
-    if constexpr (!kFill && std::is_same_v<T, float>) {
-      if (plan.int32_offsets && HasAvx2()) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (plan.int32_offsets && HasAvx2() && run.end - run.begin >= kMinSimd) {
         const uint32_t groups = (run.end - run.begin) / 4;
-        o = EncodeRunAvx2<kF, kOwn>(plan, run, groups, w, in_.x, anchor, quant_step, abs_bound,
-                                    radius, o, verbatim_);
+        o = EncodeRunAvx2<kF, kOwn, kFill>(plan, run, groups, w, in_.x, in_.fill, anchor,
+                                           quant_step, abs_bound, radius, o, verbatim_);
         begin += 4 * groups;
       }
     }
@@ -1100,9 +1170,6 @@ absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, 
       !s.ok()) {
     return s;
   }
-  const std::vector<uint32_t> start = TileStarts(g, fill, cancel);
-  if (Cancelled(cancel)) return CancelledStatus(kEncoding);
-
   TileInputs<T> in;
   in.g = &g;
   in.x = data;
@@ -1113,18 +1180,46 @@ absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, 
   in.abs_bound = p.abs_bound;
   in.radius = static_cast<int32_t>(p.radius);
   const bool cubic = p.order == InterpOrder::kCubic;
-  out->symbols.resize(start.back());
-  uint16_t* symbols = out->symbols.data();
   const uint64_t per_task = std::max<uint64_t>(1, kRange / MaxBoxVolume(g));
   const uint64_t tasks = CeilDiv(g.num_tiles, per_task);
   std::vector<std::vector<uint32_t>> task_verbatim(tasks);
   const TilePlans plans(g, cubic, /*faces=*/true);
-  ParallelFor(tasks, [&](uint64_t task) {
-    if (Cancelled(cancel)) return;
-    TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
-    ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
-                [&](uint64_t t, const Coords& k) { encoder.Encode(t, k, symbols + start[t]); });
-  });
+  if (fill == nullptr) {
+    // Every tile has a symbol per element: each knows where its go.
+    const std::vector<uint32_t> start = TileStarts(g, nullptr, cancel);
+    out->symbols.resize(start.back());
+    uint16_t* symbols = out->symbols.data();
+    ParallelFor(tasks, [&](uint64_t task) {
+      if (Cancelled(cancel)) return;
+      TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
+      ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+                  [&](uint64_t t, const Coords& k) { encoder.Encode(t, k, symbols + start[t]); });
+    });
+  } else {
+    // How many symbols a tile has depends on its fill: each task's tiles
+    // write to a buffer of the task's (with room for Encode's overrun), put
+    // together in order at the end.
+    std::vector<std::unique_ptr<uint16_t[]>> task_symbols(tasks);
+    std::vector<uint64_t> task_start(tasks + 1, 0);
+    ParallelFor(tasks, [&](uint64_t task) {
+      if (Cancelled(cancel)) return;
+      const uint64_t first = task * per_task;
+      const uint64_t end = std::min(g.num_tiles, (task + 1) * per_task);
+      task_symbols[task].reset(new uint16_t[(end - first) * MaxBoxVolume(g) + 4]);
+      uint16_t* at = task_symbols[task].get();
+      TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
+      ForEachTile(g, first, end, [&](uint64_t t, const Coords& k) { at += encoder.Encode(t, k, at); });
+      task_start[task + 1] = static_cast<uint64_t>(at - task_symbols[task].get());
+    });
+    if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+    for (uint64_t task = 0; task < tasks; ++task) task_start[task + 1] += task_start[task];
+    out->symbols.resize(task_start[tasks]);
+    ParallelFor(tasks, [&](uint64_t task) {
+      std::memcpy(out->symbols.data() + task_start[task], task_symbols[task].get(),
+                  sizeof(uint16_t) * (task_start[task + 1] - task_start[task]));
+      task_symbols[task].reset();
+    });
+  }
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   // Verbatim elements in increasing element order; they are rare, so one
@@ -1211,6 +1306,7 @@ class TileDecoder {
       : g_(g),
         plans_(plans),
         symbols_(symbols.data()),
+        symbols_end_(symbols.data() + symbols.size()),
         start_(start),
         fill_(fill),
         out_(out),
@@ -1324,12 +1420,11 @@ class TileDecoder {
     bool zero = false, beyond = false;
     uint32_t begin = run.begin;
 #ifdef EBZIP_INTERP_AVX2
-    if constexpr (!kFill && std::is_same_v<T, float>) {
-      if (plan.int32_offsets && HasAvx2()) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (plan.int32_offsets && HasAvx2() && run.end - run.begin >= kMinSimd) {
         const uint32_t groups = (run.end - run.begin) / 4;
-        sym = DecodeRunAvx2<kF>(plan, run, groups, w, sym, quant_step, radius, alphabet, &zero,
-                                &beyond);
-        begin += 4 * groups;
+        begin += DecodeRunAvx2<kF, kFill>(plan, run, groups, w, fill, &sym, symbols_end_,
+                                          quant_step, radius, alphabet, &zero, &beyond);
       }
     }
 #endif
@@ -1414,6 +1509,7 @@ class TileDecoder {
   const Geometry& g_;
   const TilePlans& plans_;
   const uint16_t* const symbols_;
+  const uint16_t* const symbols_end_;
   const std::vector<uint32_t>& start_;
   const uint8_t* const fill_;
   T* const out_;
