@@ -244,13 +244,14 @@ uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::S
     }
   }
   for (; i < n; ++i) m[i] ^= m[i - row];
-  // Bytes are 0 or 1: a word's set bits count its fill elements.
+  // Bytes are 0 or 1: multiplying a word by 0x0101...01 sums them into
+  // its top byte.
   uint64_t fill = 0;
   i = 0;
   for (; i + 8 <= n; i += 8) {
     uint64_t word;
     std::memcpy(&word, m + i, 8);
-    fill += static_cast<uint64_t>(__builtin_popcountll(word));
+    fill += (word * 0x0101010101010101ull) >> 56;
   }
   for (; i < n; ++i) fill += m[i];
   return fill;

@@ -619,6 +619,9 @@ constexpr LaneShuffles MakeLaneShuffles() {
 
 constexpr LaneShuffles kLaneShuffles = MakeLaneShuffles();
 
+// The lanes a 4-bit mask keeps (no popcnt instruction in the x86-64 baseline).
+constexpr uint8_t kLaneCount[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
 // Bit i set when the element at w's index lane i of `at` is not fill.
 [[gnu::target("avx2"), gnu::always_inline]] inline int NotFillLanes(const uint8_t* fill,
                                                                      __m128i at) {
@@ -766,7 +769,7 @@ template <Formula kF, bool kOwn, bool kFill>
             sym, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.compact[not_fill])));
       }
       _mm_storel_epi64(reinterpret_cast<__m128i*>(o), sym);
-      o += kFill ? __builtin_popcount(not_fill) : 4;
+      o += kFill ? kLaneCount[not_fill] : 4;
     }
   }
   return o;
@@ -805,7 +808,7 @@ template <Formula kF, bool kFill>
           v16, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.expand[not_fill])));
       const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneMasks[not_fill]));
       v = _mm_blendv_epi8(radius4, _mm_cvtepu16_epi32(v16), keep);
-      sym += __builtin_popcount(not_fill);
+      sym += kLaneCount[not_fill];
     } else {
       v = _mm_cvtepu16_epi32(v16);
       sym += 4;
@@ -822,6 +825,15 @@ template <Formula kF, bool kFill>
 }
 
 #endif  // __x86_64__
+
+// Whether the AVX2 loops run (float frames only; the loops say so).
+bool UseAvx2() {
+#ifdef EBZIP_INTERP_AVX2
+  return HasAvx2();
+#else
+  return false;
+#endif
+}
 
 // What every tile's encoding reads.
 template <typename T>
@@ -927,7 +939,7 @@ class TileEncoder {
     uint32_t begin = run.begin;
 #ifdef EBZIP_INTERP_AVX2
     if constexpr (std::is_same_v<T, float>) {
-      if (plan.int32_offsets && HasAvx2() && run.end - run.begin >= kMinSimd) {
+      if (plan.int32_offsets && avx2_ && run.end - run.begin >= kMinSimd) {
         const uint32_t groups = (run.end - run.begin) / 4;
         o = EncodeRunAvx2<kF, kOwn, kFill>(plan, run, groups, w, in_.x, in_.fill, anchor,
                                            quant_step, abs_bound, radius, o, verbatim_);
@@ -1115,6 +1127,7 @@ class TileEncoder {
   std::vector<uint32_t>* verbatim_;
   uint16_t* o_ = nullptr;
   bool box_fill_ = false;  // the tile's box has fill elements
+  const bool avx2_ = UseAvx2();
 };
 
 // Each tile's first symbol position (§15.3), then S: a tile has a position
@@ -1421,7 +1434,7 @@ class TileDecoder {
     uint32_t begin = run.begin;
 #ifdef EBZIP_INTERP_AVX2
     if constexpr (std::is_same_v<T, float>) {
-      if (plan.int32_offsets && HasAvx2() && run.end - run.begin >= kMinSimd) {
+      if (plan.int32_offsets && avx2_ && run.end - run.begin >= kMinSimd) {
         const uint32_t groups = (run.end - run.begin) / 4;
         begin += DecodeRunAvx2<kF, kFill>(plan, run, groups, w, fill, &sym, symbols_end_,
                                           quant_step, radius, alphabet, &zero, &beyond);
@@ -1518,6 +1531,7 @@ class TileDecoder {
   const int32_t radius_;
   const uint32_t alphabet_;
   const bool cubic_;
+  const bool avx2_ = UseAvx2();
   bool tile_fill_ = false;
   Part part_ = Part::kAll;
   uint64_t pos_ = 0;
