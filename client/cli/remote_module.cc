@@ -2,6 +2,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/cli/modules.h"
 #include "client/remote/remote_client.h"
@@ -62,6 +63,10 @@ class Module final : public RemoteModule {
 }  // namespace ebzip::cli
 
 extern "C" __attribute__((visibility("default"))) void* EbzipRemoteModule() {
+  // As main() does for the command's own Abseil (which may be a static copy,
+  // client/cli/CMakeLists.txt): the deadlock detector Debian's Abseil leaves
+  // on makes each of gRPC's locks cost ~16x.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   static ebzip::cli::Module module;
   return static_cast<ebzip::cli::RemoteModule*>(&module);
 }
