@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -48,6 +49,14 @@ void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn 
       continue;
     }
     uint64_t k = 1;
+    // Four at a time: runs are most of a smooth field's symbols.
+    const uint64_t four = uint64_t{s} * 0x0001000100010001ull;
+    while (i + k + 4 <= n) {
+      uint64_t next;
+      std::memcpy(&next, symbols.data() + i + k, sizeof(next));
+      if (next != four) break;
+      k += 4;
+    }
     while (i + k < n && symbols[i + k] == s) ++k;
     i += k;
     while (k >= format::kMaxRunPositions + 1) {
