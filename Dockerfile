@@ -26,10 +26,13 @@ RUN apt-get update \
  && EBZIP_DEPS=build make build BUILD=/src/build TARGETS="ebzipd ebzip" \
       CMAKE_FLAGS="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DEBZIP_WERROR=OFF -DEBZIP_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHITECTURES} -DBUILD_TESTING=OFF -DEBZIP_BENCH=OFF" \
  && rm -rf /var/lib/apt/lists/*
-RUN mkdir -p /out/bin \
+# The command's modules (client/cli/modules.h) go to lib/ebzip/ beside bin/.
+RUN mkdir -p /out/bin /out/lib/ebzip \
  && cp build/server/ebzipd build/client/cli/ebzip /out/bin/ \
- && strip /out/bin/* \
- && scripts/runtime_packages.sh /out/bin/ebzipd /out/bin/ebzip > /out/runtime-packages.txt
+ && cp build/client/cli/ebzip-remote.so build/client/cli/ebzip-array-file.so /out/lib/ebzip/ \
+ && strip /out/bin/* /out/lib/ebzip/* \
+ && scripts/runtime_packages.sh /out/bin/ebzipd /out/bin/ebzip /out/lib/ebzip/*.so \
+      > /out/runtime-packages.txt
 
 FROM nvidia/cuda:${CUDA_VERSION}-runtime-ubuntu${UBUNTU_VERSION} AS runtime
 ARG CUDA_VERSION
@@ -50,6 +53,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
  && useradd --system --uid 10001 --user-group --no-create-home --shell /usr/sbin/nologin ebzip
 COPY --from=build /out/bin/ebzipd /out/bin/ebzip /usr/local/bin/
+COPY --from=build /out/lib/ebzip/ /usr/local/lib/ebzip/
 USER 10001:10001
 # gRPC (ebzip.v1.Compressor, grpc.health.v1.Health, reflection) and metrics.
 EXPOSE 50051 9464

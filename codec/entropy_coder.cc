@@ -32,6 +32,21 @@ StageCode RunCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t 
   return Finish(std::move(code), stats.histogram, stats.extra_bits, max_code_length);
 }
 
+StageCode SmallerCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
+                      int max_code_length, bool allow_plain, bool allow_runs) {
+  if (!allow_runs) return PlainCode(symbols, radius, max_code_length);
+  const SymbolCounts counts = CountSymbols(symbols, chunk_symbols, radius);
+  StageCode runs;
+  runs.runs = {true, radius};
+  const TokenStats tokens = counts.Tokens(radius);
+  runs = Finish(std::move(runs), tokens.histogram, tokens.extra_bits, max_code_length);
+  if (!allow_plain) return runs;
+  StageCode plain;
+  plain.runs = {false, radius};
+  plain = Finish(std::move(plain), counts.histogram, 0, max_code_length);
+  return runs.bits < plain.bits ? std::move(runs) : std::move(plain);
+}
+
 EncodedSymbols EncodeWith(const StageCode& code, absl::Span<const uint16_t> symbols,
                           uint32_t chunk_symbols, uint32_t subsequence_bits, bool gap_array,
                           const std::atomic<bool>* cancel) {

@@ -29,6 +29,12 @@ StageCode PlainCode(absl::Span<const uint16_t> symbols, uint32_t radius, int max
 StageCode RunCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
                   int max_code_length);
 
+// The code of the stage a frame uses (FORMAT.md §15.9): with both allowed,
+// the run code when its bits are fewer than the plain code's, else the plain
+// code. Both codes come from one pass over the symbols (CountSymbols).
+StageCode SmallerCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
+                      int max_code_length, bool allow_plain, bool allow_runs);
+
 // Encodes the symbols with `code` (its chunks, gap array and bitstream).
 EncodedSymbols EncodeWith(const StageCode& code, absl::Span<const uint16_t> symbols,
                           uint32_t chunk_symbols, uint32_t subsequence_bits, bool gap_array,

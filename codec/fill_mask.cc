@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -20,28 +21,45 @@ using format::kMaxMaskRun;
 
 constexpr int kMaxMaskCodeLength = 20;
 
-// The run lengths of X, alternating 0s and 1s from a run of 0s, with runs
-// longer than kMaxMaskRun split by empty runs of the other bit.
+// Appends a run of `length` to *lengths, longer runs than kMaxMaskRun split
+// by empty runs of the other bit.
+void AppendRun(uint64_t length, std::vector<uint32_t>* lengths) {
+  while (length > kMaxMaskRun) {
+    lengths->push_back(kMaxMaskRun);
+    lengths->push_back(0);
+    length -= kMaxMaskRun;
+  }
+  lengths->push_back(static_cast<uint32_t>(length));
+}
+
+// The run lengths of X, alternating 0s and 1s from a run of 0s.
 std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
   std::vector<uint32_t> lengths;
   uint8_t bit = 0;
   uint64_t run = 0;
-  auto emit = [&](uint64_t length) {
-    while (length > kMaxMaskRun) {
-      lengths.push_back(kMaxMaskRun);
-      lengths.push_back(0);
-      length -= kMaxMaskRun;
+  auto emit = [&](uint64_t length) { AppendRun(length, &lengths); };
+  const uint8_t* m = mask.data();
+  for (uint64_t i = 0; i < mask.size();) {
+    // Eight elements at a time while X stays the same bit: X is mostly
+    // long runs (fill in rows that repeat).
+    if (i >= row && mask.size() - i >= 8) {
+      uint64_t here, above;
+      std::memcpy(&here, m + i, 8);
+      std::memcpy(&above, m + i - row, 8);
+      if ((here ^ above) == (bit ? 0x0101010101010101ull : 0)) {
+        run += 8;
+        i += 8;
+        continue;
+      }
     }
-    lengths.push_back(static_cast<uint32_t>(length));
-  };
-  for (uint64_t i = 0; i < mask.size(); ++i) {
-    const uint8_t x = i < row ? mask[i] : static_cast<uint8_t>(mask[i] ^ mask[i - row]);
+    const uint8_t x = i < row ? m[i] : static_cast<uint8_t>(m[i] ^ m[i - row]);
     if (x != bit) {
       emit(run);
       bit = x;
       run = 0;
     }
     ++run;
+    ++i;
   }
   emit(run);
   return lengths;
@@ -50,10 +68,8 @@ std::vector<uint32_t> RunLengths(absl::Span<const uint8_t> mask, uint64_t row) {
 // A token's class and extra bits (§15.6).
 int MaskClass(uint32_t length) { return length == 0 ? 0 : RunClass(length + 1); }
 
-}  // namespace
-
-EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
-  const std::vector<uint32_t> lengths = RunLengths(mask, row);
+// The fill section of these run lengths.
+EncodedFillMask EncodeLengths(const std::vector<uint32_t>& lengths) {
   std::vector<uint32_t> histogram(kMaskClasses, 0);
   for (uint32_t l : lengths) ++histogram[MaskClass(l)];
   const std::vector<uint8_t> code_lengths = BuildCodeLengths(histogram, kMaxMaskCodeLength);
@@ -100,8 +116,20 @@ EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
   return out;
 }
 
-absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
-                                        uint64_t row, absl::Span<uint8_t> mask) {
+}  // namespace
+
+EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row) {
+  return EncodeLengths(RunLengths(mask, row));
+}
+
+EncodedFillMask EncodeNoFill(uint64_t n) {
+  std::vector<uint32_t> lengths;
+  AppendRun(n, &lengths);
+  return EncodeLengths(lengths);
+}
+
+absl::StatusOr<std::vector<uint32_t>> DecodeFillRuns(absl::Span<const uint8_t> section,
+                                                     uint64_t tokens, uint64_t n) {
   auto corrupt = [](absl::string_view what) {
     return format::CorruptArchive(absl::StrCat("fill mask: ", what));
   };
@@ -148,9 +176,8 @@ absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint6
 
   uint64_t start_word = 0;
   uint64_t element = 0;
-  uint64_t fill = 0;
-  uint8_t bit = 0;
-  const uint64_t n = mask.size();
+  std::vector<uint32_t> runs;
+  runs.reserve(tokens);
   for (uint64_t c = 0; c < chunks; ++c) {
     const uint64_t chunk_bits = LoadLE<uint32_t>(bits_at + 4 * c);
     const uint64_t count = std::min<uint64_t>(kMaskChunkTokens, tokens - c * kMaskChunkTokens);
@@ -176,19 +203,65 @@ absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint6
       pos += len + klass;
       const uint64_t length = (uint64_t{1} << klass) + extra - 1;
       if (length > n - element) return corrupt("runs longer than the frame");
-      std::fill_n(mask.begin() + element, length, bit);
+      runs.push_back(static_cast<uint32_t>(length));
       element += length;
-      bit ^= 1;
     }
     if (pos != chunk_bits) return corrupt("chunk length disagrees with its tokens");
     start_word += (chunk_bits + 31) / 32;
   }
   if (start_word != total_words) return corrupt("bitstream length disagrees with its chunks");
   if (element != n) return corrupt("runs do not cover the frame");
-  // X back to M: each row XORed with the (already restored) previous one.
-  for (uint64_t i = row; i < n; ++i) mask[i] ^= mask[i - row];
-  for (uint64_t i = 0; i < n; ++i) fill += mask[i];
+  return runs;
+}
+
+bool AnyFill(const std::vector<uint32_t>& runs) {
+  for (size_t k = 1; k < runs.size(); k += 2) {
+    if (runs[k] != 0) return true;
+  }
+  return false;
+}
+
+uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::Span<uint8_t> mask) {
+  uint64_t element = 0;
+  uint8_t bit = 0;
+  for (uint32_t length : runs) {
+    std::fill_n(mask.begin() + element, length, bit);
+    element += length;
+    bit ^= 1;
+  }
+  // X back to M: each row XORed with the (already restored) previous one,
+  // eight bytes at a time where the row is at least that long.
+  const uint64_t n = mask.size();
+  uint8_t* m = mask.data();
+  uint64_t i = row;
+  if (row >= 8) {
+    for (; i + 8 <= n; i += 8) {
+      uint64_t here, above;
+      std::memcpy(&here, m + i, 8);
+      std::memcpy(&above, m + i - row, 8);
+      here ^= above;
+      std::memcpy(m + i, &here, 8);
+    }
+  }
+  for (; i < n; ++i) m[i] ^= m[i - row];
+  // Bytes are 0 or 1: multiplying a word by 0x0101...01 sums them into
+  // its top byte.
+  uint64_t fill = 0;
+  i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, m + i, 8);
+    fill += (word * 0x0101010101010101ull) >> 56;
+  }
+  for (; i < n; ++i) fill += m[i];
   return fill;
+}
+
+absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
+                                        uint64_t row, absl::Span<uint8_t> mask) {
+  auto runs = DecodeFillRuns(section, tokens, mask.size());
+  if (!runs.ok()) return runs.status();
+  return ExpandFillRuns(*runs, row, mask);
 }
 
 }  // namespace ebzip

@@ -23,12 +23,24 @@ struct EncodedFillMask {
 // `mask` holds one byte per element, 1 for fill; `row` is the number of
 // elements per index along dimension 0 (n for a 1-D frame).
 EncodedFillMask EncodeFillMask(absl::Span<const uint8_t> mask, uint64_t row);
+// The same for a mask of `n` zeros (a frame with no fill element), without
+// the mask.
+EncodedFillMask EncodeNoFill(uint64_t n);
 
 // Decodes the section into `mask` (mask.size() elements, 1 for fill) and
 // returns the number of fill elements. DATA_LOSS (FORMAT.md §15.6's rules)
 // on anything inconsistent.
 absl::StatusOr<uint64_t> DecodeFillMask(absl::Span<const uint8_t> section, uint64_t tokens,
                                         uint64_t row, absl::Span<uint8_t> mask);
+
+// DecodeFillMask in two steps, so that a frame whose mask has no fill
+// element needs no mask: the run lengths of X for a frame of n elements
+// (every check made), whether a run of 1s has a length, and M from them
+// (the count of fill elements returned).
+absl::StatusOr<std::vector<uint32_t>> DecodeFillRuns(absl::Span<const uint8_t> section,
+                                                     uint64_t tokens, uint64_t n);
+bool AnyFill(const std::vector<uint32_t>& runs);
+uint64_t ExpandFillRuns(const std::vector<uint32_t>& runs, uint64_t row, absl::Span<uint8_t> mask);
 
 }  // namespace ebzip
 

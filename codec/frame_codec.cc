@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -40,13 +41,9 @@ absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(wha
 // The entropy stage the frame uses: the one p.lossless names, or with kAuto
 // the smaller (FORMAT.md §15.9). Version 1 has only plain Huffman.
 StageCode ChooseStage(const FrameParams& p, absl::Span<const uint16_t> symbols) {
-  if (p.version < 2 || p.lossless == Lossless::kHuffman) {
-    return PlainCode(symbols, p.radius, p.max_code_length);
-  }
-  StageCode runs = RunCode(symbols, p.radius, p.chunk_symbols, p.max_code_length);
-  if (p.lossless == Lossless::kZeroRuns) return runs;
-  StageCode plain = PlainCode(symbols, p.radius, p.max_code_length);
-  return runs.bits < plain.bits ? std::move(runs) : std::move(plain);
+  const bool runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
+  const bool plain = !runs || p.lossless != Lossless::kZeroRuns;
+  return SmallerCode(symbols, p.radius, p.chunk_symbols, p.max_code_length, plain, runs);
 }
 
 // Codes the content and writes the frame in place: every section's size is
@@ -190,8 +187,20 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const 
   // The sequential loops look at the flag once per 2^16 entries.
   auto stop = [&](uint64_t k) { return k % (1 << 16) == 0 && Cancelled(cancel); };
   const T fill = static_cast<T>(h.fill_value.value_or(0));
-  if (mask != nullptr) {
-    for (uint64_t i = 0; i < n; ++i) {
+  if (h.fill_coding == format::kFillCodingMask) {
+    // Fill is mostly in long runs: skip 8 mask bytes at a time. No mask:
+    // no fill element.
+    const uint64_t masked = mask == nullptr ? 0 : n;
+    uint64_t i = 0;
+    for (; i + 8 <= masked; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, mask + i, 8);
+      if (word == 0) continue;
+      for (uint64_t j = i; j < i + 8; ++j) {
+        if (mask[j]) out[j] = fill;
+      }
+    }
+    for (; i < masked; ++i) {
       if (mask[i]) out[i] = fill;
     }
   } else {
@@ -224,14 +233,18 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const 
 absl::Status DecodeContent(const FrameHeader& h, const Sections& sec, DecoderKind decoder,
                            uint8_t* out, const std::atomic<bool>* cancel) {
   // The mask first: it says which elements have symbols.
+  // A mask without fill elements (a fill value given, none present) is no
+  // mask: nothing to skip or to overwrite.
   std::vector<uint8_t> mask;
   if (h.fill_coding == format::kFillCodingMask) {
-    mask.resize(h.num_elements());
-    // FORMAT.md §15.6: rows of n / shape[0] elements, or one row of n in 1-D.
-    const uint64_t row = h.ndim == 1 ? h.num_elements() : h.num_elements() / h.shape[0];
-    auto fill = DecodeFillMask(sec[format::kFillRuns], h.fill_run_count, row,
-                               absl::MakeSpan(mask));
-    if (!fill.ok()) return fill.status();
+    auto runs = DecodeFillRuns(sec[format::kFillRuns], h.fill_run_count, h.num_elements());
+    if (!runs.ok()) return runs.status();
+    if (AnyFill(*runs)) {
+      mask.resize(h.num_elements());
+      // FORMAT.md §15.6: rows of n / shape[0] elements, or one row of n in 1-D.
+      const uint64_t row = h.ndim == 1 ? h.num_elements() : h.num_elements() / h.shape[0];
+      ExpandFillRuns(*runs, row, absl::MakeSpan(mask));
+    }
   }
   absl::StatusOr<std::vector<uint16_t>> symbols = DecodeSymbols(h, sec, decoder, cancel);
   if (!symbols.ok()) return symbols.status();
@@ -284,10 +297,20 @@ FrameHeader FrameHeaderFor(const FrameParams& p) {
 absl::Status EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uint8_t>* out,
                          const std::atomic<bool>* cancel) {
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
-  auto config = ChoosePredictor(params, data, cancel);
+  // The fill mask, found once for the choice and the frame's content.
+  FrameFill fill;
+  const bool interp = params.version >= 2 && params.predictor != Predictor::kLorenzo;
+  if (interp && params.fill_value) fill = FindFill(params, data);
+  const FrameFill* frame_fill = interp && params.fill_value ? &fill : nullptr;
+  std::optional<FrameContent> content;
+  auto config = ChoosePredictor(params, data, cancel, frame_fill, &content);
   if (!config.ok()) return config.status();
-  auto content = FrameContent::Predict(params, *config, data, cancel);
-  if (!content.ok()) return content.status();
+  if (!content) {
+    auto predicted = FrameContent::Predict(params, *config, data, cancel, frame_fill);
+    if (!predicted.ok()) return predicted.status();
+    content = *std::move(predicted);
+  }
+  fill = FrameFill();
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
   return WriteFrame(params, *content, data, out, cancel);
 }

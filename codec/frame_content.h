@@ -28,12 +28,31 @@ struct PredictorConfig {
   uint8_t order = 0;                       // interpolation: 1 linear, 3 cubic
 };
 
+// Which elements of a frame are fill (FORMAT.md §15.6), worked out once per
+// frame and shared by every interpolation candidate that runs on it.
+struct FrameFill {
+  // One byte per element, 1 for fill; empty when no element is fill, which
+  // codes exactly as a mask of zeros does and spares the per-element tests.
+  std::vector<uint8_t> mask;
+  EncodedFillMask encoded;
+};
+
+// The frame's fill, for a frame with a fill value.
+FrameFill FindFill(const FrameParams& p, const uint8_t* data);
+// The fill of stripes of `rows` rows of frame `p`, starting at each of
+// first_rows, taken together as a frame (predictor_choice.h's sample),
+// given the frame's.
+FrameFill FillOfStripes(const FrameParams& p, const FrameFill& frame,
+                        absl::Span<const uint64_t> first_rows, uint64_t rows);
+
 class FrameContent {
  public:
-  // Runs the predictor of `config` over the frame.
+  // Runs the predictor of `config` over the frame. `fill`, for a frame with
+  // a fill value, is FindFill's for this frame (null: computed here).
   static absl::StatusOr<FrameContent> Predict(const FrameParams& p, const PredictorConfig& config,
                                               const uint8_t* data,
-                                              const std::atomic<bool>* cancel);
+                                              const std::atomic<bool>* cancel,
+                                              const FrameFill* fill = nullptr);
 
   const PredictorConfig& config() const { return config_; }
   absl::Span<const uint16_t> symbols() const;

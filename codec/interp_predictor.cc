@@ -5,7 +5,16 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cfloat>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -54,32 +63,6 @@ struct Geometry {
     uint64_t i = 0;
     for (int d = 0; d < kMaxDims; ++d) i += (interp[d] ? k[d] * tile : k[d]) * stride[d];
     return i;
-  }
-  // Bit d is set when the tile at k is cut short by the frame's edge along
-  // interpolated dimension d. Tiles of one key have one shape.
-  unsigned ShapeKey(const Coords& k) const {
-    unsigned key = 0;
-    for (int d = 0; d < kMaxDims; ++d) {
-      if (interp[d] && k[d] + 1 == tiles[d] && dims[d] % tile != 0) key |= 1u << d;
-    }
-    return key;
-  }
-  // The extents of the tiles of `key`, or false when no tile has that key.
-  bool Extents(unsigned key, Coords* extent) const {
-    for (int d = 0; d < kMaxDims; ++d) {
-      const bool cut = (key >> d) & 1;
-      if (!interp[d]) {
-        if (cut) return false;
-        (*extent)[d] = 1;
-      } else if (cut) {
-        if (dims[d] % tile == 0) return false;
-        (*extent)[d] = dims[d] % tile;
-      } else {
-        if (dims[d] < tile) return false;
-        (*extent)[d] = tile;
-      }
-    }
-    return true;
   }
 };
 
@@ -173,105 +156,6 @@ void ForEachPass(const Geometry& g, Fn fn) {
   }
 }
 
-// Symbol order (§15.5.3): each tile's positions are consecutive, tiles in
-// order; within a tile, the anchor, then the passes. The elements of a tile
-// in that order, as offsets from its anchor, depend only on the tile's
-// shape, of which there are at most 2^4 (cut short or not along each
-// interpolated dimension), so each shape's list is built once and every tile
-// is gathered or scattered on its own, in parallel.
-class SymbolOrder {
- public:
-  // Fails only when cancelled.
-  static absl::Status Make(const Geometry& g, const uint8_t* fill, const std::atomic<bool>* cancel,
-                           SymbolOrder* order) {
-    order->g_ = &g;
-    order->fill_ = fill;
-    for (unsigned key = 0; key < order->offsets_.size(); ++key) {
-      Coords extent;
-      if (g.Extents(key, &extent)) order->offsets_[key] = TileOffsets(g, extent);
-    }
-    for (const auto& list : order->offsets_) {
-      order->max_tile_volume_ = std::max<uint64_t>(order->max_tile_volume_, list.size());
-    }
-    // Each tile's symbol count, then their prefix sums: a frame has fewer
-    // than 2^32 elements, so positions fit 32 bits.
-    std::vector<uint32_t>& start = order->start_;
-    start.assign(g.num_tiles + 1, 0);
-    order->ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
-      uint64_t count = list.size();
-      if (fill != nullptr) {
-        for (size_t j = 1; j < list.size(); ++j) count -= fill[base + list[j]];
-      }
-      start[t] = static_cast<uint32_t>(count);
-    });
-    if (Cancelled(cancel)) return absl::CancelledError();
-    uint32_t total = 0;
-    for (uint64_t t = 0; t <= g.num_tiles; ++t) {
-      const uint32_t count = start[t];
-      start[t] = total;
-      total += count;
-    }
-    return absl::OkStatus();
-  }
-
-  uint64_t size() const { return start_.back(); }  // S
-
-  // Calls fn(position, element) for every symbol position, tile by tile in
-  // parallel (positions in increasing order within a tile), and
-  // fn_anchor(position, element) instead for the anchors'.
-  template <typename Fn, typename AnchorFn>
-  void ForEachPosition(const std::atomic<bool>* cancel, Fn fn, AnchorFn fn_anchor) const {
-    ForTileTasks(cancel, [&](uint64_t t, uint64_t base, const std::vector<uint32_t>& list) {
-      uint64_t pos = start_[t];
-      fn_anchor(pos++, base);
-      for (size_t j = 1; j < list.size(); ++j) {
-        const uint64_t i = base + list[j];
-        if (fill_ == nullptr || !fill_[i]) fn(pos++, i);
-      }
-    });
-  }
-
- private:
-  static std::vector<uint32_t> TileOffsets(const Geometry& g, const Coords& extent) {
-    std::vector<uint32_t> list{0};  // the anchor
-    ForEachPass(g, [&](uint64_t h, int d) {
-      const Lattice l = PassLattice(g, extent, h, d);
-      for (uint64_t a = 0; a < l.count[0]; ++a) {
-        for (uint64_t b = 0; b < l.count[1]; ++b) {
-          for (uint64_t c = 0; c < l.count[2]; ++c) {
-            for (uint64_t e = 0; e < l.count[3]; ++e) {
-              list.push_back(static_cast<uint32_t>(
-                  g.Index({l.first[0] + a * l.step[0], l.first[1] + b * l.step[1],
-                           l.first[2] + c * l.step[2], l.first[3] + e * l.step[3]})));
-            }
-          }
-        }
-      }
-    });
-    return list;
-  }
-
-  // Runs fn(t, anchor index, offset list) for every tile, in parallel
-  // batches of about kRange elements.
-  template <typename Fn>
-  void ForTileTasks(const std::atomic<bool>* cancel, Fn fn) const {
-    const Geometry& g = *g_;
-    const uint64_t per_task = std::max<uint64_t>(1, kRange / max_tile_volume_);
-    ParallelFor(CeilDiv(g.num_tiles, per_task), [&](uint64_t task) {
-      if (Cancelled(cancel)) return;
-      ForEachTile(
-          g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
-          [&](uint64_t t, const Coords& k) { fn(t, g.AnchorIndex(k), offsets_[g.ShapeKey(k)]); });
-    });
-  }
-
-  const Geometry* g_ = nullptr;
-  const uint8_t* fill_ = nullptr;
-  std::array<std::vector<uint32_t>, 1u << kMaxDims> offsets_;  // by shape key
-  uint64_t max_tile_volume_ = 1;
-  std::vector<uint32_t> start_;  // per tile its first position; then S
-};
-
 // Gives every fill or verbatim anchor its placeholder q (§10.2 over the
 // anchor grid, §15.8): the q of the first quantized anchor of its own
 // Lorenzo block in row-major order, or 0 when the block has none. The
@@ -354,29 +238,59 @@ Neighbours Available(uint64_t pd, uint64_t h, uint64_t tile, uint64_t extent) {
   return {pd >= lo + 3 * h, pd + h <= hi, pd + 3 * h <= hi};
 }
 
+// Along the dimension of pass (h, d), a tile's elements j = 0, 1, ... sit at
+// h + 2hj in a window of `extent` indices from the tile's first (the box's,
+// see Box): a (at -3h) is in it from j = 1 on, z (+3h) up to j = e_end and c
+// (+h) up to j = c_end, exclusive. The first j' > j, below `end`, where an
+// element's formula may differ from j's.
+uint64_t NextFormulaChange(uint64_t j, uint64_t end, uint64_t h, uint64_t extent) {
+  const uint64_t half_windows = (extent - 1) / (2 * h);
+  const uint64_t c_end = half_windows;
+  const uint64_t e_end = half_windows >= 2 ? half_windows - 1 : 0;
+  uint64_t next = end;
+  for (uint64_t change : {uint64_t{1}, e_end, c_end}) {
+    if (change > j && change < next) next = change;
+  }
+  return next;
+}
+
+// The row of §15.5.2's table that applies to an element.
+enum class Formula { kCubic, kCubicLeft, kCubicRight, kLinear, kExtrapolate, kCopy };
+
+Formula FormulaOf(Neighbours nb, bool cubic) {
+  if (cubic && nb.a && nb.c && nb.e) return Formula::kCubic;
+  if (cubic && nb.a && nb.c) return Formula::kCubicLeft;
+  if (cubic && nb.c && nb.e) return Formula::kCubicRight;
+  if (nb.c) return Formula::kLinear;
+  if (nb.a) return Formula::kExtrapolate;
+  return Formula::kCopy;
+}
+
 // §15.5.2's prediction of element i from its neighbours s elements apart in
-// memory. Each operation is one binary64 operation in the order the table
-// writes it; nothing may be contracted or reassociated.
-template <typename T>
-double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
+// memory, by row kF of the table. Each operation is one binary64 operation
+// in the order the table writes it; nothing may be contracted or
+// reassociated. Inlined into the loops over a pass's elements, which pick
+// kF once per run of elements that share it.
+template <Formula kF, typename T>
+[[gnu::always_inline]] inline double PredictWith(const T* w, uint64_t i, uint64_t s) {
   const double b = static_cast<double>(w[i - s]);
   double pred;
-  if (cubic && nb.a && nb.c && nb.e) {
+  if constexpr (kF == Formula::kCubic) {
     const double a = static_cast<double>(w[i - 3 * s]);
     const double c = static_cast<double>(w[i + s]);
     const double e = static_cast<double>(w[i + 3 * s]);
     pred = (9.0 * (b + c) - (a + e)) * 0.0625;
-  } else if (cubic && nb.a && nb.c) {
+  } else if constexpr (kF == Formula::kCubicLeft) {
     const double a = static_cast<double>(w[i - 3 * s]);
     const double c = static_cast<double>(w[i + s]);
     pred = ((6.0 * b + 3.0 * c) - a) * 0.125;
-  } else if (cubic && nb.c && nb.e) {
+  } else if constexpr (kF == Formula::kCubicRight) {
     const double c = static_cast<double>(w[i + s]);
     const double e = static_cast<double>(w[i + 3 * s]);
     pred = ((3.0 * b + 6.0 * c) - e) * 0.125;
-  } else if (nb.c) {
+  } else if constexpr (kF == Formula::kLinear) {
     pred = (b + static_cast<double>(w[i + s])) * 0.5;
-  } else if (nb.a) {
+  } else if constexpr (kF == Formula::kExtrapolate) {
     pred = (3.0 * b - static_cast<double>(w[i - 3 * s])) * 0.5;
   } else {
     pred = b;
@@ -388,109 +302,8 @@ double Predict(const T* w, uint64_t i, uint64_t s, Neighbours nb, bool cubic) {
 // so a zero residual adds +0.0 on both sides: rint(-0.3) would be -0.0, and
 // -0.0 + -0.0 keeps the sign that the decoder's -0.0 + +0.0 loses.
 template <typename T>
-T Reconstruct(double pred, int32_t rho, double step) {
+[[gnu::always_inline]] inline T Reconstruct(double pred, int32_t rho, double step) {
   return Narrow<T>(pred + static_cast<double>(rho) * step);
-}
-
-// What a pass reads and writes, element-indexed.
-template <typename T>
-struct PassData {
-  T* w = nullptr;                 // working values
-  uint16_t* sym = nullptr;        // symbols
-  uint8_t* verbatim = nullptr;    // encoder: 1 where the element is verbatim
-  const T* x = nullptr;           // encoder: the input
-  const uint8_t* fill = nullptr;  // null without a fill value
-  double step = 0;
-  double abs_bound = 0;
-  int32_t radius = 0;
-  bool cubic = false;
-};
-
-// The encoder's decision for one element that is not an anchor (§15.8).
-template <typename T>
-void EncodeElement(const PassData<T>& pd, uint64_t i, double pred) {
-  if (pd.fill != nullptr && pd.fill[i]) {
-    pd.w[i] = Reconstruct<T>(pred, 0, pd.step);
-    return;
-  }
-  const T x = pd.x[i];
-  const double xd = static_cast<double>(x);
-  const double r = (xd - pred) / pd.step;
-  int32_t rho = 0;
-  T y{};
-  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(pd.radius - 1);
-  if (ok) {
-    rho = static_cast<int32_t>(std::rint(r));
-    y = Reconstruct<T>(pred, rho, pd.step);
-    ok = std::fabs(static_cast<double>(y) - xd) <= pd.abs_bound;
-  }
-  if (!ok) {
-    rho = 0;
-    y = Reconstruct<T>(pred, 0, pd.step);
-    pd.verbatim[i] = 1;
-  }
-  pd.sym[i] = static_cast<uint16_t>(rho + pd.radius);
-  pd.w[i] = y;
-}
-
-template <typename T>
-void DecodeElement(const PassData<T>& pd, uint64_t i, double pred) {
-  const int32_t rho =
-      pd.fill != nullptr && pd.fill[i] ? 0 : static_cast<int32_t>(pd.sym[i]) - pd.radius;
-  pd.w[i] = Reconstruct<T>(pred, rho, pd.step);
-}
-
-// Pass (h, d) over the whole frame: its elements depend only on anchors and
-// earlier passes, never on each other, so lines of the lattice run in
-// parallel.
-template <typename T, bool kEncode>
-void RunPass(const Geometry& g, const PassData<T>& pd, uint64_t h, int d,
-             const std::atomic<bool>* cancel) {
-  const Lattice l = PassLattice(g, g.dims, h, d);
-  const uint64_t lines = l.count[0] * l.count[1] * l.count[2];
-  const uint64_t length = l.count[3];
-  if (lines == 0 || length == 0) return;
-  const uint64_t per_task = std::max<uint64_t>(1, kRange / length);
-  const uint64_t s = h * g.stride[d];
-  auto element = [&](uint64_t i, Neighbours nb) {
-    const double pred = Predict(pd.w, i, s, nb, pd.cubic);
-    if constexpr (kEncode) {
-      EncodeElement(pd, i, pred);
-    } else {
-      DecodeElement(pd, i, pred);
-    }
-  };
-  ParallelFor(CeilDiv(lines, per_task), [&](uint64_t task) {
-    if (Cancelled(cancel)) return;
-    const uint64_t end = std::min(lines, (task + 1) * per_task);
-    for (uint64_t line = task * per_task; line < end; ++line) {
-      Coords c;
-      c[3] = l.first[3];
-      uint64_t rest = line;
-      for (int e = 2; e >= 0; --e) {
-        c[e] = l.first[e] + rest % l.count[e] * l.step[e];
-        rest /= l.count[e];
-      }
-      const uint64_t row = g.Index(c);
-      if (d == kMaxDims - 1) {
-        for (uint64_t j = 0; j < length; ++j) {
-          const uint64_t x = l.first[3] + j * l.step[3];
-          element(row + j * l.step[3], Available(x, h, g.tile, g.dims[d]));
-        }
-      } else {
-        // The window along d is the same for the whole line.
-        const Neighbours nb = Available(c[d], h, g.tile, g.dims[d]);
-        for (uint64_t j = 0; j < length; ++j) element(row + j * l.step[3], nb);
-      }
-    }
-  });
-}
-
-template <typename T, bool kEncode>
-absl::Status RunPasses(const Geometry& g, const PassData<T>& pd, const std::atomic<bool>* cancel) {
-  ForEachPass(g, [&](uint64_t h, int d) { RunPass<T, kEncode>(g, pd, h, d, cancel); });
-  if (Cancelled(cancel)) return CancelledStatus(kEncode ? kEncoding : kDecoding);
-  return absl::OkStatus();
 }
 
 // Lists, in increasing order, f(i) for the i < count with keep(i): each
@@ -517,15 +330,19 @@ void CollectInOrder(uint64_t count, Keep keep, Value value, std::vector<Out>* ou
 }
 
 // The anchors (§15.5.1, §15.8): quantized as version 1 quantizes elements,
-// placeholders over the anchor grid's blocks, Lorenzo residuals on that grid;
-// sets their working values and symbols, and lists the outliers.
+// placeholders over the anchor grid's blocks, Lorenzo residuals on that grid.
+// Gives each anchor, by tile (the anchor grid's C order), its working value
+// and its symbol, lists the outliers, and lists the verbatim anchors'
+// elements in *verbatim.
 template <typename T>
-absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassData<T>& pd,
+absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const T* x,
+                           const uint8_t* fill, std::vector<T>* anchor_w,
+                           std::vector<uint16_t>* anchor_sym, std::vector<uint32_t>* verbatim,
                            InterpEncoded* out, const std::atomic<bool>* cancel) {
   const uint64_t count = g.num_tiles;
   const uint64_t ranges = CeilDiv(count, kRange);
   std::vector<int32_t> q(count);
-  std::vector<uint8_t> quantized(count);
+  std::vector<uint8_t> kind(count);  // PointKind
   std::vector<uint32_t> element(count);  // each anchor's element index
   // The fill test is the caller's mask, so the rule has no fill value.
   const QuantRule rule{p.abs_bound, p.quant_step, false, 0};
@@ -536,37 +353,40 @@ absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassD
     ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
       const uint64_t i = g.AnchorIndex(k);
       element[t] = static_cast<uint32_t>(i);
-      PointKind kind = PointKind::kFill;
+      PointKind point = PointKind::kFill;
       q[t] = 0;
-      if (pd.fill == nullptr || !pd.fill[i]) kind = QuantizePoint(pd.x[i], rule, &q[t]);
-      quantized[t] = kind == PointKind::kQuantized;
-      pd.verbatim[i] = kind == PointKind::kVerbatim;
-      other |= kind != PointKind::kQuantized;
+      if (fill == nullptr || !fill[i]) point = QuantizePoint(x[i], rule, &q[t]);
+      kind[t] = static_cast<uint8_t>(point);
+      other |= point != PointKind::kQuantized;
     });
     if (other) any_other.store(true, std::memory_order_relaxed);
   });
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   const BlockGrid grid = AnchorGrid(g);
-  if (any_other.load()) ApplyAnchorPlaceholders(grid, quantized, q.data(), cancel);
-  Release(quantized);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    const uint64_t end = std::min(count, (r + 1) * kRange);
-    for (uint64_t t = r * kRange; t < end; ++t) pd.w[element[t]] = Dequantize<T>(q[t], pd.step);
-  });
+  if (any_other.load()) {
+    std::vector<uint8_t> quantized(count);
+    for (uint64_t t = 0; t < count; ++t) {
+      quantized[t] = kind[t] == static_cast<uint8_t>(PointKind::kQuantized);
+    }
+    ApplyAnchorPlaceholders(grid, quantized, q.data(), cancel);
+    CollectInOrder(
+        count, [&](uint64_t t) { return kind[t] == static_cast<uint8_t>(PointKind::kVerbatim); },
+        [&](uint64_t t) { return element[t]; }, verbatim);
+  }
+  const double step = p.quant_step;
+  anchor_w->resize(count);
+  for (uint64_t t = 0; t < count; ++t) (*anchor_w)[t] = Dequantize<T>(q[t], step);
   LorenzoForward(grid, q.data(), cancel);
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
 
   // |q| <= 2^26 (QuantizePoint), so residuals fit an i32 (lorenzo.h).
-  const int64_t radius = pd.radius;
+  const int64_t radius = p.radius;
   auto is_outlier = [&](uint64_t t) { return q[t] <= -radius || q[t] >= radius; };
-  ParallelFor(ranges, [&](uint64_t r) {
-    const uint64_t end = std::min(count, (r + 1) * kRange);
-    for (uint64_t t = r * kRange; t < end; ++t) {
-      pd.sym[element[t]] = is_outlier(t) ? 0 : static_cast<uint16_t>(q[t] + radius);
-    }
-  });
+  anchor_sym->resize(count);
+  for (uint64_t t = 0; t < count; ++t) {
+    (*anchor_sym)[t] = is_outlier(t) ? 0 : static_cast<uint16_t>(q[t] + radius);
+  }
   // The anchor grid's C order is increasing element index.
   CollectInOrder(
       count, is_outlier, [&](uint64_t t) { return element[t]; }, &out->outlier_index);
@@ -575,41 +395,857 @@ absl::Status EncodeAnchors(const Geometry& g, const InterpParams& p, const PassD
   return absl::OkStatus();
 }
 
+// A tile's closed box: its own elements and its window's far faces (the
+// first index of the next tile along each interpolated dimension, where the
+// frame has one). Predicting an element of the box reads only elements of
+// the box (§15.5.2's windows), and every element of the box is an anchor or
+// belongs to one pass, so a tile is encoded on its own, in a buffer that
+// stays in the L1 cache, straight in symbol order: the far faces are
+// computed once more by the tiles they belong to, to the same values, at a
+// cost of (1 + 1/T) per interpolated dimension.
+struct Box {
+  Coords own;     // the tile's own extent per dimension
+  Coords extent;  // the box's: own + 1 along dimensions with a far face
+  Coords stride;  // of the box in a local buffer, C order
+  uint64_t volume = 1;
+  uint64_t anchor = 0;  // element index of the tile's anchor
+};
+
+Box TileBox(const Geometry& g, const Coords& k) {
+  Box b;
+  b.anchor = g.AnchorIndex(k);
+  for (int d = 0; d < kMaxDims; ++d) {
+    b.own[d] = b.extent[d] = 1;
+    if (g.interp[d]) {
+      const uint64_t lo = k[d] * g.tile;
+      b.own[d] = std::min(g.tile, g.dims[d] - lo);
+      b.extent[d] = std::min(g.tile, g.dims[d] - 1 - lo) + 1;
+    }
+    b.volume *= b.extent[d];
+  }
+  b.stride[kMaxDims - 1] = 1;
+  for (int d = kMaxDims - 2; d >= 0; --d) b.stride[d] = b.stride[d + 1] * b.extent[d + 1];
+  return b;
+}
+
+// The largest box of the frame: the local buffer's size.
+uint64_t MaxBoxVolume(const Geometry& g) {
+  uint64_t v = 1;
+  for (int d = 0; d < kMaxDims; ++d) v *= g.interp[d] ? std::min(g.tile, g.dims[d] - 1) + 1 : 1;
+  return v;
+}
+
+// A tile's passes as a flat list of its elements, which depends only on the
+// tile's shape: per element its index in the box and its offset from the
+// tile's anchor in the frame, in runs that share a formula and a pass. A
+// tile then costs no loop bookkeeping per line (the lines of a 16^3 tile's
+// last level hold 8 or 9 elements), only a pass over the list. Within a
+// pass the elements do not depend on each other, so the tile's own elements
+// come first, in symbol order, and the box's far faces after them.
+struct TilePlan {
+  struct Run {
+    Formula formula;
+    bool own;  // the tile's own elements (emitted), or far-face ones
+    uint32_t begin, end;  // elements [begin, end) of the lists below
+    uint32_t box_distance;    // the neighbours' distance in the box
+    uint64_t frame_distance;  // and in the frame
+  };
+  std::vector<Run> runs;
+  std::vector<uint32_t> box;    // per element, its index in the box
+  std::vector<uint32_t> frame;  // per element, its offset from the anchor
+  // Every offset in the box fits an int32, as the AVX2 loops index with.
+  bool int32_offsets = false;
+};
+
+// Plans are for boxes up to this many elements (every tiling ebzip's writer
+// chooses: 17^3, 65^2, 257); larger tiles run pass by pass, line by line.
+constexpr uint64_t kMaxPlanVolume = uint64_t{1} << 16;
+
+// The plan of tiles shaped like box `b`; with `faces`, the box's far faces
+// too (the encoder's), else the tile's own elements only (the decoder's).
+TilePlan MakeTilePlan(const Geometry& g, const Box& b, bool cubic, bool faces) {
+  TilePlan plan;
+  uint64_t far_corner = 0;
+  for (int d = 0; d < kMaxDims; ++d) far_corner += (b.extent[d] - 1) * g.stride[d];
+  plan.int32_offsets = far_corner < (uint64_t{1} << 31);
+  const Coords& extent = faces ? b.extent : b.own;
+  std::vector<uint32_t> face_box, face_frame;
+  std::vector<Formula> own_formula, face_formula;
+  ForEachPass(g, [&](uint64_t h, int d) {
+    const Lattice l = PassLattice(g, extent, h, d);
+    own_formula.clear();
+    face_formula.clear();
+    face_box.clear();
+    face_frame.clear();
+    const uint32_t own_begin = static_cast<uint32_t>(plan.box.size());
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          for (uint64_t i3 = 0; i3 < l.count[3]; ++i3) {
+            const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                           l.first[2] + i2 * l.step[2], l.first[3] + i3 * l.step[3]};
+            uint64_t box = 0, frame = 0;
+            bool own = true;
+            for (int e = 0; e < kMaxDims; ++e) {
+              box += p[e] * b.stride[e];
+              frame += p[e] * g.stride[e];
+              own = own && p[e] < b.own[e];
+            }
+            const Formula f = FormulaOf(Available(p[d], h, g.tile, b.extent[d]), cubic);
+            if (own) {
+              plan.box.push_back(static_cast<uint32_t>(box));
+              plan.frame.push_back(static_cast<uint32_t>(frame));
+              own_formula.push_back(f);
+            } else {
+              face_box.push_back(static_cast<uint32_t>(box));
+              face_frame.push_back(static_cast<uint32_t>(frame));
+              face_formula.push_back(f);
+            }
+          }
+        }
+      }
+    }
+    plan.box.insert(plan.box.end(), face_box.begin(), face_box.end());
+    plan.frame.insert(plan.frame.end(), face_frame.begin(), face_frame.end());
+    // Runs of one formula, own elements then faces.
+    auto add_runs = [&](const std::vector<Formula>& formula, uint32_t begin, bool own) {
+      for (uint32_t i = 0; i < formula.size();) {
+        uint32_t end = i + 1;
+        while (end < formula.size() && formula[end] == formula[i]) ++end;
+        plan.runs.push_back({formula[i], own, begin + i, begin + end,
+                             static_cast<uint32_t>(h * b.stride[d]), h * g.stride[d]});
+        i = end;
+      }
+    };
+    add_runs(own_formula, own_begin, true);
+    add_runs(face_formula, own_begin + static_cast<uint32_t>(own_formula.size()), false);
+  });
+  return plan;
+}
+
+// The plans of a frame's tiles by shape: a tile's shape along each
+// interpolated dimension is the last tile's or every other's (TileBox), so
+// bit d of its key says whether it is the last along d.
+class TilePlans {
+ public:
+  // Builds every plan the frame needs, or none when its boxes are too large.
+  TilePlans(const Geometry& g, bool cubic, bool faces) {
+    if (MaxBoxVolume(g) > kMaxPlanVolume) return;
+    for (unsigned key = 0; key < plans_.size(); ++key) {
+      Coords k{};
+      bool exists = true;
+      for (int d = 0; d < kMaxDims; ++d) {
+        const bool last = (key >> d) & 1;
+        if (!g.interp[d]) {
+          exists = exists && !last;
+        } else if (last) {
+          k[d] = g.tiles[d] - 1;
+        } else {
+          exists = exists && g.tiles[d] > 1;
+        }
+      }
+      if (exists) plans_[key] = MakeTilePlan(g, TileBox(g, k), cubic, faces);
+    }
+    ready_ = true;
+  }
+
+  // The plan of the tile at tile coordinates k, or null.
+  const TilePlan* For(const Geometry& g, const Coords& k) const {
+    if (!ready_) return nullptr;
+    unsigned key = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (g.interp[d] && k[d] + 1 == g.tiles[d]) key |= 1u << d;
+    }
+    return &plans_[key];
+  }
+
+ private:
+  bool ready_ = false;
+  std::array<TilePlan, 1u << kMaxDims> plans_;
+};
+
+// The runs of a plan four elements at a time with AVX2, for float frames on
+// processors that have it (checked at run time; the build targets the
+// x86-64 baseline). Every lane computes exactly what the scalar loops do:
+// IEEE operations are the same one at a time or four at a time, double to
+// float conversion rounds as Narrow does (to nearest, overflowing to
+// infinity), and double to int32 conversion rounds as rint does, to the
+// nearest even, under the default rounding mode both rely on.
+#if defined(__x86_64__)
+#define EBZIP_INTERP_AVX2 1
+
+// Runs shorter than this stay scalar: the AVX2 loop's setup costs more than
+// it saves on a couple of groups (measured on 16^3 tiles).
+constexpr uint32_t kMinSimd = 8;
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// Lane masks of 32 bits by the 4-bit masks _mm256_movemask_pd gives.
+alignas(16) constexpr int32_t kLaneMasks[16][4] = {
+    {0, 0, 0, 0},   {-1, 0, 0, 0},   {0, -1, 0, 0},   {-1, -1, 0, 0},
+    {0, 0, -1, 0},  {-1, 0, -1, 0},  {0, -1, -1, 0},  {-1, -1, -1, 0},
+    {0, 0, 0, -1},  {-1, 0, 0, -1},  {0, -1, 0, -1},  {-1, -1, 0, -1},
+    {0, 0, -1, -1}, {-1, 0, -1, -1}, {0, -1, -1, -1}, {-1, -1, -1, -1}};
+
+// The prediction of kF for four elements whose neighbour b is loaded
+// from w at `at` - s, and so on: the table's operations in its order, then
+// non-finite predictions replaced by +0.0.
+// pshufb controls moving the 16-bit lanes kept by a 4-bit mask to the
+// front, in order (the rest zero), and back out to their lanes.
+struct LaneShuffles {
+  alignas(16) uint8_t compact[16][16];
+  alignas(16) uint8_t expand[16][16];
+};
+
+constexpr LaneShuffles MakeLaneShuffles() {
+  LaneShuffles t{};
+  for (int m = 0; m < 16; ++m) {
+    for (int b = 0; b < 16; ++b) t.compact[m][b] = t.expand[m][b] = 0x80;
+    int k = 0;
+    for (int lane = 0; lane < 4; ++lane) {
+      if (!((m >> lane) & 1)) continue;
+      t.compact[m][2 * k] = static_cast<uint8_t>(2 * lane);
+      t.compact[m][2 * k + 1] = static_cast<uint8_t>(2 * lane + 1);
+      t.expand[m][2 * lane] = static_cast<uint8_t>(2 * k);
+      t.expand[m][2 * lane + 1] = static_cast<uint8_t>(2 * k + 1);
+      ++k;
+    }
+  }
+  return t;
+}
+
+constexpr LaneShuffles kLaneShuffles = MakeLaneShuffles();
+
+// The lanes a 4-bit mask keeps (no popcnt instruction in the x86-64 baseline).
+constexpr uint8_t kLaneCount[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
+// Bit i set when the element at w's index lane i of `at` is not fill.
+[[gnu::target("avx2"), gnu::always_inline]] inline int NotFillLanes(const uint8_t* fill,
+                                                                     __m128i at) {
+  return (fill[_mm_extract_epi32(at, 0)] == 0) | (fill[_mm_extract_epi32(at, 1)] == 0) << 1 |
+         (fill[_mm_extract_epi32(at, 2)] == 0) << 2 | (fill[_mm_extract_epi32(at, 3)] == 0) << 3;
+}
+
+// Four floats from w at the indices of i. Four loads: the gather
+// instruction is slower than them on the processors measured (AMD Zen 5).
+[[gnu::target("avx2"), gnu::always_inline]] inline __m128 LoadAvx2(const float* w, __m128i i) {
+  return _mm_setr_ps(w[_mm_extract_epi32(i, 0)], w[_mm_extract_epi32(i, 1)],
+                     w[_mm_extract_epi32(i, 2)], w[_mm_extract_epi32(i, 3)]);
+}
+
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d GatherAvx2(const float* w, __m128i i) {
+  return _mm256_cvtps_pd(LoadAvx2(w, i));
+}
+
+template <Formula kF>
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d PredictAvx2(const float* w, __m128i at,
+                                                                        int32_t s) {
+  const __m128i step = _mm_set1_epi32(s);
+  const __m256d b = GatherAvx2(w, _mm_sub_epi32(at, step));
+  __m256d pred;
+  if constexpr (kF == Formula::kCubic) {
+    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    const __m256d e = GatherAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(9.0), _mm256_add_pd(b, c)),
+                                       _mm256_add_pd(a, e)),
+                         _mm256_set1_pd(0.0625));
+  } else if constexpr (kF == Formula::kCubicLeft) {
+    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(6.0), b),
+                                                     _mm256_mul_pd(_mm256_set1_pd(3.0), c)),
+                                       a),
+                         _mm256_set1_pd(0.125));
+  } else if constexpr (kF == Formula::kCubicRight) {
+    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    const __m256d e = GatherAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), b),
+                                                     _mm256_mul_pd(_mm256_set1_pd(6.0), c)),
+                                       e),
+                         _mm256_set1_pd(0.125));
+  } else if constexpr (kF == Formula::kLinear) {
+    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    pred = _mm256_mul_pd(_mm256_add_pd(b, c), _mm256_set1_pd(0.5));
+  } else if constexpr (kF == Formula::kExtrapolate) {
+    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), b), a),
+                         _mm256_set1_pd(0.5));
+  } else {
+    pred = b;
+  }
+  const __m256d magnitude = _mm256_and_pd(pred, _mm256_castsi256_pd(_mm256_set1_epi64x(
+                                                    0x7FFFFFFFFFFFFFFFll)));
+  const __m256d finite = _mm256_cmp_pd(magnitude, _mm256_set1_pd(DBL_MAX), _CMP_LE_OQ);
+  return _mm256_and_pd(pred, finite);
+}
+
+// Stores the four floats of v at w + the four indices of `at`.
+[[gnu::target("avx2"), gnu::always_inline]] inline void ScatterAvx2(float* w, __m128i at,
+                                                                     __m128 v) {
+  alignas(16) uint32_t i[4];
+  alignas(16) float f[4];
+  _mm_store_si128(reinterpret_cast<__m128i*>(i), at);
+  _mm_store_ps(f, v);
+  w[i[0]] = f[0];
+  w[i[1]] = f[1];
+  w[i[2]] = f[2];
+  w[i[3]] = f[3];
+}
+
+// TileEncoder's run loop for elements [run.begin, run.begin + 4 * groups).
+// Returns the symbols' end and appends verbatim elements to *verbatim.
+// kFill: the tile's box has fill elements (`fill`, the frame's mask), which
+// get no symbol; their lanes' symbols are squeezed out, and the 8-byte
+// stores may then write up to 3 symbols beyond the end.
+template <Formula kF, bool kOwn, bool kFill>
+[[gnu::target("avx2")]] uint16_t* EncodeRunAvx2(const TilePlan& plan, const TilePlan::Run& run,
+                                                uint32_t groups, float* w, const float* x,
+                                                const uint8_t* fill, uint64_t anchor,
+                                                double quant_step, double abs_bound,
+                                                int32_t radius, uint16_t* o,
+                                                std::vector<uint32_t>* verbatim) {
+  const __m256d step = _mm256_set1_pd(quant_step);
+  const __m256d bound = _mm256_set1_pd(abs_bound);
+  const __m256d max_r = _mm256_set1_pd(static_cast<double>(radius - 1));
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m128i exponent = _mm_set1_epi32(0x7F800000);
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i radius4 = _mm_set1_epi32(radius);
+  const int32_t s = static_cast<int32_t>(run.box_distance);
+  for (uint32_t g = 0; g < groups; ++g) {
+    const uint32_t e = run.begin + 4 * g;
+    const __m128i li = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.box.data() + e));
+    const __m128i gi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.frame.data() + e));
+    const __m256d pred = PredictAvx2<kF>(w, li, s);
+    const __m128 xv = LoadAvx2(x + anchor, gi);
+    const __m256d xd = _mm256_cvtps_pd(xv);
+    const __m256d r = _mm256_div_pd(_mm256_sub_pd(xd, pred), step);
+    // Verbatim whatever the prediction: exponent all ones, or zero with a
+    // non-zero pattern (IsSpecial).
+    const __m128i bits = _mm_castps_si128(xv);
+    const __m128i exp = _mm_and_si128(bits, exponent);
+    const __m128i special =
+        _mm_or_si128(_mm_cmpeq_epi32(exp, exponent),
+                     _mm_andnot_si128(_mm_cmpeq_epi32(bits, zero), _mm_cmpeq_epi32(exp, zero)));
+    const __m256d in_range = _mm256_cmp_pd(_mm256_and_pd(r, abs_mask), max_r, _CMP_LE_OQ);
+    const __m256d quantized =
+        _mm256_andnot_pd(_mm256_castsi256_pd(_mm256_cvtepi32_epi64(special)), in_range);
+    // ρ (0 where not quantized, converted from an integer: +0.0).
+    const __m256d rho = _mm256_and_pd(_mm256_cvtepi32_pd(_mm256_cvtpd_epi32(r)), quantized);
+    __m128 y = _mm256_cvtpd_ps(_mm256_add_pd(pred, _mm256_mul_pd(rho, step)));
+    const __m256d error = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(y), xd), abs_mask);
+    const __m256d ok = _mm256_and_pd(quantized, _mm256_cmp_pd(error, bound, _CMP_LE_OQ));
+    __m128i rho_i = _mm256_cvttpd_epi32(rho);
+    const int not_fill = kFill ? NotFillLanes(fill + anchor, gi) : 0xF;
+    const int ok_lanes = _mm256_movemask_pd(ok) & not_fill;
+    if (ok_lanes != 0xF) {
+      // Fill and verbatim lanes: the working value for ρ = 0; verbatim
+      // ones also ρ = 0.
+      const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneMasks[ok_lanes]));
+      const __m128 y0 =
+          _mm256_cvtpd_ps(_mm256_add_pd(pred, _mm256_mul_pd(_mm256_setzero_pd(), step)));
+      y = _mm_blendv_ps(y0, y, _mm_castsi128_ps(keep));
+      rho_i = _mm_and_si128(rho_i, keep);
+      const int verbatim_lanes = not_fill & ~ok_lanes;
+      if (kOwn && verbatim_lanes != 0) {
+        alignas(16) uint32_t idx[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(idx), gi);
+        for (int lane = 0; lane < 4; ++lane) {
+          if ((verbatim_lanes >> lane) & 1) {
+            verbatim->push_back(static_cast<uint32_t>(anchor + idx[lane]));
+          }
+        }
+      }
+    }
+    ScatterAvx2(w, li, y);
+    if (kOwn) {
+      __m128i sym = _mm_packus_epi32(_mm_add_epi32(rho_i, radius4), zero);
+      if (kFill && not_fill != 0xF) {
+        sym = _mm_shuffle_epi8(
+            sym, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.compact[not_fill])));
+      }
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(o), sym);
+      o += kFill ? kLaneCount[not_fill] : 4;
+    }
+  }
+  return o;
+}
+
+// TileDecoder's run loop for elements from run.begin on, up to 4 * groups
+// of them; returns how many it decoded. ORs symbol 0 into *zero and symbols
+// at or beyond the alphabet into *beyond. kFill: `fill` (the frame's mask)
+// says which elements have no symbol; a group's four symbols are read at
+// once, so it stops where fewer than four are left before `sym_end`.
+template <Formula kF, bool kFill>
+[[gnu::target("avx2")]] uint32_t DecodeRunAvx2(const TilePlan& plan, const TilePlan::Run& run,
+                                               uint32_t groups, float* w, const uint8_t* fill,
+                                               const uint16_t** symbols,
+                                               const uint16_t* sym_end, double quant_step,
+                                               int32_t radius, uint32_t alphabet, bool* zero,
+                                               bool* beyond) {
+  const uint16_t* sym = *symbols;
+  const __m256d step = _mm256_set1_pd(quant_step);
+  const __m128i radius4 = _mm_set1_epi32(radius);
+  const __m128i last4 = _mm_set1_epi32(static_cast<int32_t>(alphabet) - 1);
+  __m128i zeros = _mm_setzero_si128(), beyonds = _mm_setzero_si128();
+  const int32_t s = static_cast<int32_t>(run.frame_distance);
+  uint32_t g = 0;
+  for (; g < groups && sym_end - sym >= 4; ++g) {
+    const uint32_t e = run.begin + 4 * g;
+    const __m128i at = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.frame.data() + e));
+    const __m256d pred = PredictAvx2<kF>(w, at, s);
+    __m128i v16 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sym));
+    __m128i v;
+    if (kFill) {
+      // Fill lanes have no symbol: the others' spread out to their lanes,
+      // and fill lanes take radius (ρ = 0).
+      const int not_fill = NotFillLanes(fill, at);
+      v16 = _mm_shuffle_epi8(
+          v16, _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneShuffles.expand[not_fill])));
+      const __m128i keep = _mm_load_si128(reinterpret_cast<const __m128i*>(kLaneMasks[not_fill]));
+      v = _mm_blendv_epi8(radius4, _mm_cvtepu16_epi32(v16), keep);
+      sym += kLaneCount[not_fill];
+    } else {
+      v = _mm_cvtepu16_epi32(v16);
+      sym += 4;
+    }
+    zeros = _mm_or_si128(zeros, _mm_cmpeq_epi32(v, _mm_setzero_si128()));
+    beyonds = _mm_or_si128(beyonds, _mm_cmpgt_epi32(v, last4));
+    const __m256d rho = _mm256_cvtepi32_pd(_mm_sub_epi32(v, radius4));
+    ScatterAvx2(w, at, _mm256_cvtpd_ps(_mm256_add_pd(pred, _mm256_mul_pd(rho, step))));
+  }
+  *zero |= _mm_movemask_epi8(zeros) != 0;
+  *beyond |= _mm_movemask_epi8(beyonds) != 0;
+  *symbols = sym;
+  return 4 * g;
+}
+
+#endif  // __x86_64__
+
+// Whether the AVX2 loops run (float frames only; the loops say so).
+bool UseAvx2() {
+#ifdef EBZIP_INTERP_AVX2
+  return HasAvx2();
+#else
+  return false;
+#endif
+}
+
+// What every tile's encoding reads.
+template <typename T>
+struct TileInputs {
+  const Geometry* g = nullptr;
+  const T* x = nullptr;           // the frame's values
+  const uint8_t* fill = nullptr;  // null without a fill value
+  const T* anchor_w = nullptr;    // by tile
+  const uint16_t* anchor_sym = nullptr;
+  double step = 0;
+  double abs_bound = 0;
+  int32_t radius = 0;
+};
+
+// Encodes one tile at a time in a box-sized buffer (see Box).
+template <typename T>
+class TileEncoder {
+ public:
+  TileEncoder(const TileInputs<T>& in, const TilePlans& plans, bool cubic,
+              std::vector<uint32_t>* verbatim)
+      : in_(in), plans_(plans), cubic_(cubic), w_(MaxBoxVolume(*in.g)), verbatim_(verbatim) {}
+
+  // Encodes tile t (tile coordinates k): writes its symbols, in symbol
+  // order, from `out` on, and appends its verbatim elements to *verbatim.
+  // Returns the number of symbols. In a frame with fill elements, up to 3
+  // symbols' room beyond the tile's may be written over (EncodeRunAvx2).
+  uint64_t Encode(uint64_t t, const Coords& k, uint16_t* out) {
+    const Geometry& g = *in_.g;
+    const Box b = TileBox(g, k);
+    PlaceAnchors(t, b);
+    const TilePlan* plan = plans_.For(g, k);
+    box_fill_ = plan != nullptr && in_.fill != nullptr && BoxHasFill(b);
+    o_ = out;
+    *o_++ = in_.anchor_sym[t];
+    if (plan != nullptr) {
+      for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
+    } else {
+      ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
+    }
+    return static_cast<uint64_t>(o_ - out);
+  }
+
+ private:
+  void PlanRun(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    switch (run.formula) {
+      case Formula::kCubic:
+        return PlanRunWith<Formula::kCubic>(plan, run, anchor);
+      case Formula::kCubicLeft:
+        return PlanRunWith<Formula::kCubicLeft>(plan, run, anchor);
+      case Formula::kCubicRight:
+        return PlanRunWith<Formula::kCubicRight>(plan, run, anchor);
+      case Formula::kLinear:
+        return PlanRunWith<Formula::kLinear>(plan, run, anchor);
+      case Formula::kExtrapolate:
+        return PlanRunWith<Formula::kExtrapolate>(plan, run, anchor);
+      case Formula::kCopy:
+        return PlanRunWith<Formula::kCopy>(plan, run, anchor);
+    }
+  }
+
+  // Whether an element of box b is fill (the mask's rows of the box).
+  bool BoxHasFill(const Box& b) const {
+    const Geometry& g = *in_.g;
+    for (uint64_t i0 = 0; i0 < b.extent[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < b.extent[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < b.extent[2]; ++i2) {
+          const uint8_t* row =
+              in_.fill + b.anchor + i0 * g.stride[0] + i1 * g.stride[1] + i2 * g.stride[2];
+          if (std::memchr(row, 1, b.extent[3]) != nullptr) return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  template <Formula kF>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    const bool fill = box_fill_;
+    if (run.own) {
+      fill ? PlanRunWith<kF, true, true>(plan, run, anchor)
+           : PlanRunWith<kF, true, false>(plan, run, anchor);
+    } else {
+      fill ? PlanRunWith<kF, false, true>(plan, run, anchor)
+           : PlanRunWith<kF, false, false>(plan, run, anchor);
+    }
+  }
+
+  // The elements of one run of a plan. kOwn: they are the tile's and get
+  // their symbols; kFill: the frame has fill elements.
+  template <Formula kF, bool kOwn, bool kFill>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    T* const w = w_.data();
+    const T* const x = in_.x + anchor;
+    const uint8_t* const fill = in_.fill + (kFill ? anchor : 0);
+    const uint32_t* const box = plan.box.data();
+    const uint32_t* const frame = plan.frame.data();
+    const uint64_t s = run.box_distance;
+    const double quant_step = in_.step;
+    const double abs_bound = in_.abs_bound;
+    const int32_t radius = in_.radius;
+    const double max_r = static_cast<double>(radius - 1);
+    uint16_t* o = o_;
+    uint32_t begin = run.begin;
+#ifdef EBZIP_INTERP_AVX2
+    if constexpr (std::is_same_v<T, float>) {
+      if (plan.int32_offsets && avx2_ && run.end - run.begin >= kMinSimd) {
+        const uint32_t groups = (run.end - run.begin) / 4;
+        o = EncodeRunAvx2<kF, kOwn, kFill>(plan, run, groups, w, in_.x, in_.fill, anchor,
+                                           quant_step, abs_bound, radius, o, verbatim_);
+        begin += 4 * groups;
+      }
+    }
+#endif
+    for (uint32_t e = begin; e < run.end; ++e) {
+      const uint64_t li = box[e];
+      const uint64_t gi = frame[e];
+      const double pred = PredictWith<kF>(w, li, s);
+      if (kFill && fill[gi]) {
+        // No symbol; the working value the decoder computes for ρ = 0.
+        w[li] = Reconstruct<T>(pred, 0, quant_step);
+        continue;
+      }
+      const T xv = x[gi];
+      const double xd = static_cast<double>(xv);
+      const double r = (xd - pred) / quant_step;
+      int32_t rho = 0;
+      T y{};
+      bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
+      if (ok) {
+        rho = static_cast<int32_t>(std::rint(r));
+        y = Reconstruct<T>(pred, rho, quant_step);
+        ok = std::fabs(static_cast<double>(y) - xd) <= abs_bound;
+      }
+      if (!ok) {
+        rho = 0;
+        y = Reconstruct<T>(pred, 0, quant_step);
+      }
+      w[li] = y;
+      if (kOwn) {
+        *o++ = static_cast<uint16_t>(rho + radius);
+        if (!ok) verbatim_->push_back(static_cast<uint32_t>(anchor + gi));
+      }
+    }
+    o_ = o;
+  }
+
+  // The anchors of the box: the tile's own and those on its far faces,
+  // which are the next tiles' anchors.
+  void PlaceAnchors(uint64_t t, const Box& b) {
+    const Geometry& g = *in_.g;
+    int faces[kMaxDims];
+    int face_count = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (b.extent[d] > b.own[d]) faces[face_count++] = d;
+    }
+    Coords tile_stride;
+    tile_stride[kMaxDims - 1] = 1;
+    for (int d = kMaxDims - 2; d >= 0; --d) tile_stride[d] = tile_stride[d + 1] * g.tiles[d + 1];
+    for (unsigned corner = 0; corner < (1u << face_count); ++corner) {
+      uint64_t tn = t, local = 0;
+      for (int f = 0; f < face_count; ++f) {
+        if ((corner >> f) & 1) {
+          tn += tile_stride[faces[f]];
+          local += g.tile * b.stride[faces[f]];
+        }
+      }
+      w_[local] = in_.anchor_w[tn];
+    }
+  }
+
+  // Pass (h, d) over the box, in C order: lines along the last dimension.
+  void Pass(const Box& b, uint64_t h, int d) {
+    const Geometry& g = *in_.g;
+    const Lattice l = PassLattice(g, b.extent, h, d);
+    if (l.count[0] * l.count[1] * l.count[2] * l.count[3] == 0) return;
+    const uint64_t s = h * b.stride[d];  // neighbour distance in the box
+    // Elements of a line from own_count on lie on the far face along the
+    // last dimension: computed, not emitted.
+    const uint64_t own_count =
+        b.own[3] > l.first[3] ? CeilDiv(b.own[3] - l.first[3], l.step[3]) : 0;
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                         l.first[2] + i2 * l.step[2], l.first[3]};
+          const bool line_own = p[0] < b.own[0] && p[1] < b.own[1] && p[2] < b.own[2];
+          const uint64_t emit = line_own ? own_count : 0;
+          const uint64_t local = p[0] * b.stride[0] + p[1] * b.stride[1] + p[2] * b.stride[2] + p[3];
+          const uint64_t global =
+              b.anchor + p[0] * g.stride[0] + p[1] * g.stride[1] + p[2] * g.stride[2] + p[3];
+          if (d != kMaxDims - 1) {
+            // Along another dimension the window is the same for the line.
+            const Formula f = FormulaOf(Available(p[d], h, g.tile, b.extent[d]), cubic_);
+            Line(f, local, global, l.step[3], s, 0, l.count[3], emit);
+            continue;
+          }
+          // Along the last dimension the formula changes only near the
+          // window's ends: runs of one formula.
+          for (uint64_t j = 0; j < l.count[3];) {
+            const Formula f =
+                FormulaOf(Available(p[3] + j * l.step[3], h, g.tile, b.extent[3]), cubic_);
+            const uint64_t end = NextFormulaChange(j, l.count[3], h, b.extent[3]);
+            Line(f, local, global, l.step[3], s, j, end, emit);
+            j = end;
+          }
+        }
+      }
+    }
+  }
+
+  void Line(Formula f, uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+            uint64_t end, uint64_t emit) {
+    switch (f) {
+      case Formula::kCubic:
+        return LineWith<Formula::kCubic>(local, global, step, s, begin, end, emit);
+      case Formula::kCubicLeft:
+        return LineWith<Formula::kCubicLeft>(local, global, step, s, begin, end, emit);
+      case Formula::kCubicRight:
+        return LineWith<Formula::kCubicRight>(local, global, step, s, begin, end, emit);
+      case Formula::kLinear:
+        return LineWith<Formula::kLinear>(local, global, step, s, begin, end, emit);
+      case Formula::kExtrapolate:
+        return LineWith<Formula::kExtrapolate>(local, global, step, s, begin, end, emit);
+      case Formula::kCopy:
+        return LineWith<Formula::kCopy>(local, global, step, s, begin, end, emit);
+    }
+  }
+
+  // Elements j in [begin, end) of a line (box index local + j * step,
+  // element index global + j * step), those below `emit` the tile's own.
+  // Everything the loop reads is a local, so that the stores to w and to
+  // the symbols need not reload it.
+  template <Formula kF>
+  void LineWith(uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+                uint64_t end, uint64_t emit) {
+    if (in_.fill != nullptr) {
+      LineWith<kF, true>(local, global, step, s, begin, end, emit);
+    } else {
+      LineWith<kF, false>(local, global, step, s, begin, end, emit);
+    }
+  }
+
+  template <Formula kF, bool kFill>
+  void LineWith(uint64_t local, uint64_t global, uint64_t step, uint64_t s, uint64_t begin,
+                uint64_t end, uint64_t emit) {
+    T* const w = w_.data();
+    const T* const x = in_.x;
+    const uint8_t* const fill = in_.fill;
+    const double quant_step = in_.step;
+    const double abs_bound = in_.abs_bound;
+    const int32_t radius = in_.radius;
+    const double max_r = static_cast<double>(radius - 1);
+    uint16_t* o = o_;
+    for (uint64_t j = begin; j < end; ++j) {
+      const uint64_t li = local + j * step;
+      const uint64_t gi = global + j * step;
+      const double pred = PredictWith<kF>(w, li, s);
+      if (kFill && fill[gi]) {
+        // No symbol; the working value the decoder computes for ρ = 0.
+        w[li] = Reconstruct<T>(pred, 0, quant_step);
+        continue;
+      }
+      const T xv = x[gi];
+      const double xd = static_cast<double>(xv);
+      const double r = (xd - pred) / quant_step;
+      int32_t rho = 0;
+      T y{};
+      bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
+      if (ok) {
+        rho = static_cast<int32_t>(std::rint(r));
+        y = Reconstruct<T>(pred, rho, quant_step);
+        ok = std::fabs(static_cast<double>(y) - xd) <= abs_bound;
+      }
+      if (!ok) {
+        rho = 0;
+        y = Reconstruct<T>(pred, 0, quant_step);
+      }
+      w[li] = y;
+      if (j < emit) {
+        *o++ = static_cast<uint16_t>(rho + radius);
+        if (!ok) verbatim_->push_back(static_cast<uint32_t>(gi));
+      }
+    }
+    o_ = o;
+  }
+
+  const TileInputs<T>& in_;
+  const TilePlans& plans_;
+  const bool cubic_;
+  std::vector<T> w_;
+  std::vector<uint32_t>* verbatim_;
+  uint16_t* o_ = nullptr;
+  bool box_fill_ = false;  // the tile's box has fill elements
+  const bool avx2_ = UseAvx2();
+};
+
+// Each tile's first symbol position (§15.3), then S: a tile has a position
+// for its anchor and for each of its own elements that is not fill.
+std::vector<uint32_t> TileStarts(const Geometry& g, const uint8_t* fill,
+                                 const std::atomic<bool>* cancel) {
+  std::vector<uint32_t> start(g.num_tiles + 1, 0);
+  const uint64_t tile_volume = std::max<uint64_t>(1, MaxBoxVolume(g));
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / tile_volume);
+  ParallelFor(CeilDiv(g.num_tiles, per_task), [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+                [&](uint64_t t, const Coords& k) {
+                  const Box b = TileBox(g, k);
+                  uint64_t count = b.own[0] * b.own[1] * b.own[2] * b.own[3];
+                  if (fill != nullptr) {
+                    // Fill elements other than the anchor have no symbol.
+                    for (uint64_t a = 0; a < b.own[0]; ++a) {
+                      for (uint64_t c = 0; c < b.own[1]; ++c) {
+                        for (uint64_t e = 0; e < b.own[2]; ++e) {
+                          const uint8_t* row =
+                              fill + b.anchor + a * g.stride[0] + c * g.stride[1] + e * g.stride[2];
+                          uint64_t fills = 0;
+                          for (uint64_t z = 0; z < b.own[3]; ++z) fills += row[z];
+                          count -= fills;
+                        }
+                      }
+                    }
+                    count += fill[b.anchor];
+                  }
+                  start[t] = static_cast<uint32_t>(count);
+                });
+  });
+  uint32_t total = 0;
+  for (uint64_t t = 0; t <= g.num_tiles; ++t) {
+    const uint32_t count = start[t];
+    start[t] = total;
+    total += count;
+  }
+  return start;
+}
+
 template <typename T>
 absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, InterpEncoded* out,
                      const std::atomic<bool>* cancel) {
   const Geometry g = MakeGeometry(p);
   *out = InterpEncoded{};
-  std::vector<T> w(g.n);
-  std::vector<uint16_t> sym(g.n);
-  std::vector<uint8_t> verbatim(g.n);
-  PassData<T> pd;
-  pd.w = w.data();
-  pd.sym = sym.data();
-  pd.verbatim = verbatim.data();
-  pd.x = data;
-  pd.fill = fill;
-  pd.step = p.quant_step;
-  pd.abs_bound = p.abs_bound;
-  pd.radius = static_cast<int32_t>(p.radius);
-  pd.cubic = p.order == InterpOrder::kCubic;
-
-  if (absl::Status s = EncodeAnchors(g, p, pd, out, cancel); !s.ok()) return s;
-  if (absl::Status s = RunPasses<T, true>(g, pd, cancel); !s.ok()) return s;
-  Release(w);
-
-  SymbolOrder order;
-  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kEncoding);
-  out->symbols.resize(order.size());
-  uint16_t* symbols = out->symbols.data();
-  auto gather = [&](uint64_t pos, uint64_t i) { symbols[pos] = sym[i]; };
-  order.ForEachPosition(cancel, gather, gather);
+  std::vector<T> anchor_w;
+  std::vector<uint16_t> anchor_sym;
+  std::vector<uint32_t> verbatim;
+  if (absl::Status s =
+          EncodeAnchors(g, p, data, fill, &anchor_w, &anchor_sym, &verbatim, out, cancel);
+      !s.ok()) {
+    return s;
+  }
+  TileInputs<T> in;
+  in.g = &g;
+  in.x = data;
+  in.fill = fill;
+  in.anchor_w = anchor_w.data();
+  in.anchor_sym = anchor_sym.data();
+  in.step = p.quant_step;
+  in.abs_bound = p.abs_bound;
+  in.radius = static_cast<int32_t>(p.radius);
+  const bool cubic = p.order == InterpOrder::kCubic;
+  const uint64_t per_task = std::max<uint64_t>(1, kRange / MaxBoxVolume(g));
+  const uint64_t tasks = CeilDiv(g.num_tiles, per_task);
+  std::vector<std::vector<uint32_t>> task_verbatim(tasks);
+  const TilePlans plans(g, cubic, /*faces=*/true);
+  if (fill == nullptr) {
+    // Every tile has a symbol per element: each knows where its go.
+    const std::vector<uint32_t> start = TileStarts(g, nullptr, cancel);
+    out->symbols.resize(start.back());
+    uint16_t* symbols = out->symbols.data();
+    ParallelFor(tasks, [&](uint64_t task) {
+      if (Cancelled(cancel)) return;
+      TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
+      ForEachTile(g, task * per_task, std::min(g.num_tiles, (task + 1) * per_task),
+                  [&](uint64_t t, const Coords& k) { encoder.Encode(t, k, symbols + start[t]); });
+    });
+  } else {
+    // How many symbols a tile has depends on its fill: each task's tiles
+    // write to a buffer of the task's (with room for Encode's overrun), put
+    // together in order at the end.
+    std::vector<std::unique_ptr<uint16_t[]>> task_symbols(tasks);
+    std::vector<uint64_t> task_start(tasks + 1, 0);
+    ParallelFor(tasks, [&](uint64_t task) {
+      if (Cancelled(cancel)) return;
+      const uint64_t first = task * per_task;
+      const uint64_t end = std::min(g.num_tiles, (task + 1) * per_task);
+      task_symbols[task].reset(new uint16_t[(end - first) * MaxBoxVolume(g) + 4]);
+      uint16_t* at = task_symbols[task].get();
+      TileEncoder<T> encoder(in, plans, cubic, &task_verbatim[task]);
+      ForEachTile(g, first, end, [&](uint64_t t, const Coords& k) { at += encoder.Encode(t, k, at); });
+      task_start[task + 1] = static_cast<uint64_t>(at - task_symbols[task].get());
+    });
+    if (Cancelled(cancel)) return CancelledStatus(kEncoding);
+    for (uint64_t task = 0; task < tasks; ++task) task_start[task + 1] += task_start[task];
+    out->symbols.resize(task_start[tasks]);
+    ParallelFor(tasks, [&](uint64_t task) {
+      std::memcpy(out->symbols.data() + task_start[task], task_symbols[task].get(),
+                  sizeof(uint16_t) * (task_start[task + 1] - task_start[task]));
+      task_symbols[task].reset();
+    });
+  }
   if (Cancelled(cancel)) return CancelledStatus(kEncoding);
-  Release(sym);
 
-  CollectInOrder(
-      g.n, [&](uint64_t i) { return verbatim[i] != 0; },
-      [](uint64_t i) { return static_cast<uint32_t>(i); }, &out->verbatim_index);
+  // Verbatim elements in increasing element order; they are rare, so one
+  // sort of all of them costs less than keeping a flag per element.
+  uint64_t total = verbatim.size();
+  for (const auto& v : task_verbatim) total += v.size();
+  verbatim.reserve(total);
+  for (auto& v : task_verbatim) {
+    verbatim.insert(verbatim.end(), v.begin(), v.end());
+    Release(v);
+  }
+  std::sort(verbatim.begin(), verbatim.end());
+  out->verbatim_index = std::move(verbatim);
   return absl::OkStatus();
 }
 
@@ -617,23 +1253,29 @@ absl::Status Corrupt(absl::string_view what) {
   return format::CorruptArchive(absl::StrCat("interpolation: ", what));
 }
 
-// The anchors' residuals (outliers' from the outlier section) -> inverse
-// Lorenzo on the anchor grid -> their working values.
+// The anchors' residuals (the first symbol of each tile; outliers' from the
+// outlier section) -> inverse Lorenzo on the anchor grid -> their working
+// values in `out`. Checks every anchor symbol and outlier entry.
 template <typename T>
-absl::Status DecodeAnchors(const Geometry& g, const PassData<T>& pd,
+absl::Status DecodeAnchors(const Geometry& g, const InterpParams& p,
+                           absl::Span<const uint16_t> symbols, const std::vector<uint32_t>& start,
                            absl::Span<const uint32_t> outlier_index,
-                           absl::Span<const int32_t> outlier_residual,
+                           absl::Span<const int32_t> outlier_residual, T* out,
                            const std::atomic<bool>* cancel) {
   const uint64_t count = g.num_tiles;
-  const uint64_t ranges = CeilDiv(count, kRange);
+  const int32_t radius = static_cast<int32_t>(p.radius);
+  const uint32_t alphabet = 2 * p.radius;
   std::vector<int32_t> q(count);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
-      q[t] = static_cast<int32_t>(pd.sym[g.AnchorIndex(k)]) - pd.radius;
-    });
-  });
-  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  uint64_t zeros = 0;
+  bool bad_symbol = false;
+  for (uint64_t t = 0; t < count; ++t) {
+    const uint16_t s = symbols[start[t]];
+    q[t] = static_cast<int32_t>(s) - radius;
+    zeros += s == 0;
+    bad_symbol |= s >= alphabet;
+  }
+  if (bad_symbol) return Corrupt("symbol beyond the alphabet");
+  if (zeros != outlier_index.size()) return Corrupt("outlier count disagrees with the symbols");
   for (size_t j = 0; j < outlier_index.size(); ++j) {
     if (j % kRange == 0 && Cancelled(cancel)) return CancelledStatus(kDecoding);
     const uint64_t i = outlier_index[j];
@@ -647,19 +1289,273 @@ absl::Status DecodeAnchors(const Geometry& g, const PassData<T>& pd,
       }
       t = t * g.tiles[d] + x;
     }
-    if (pd.sym[i] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
+    if (symbols[start[t]] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
     q[t] = outlier_residual[j];
   }
-  const BlockGrid grid = AnchorGrid(g);
-  LorenzoInverse(grid, q.data(), cancel);
-  ParallelFor(ranges, [&](uint64_t r) {
-    if (Cancelled(cancel)) return;
-    ForEachTile(g, r * kRange, std::min(count, (r + 1) * kRange), [&](uint64_t t, const Coords& k) {
-      pd.w[g.AnchorIndex(k)] = Dequantize<T>(q[t], pd.step);
-    });
-  });
+  LorenzoInverse(AnchorGrid(g), q.data(), cancel);
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  ForEachTile(g, 0, count, [&](uint64_t t, const Coords& k) {
+    out[g.AnchorIndex(k)] = Dequantize<T>(q[t], p.quant_step);
+  });
   return absl::OkStatus();
+}
+
+// Which of a tile's own elements a TileDecoder call decodes: all of them,
+// only those on its lower face along the band dimension (index 0 within the
+// tile), or all the others. See DecodeT.
+enum class Part { kAll, kLowerFace, kAboveLowerFace };
+
+// Decodes one tile at a time, in place in the frame's output: a tile's
+// elements, in symbol order, read its window's far faces, which belong to
+// later tiles (Box), so the tiles of a band are decoded last to first and
+// each element is computed once. The tile's symbols are read in order from
+// its first position on, with no symbol array in element order.
+template <typename T>
+class TileDecoder {
+ public:
+  TileDecoder(const Geometry& g, const InterpParams& p, const TilePlans& plans,
+              absl::Span<const uint16_t> symbols, const std::vector<uint32_t>& start,
+              const uint8_t* fill, T* out, int band_dim)
+      : g_(g),
+        plans_(plans),
+        symbols_(symbols.data()),
+        symbols_end_(symbols.data() + symbols.size()),
+        start_(start),
+        fill_(fill),
+        out_(out),
+        band_dim_(band_dim),
+        step_(p.quant_step),
+        radius_(static_cast<int32_t>(p.radius)),
+        alphabet_(2 * p.radius),
+        cubic_(p.order == InterpOrder::kCubic) {}
+
+  void Decode(uint64_t t, const Coords& k, Part part) {
+    const Box b = TileBox(g_, k);
+    // A tile without fill elements (but the anchor) has a symbol for each.
+    tile_fill_ = fill_ != nullptr && start_[t + 1] - start_[t] != b.own[0] * b.own[1] * b.own[2] * b.own[3];
+    pos_ = start_[t] + 1;  // after the anchor's
+    part_ = part;
+    const TilePlan* plan = part == Part::kAll ? plans_.For(g_, k) : nullptr;
+    if (plan != nullptr) {
+      for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
+    } else {
+      ForEachPass(g_, [&](uint64_t h, int d) { Pass(b, h, d); });
+    }
+  }
+
+  // Symbol 0 or one beyond the alphabet at an element that is not an anchor.
+  bool bad_zero() const { return bad_zero_; }
+  bool bad_symbol() const { return bad_symbol_; }
+
+ private:
+  void Pass(const Box& b, uint64_t h, int d) {
+    const Lattice l = PassLattice(g_, b.own, h, d);
+    if (l.count[0] * l.count[1] * l.count[2] * l.count[3] == 0) return;
+    const uint64_t s = h * g_.stride[d];  // neighbour distance in the frame
+    for (uint64_t i0 = 0; i0 < l.count[0]; ++i0) {
+      for (uint64_t i1 = 0; i1 < l.count[1]; ++i1) {
+        for (uint64_t i2 = 0; i2 < l.count[2]; ++i2) {
+          const Coords p{l.first[0] + i0 * l.step[0], l.first[1] + i1 * l.step[1],
+                         l.first[2] + i2 * l.step[2], l.first[3]};
+          const uint64_t row =
+              b.anchor + p[0] * g_.stride[0] + p[1] * g_.stride[1] + p[2] * g_.stride[2] + p[3];
+          // The part of the line to decode: [begin, end); the elements
+          // before and after it only have their symbols passed over.
+          uint64_t begin = 0, end = l.count[3];
+          if (part_ != Part::kAll) {
+            // Elements j < face_end of the line are on the lower face.
+            uint64_t face_end;
+            if (band_dim_ < kMaxDims - 1) {
+              face_end = p[band_dim_] == 0 ? l.count[3] : 0;
+            } else {
+              face_end = p[3] == 0 ? 1 : 0;
+            }
+            if (part_ == Part::kLowerFace) {
+              end = face_end;
+            } else {
+              begin = face_end;
+            }
+          }
+          pos_ += SymbolsIn(row, l.step[3], 0, begin);
+          if (d != kMaxDims - 1) {
+            // Along another dimension the window is the same for the line.
+            const Formula f = FormulaOf(Available(p[d], h, g_.tile, b.extent[d]), cubic_);
+            if (begin < end) Line(f, row, l.step[3], s, begin, end);
+          } else {
+            for (uint64_t j = begin; j < end;) {
+              const Formula f =
+                  FormulaOf(Available(p[3] + j * l.step[3], h, g_.tile, b.extent[3]), cubic_);
+              const uint64_t run_end = NextFormulaChange(j, end, h, b.extent[3]);
+              Line(f, row, l.step[3], s, j, run_end);
+              j = run_end;
+            }
+          }
+          pos_ += SymbolsIn(row, l.step[3], end, l.count[3]);
+        }
+      }
+    }
+  }
+
+  void PlanRun(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    switch (run.formula) {
+      case Formula::kCubic:
+        return PlanRunWith<Formula::kCubic>(plan, run, anchor);
+      case Formula::kCubicLeft:
+        return PlanRunWith<Formula::kCubicLeft>(plan, run, anchor);
+      case Formula::kCubicRight:
+        return PlanRunWith<Formula::kCubicRight>(plan, run, anchor);
+      case Formula::kLinear:
+        return PlanRunWith<Formula::kLinear>(plan, run, anchor);
+      case Formula::kExtrapolate:
+        return PlanRunWith<Formula::kExtrapolate>(plan, run, anchor);
+      case Formula::kCopy:
+        return PlanRunWith<Formula::kCopy>(plan, run, anchor);
+    }
+  }
+
+  template <Formula kF>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    tile_fill_ ? PlanRunWith<kF, true>(plan, run, anchor)
+               : PlanRunWith<kF, false>(plan, run, anchor);
+  }
+
+  // One run of the tile's plan (own elements only, in symbol order).
+  template <Formula kF, bool kFill>
+  void PlanRunWith(const TilePlan& plan, const TilePlan::Run& run, uint64_t anchor) {
+    T* const w = out_ + anchor;
+    const uint8_t* const fill = fill_ + (kFill ? anchor : 0);
+    const uint32_t* const frame = plan.frame.data();
+    const uint64_t s = run.frame_distance;
+    const uint16_t* sym = symbols_ + pos_;
+    const double quant_step = step_;
+    const int32_t radius = radius_;
+    const uint32_t alphabet = alphabet_;
+    bool zero = false, beyond = false;
+    uint32_t begin = run.begin;
+#ifdef EBZIP_INTERP_AVX2
+    if constexpr (std::is_same_v<T, float>) {
+      if (plan.int32_offsets && avx2_ && run.end - run.begin >= kMinSimd) {
+        const uint32_t groups = (run.end - run.begin) / 4;
+        begin += DecodeRunAvx2<kF, kFill>(plan, run, groups, w, fill, &sym, symbols_end_,
+                                          quant_step, radius, alphabet, &zero, &beyond);
+      }
+    }
+#endif
+    for (uint32_t e = begin; e < run.end; ++e) {
+      const uint64_t i = frame[e];
+      const double pred = PredictWith<kF>(w, i, s);
+      int32_t rho = 0;  // a fill element's, which has no symbol
+      if (!kFill || !fill[i]) {
+        const uint16_t v = *sym++;
+        zero |= v == 0;
+        beyond |= v >= alphabet;
+        rho = static_cast<int32_t>(v) - radius;
+      }
+      w[i] = Reconstruct<T>(pred, rho, quant_step);
+    }
+    pos_ = static_cast<uint64_t>(sym - symbols_);
+    bad_zero_ |= zero;
+    bad_symbol_ |= beyond;
+  }
+
+  // The symbols of elements j in [begin, end) of a line.
+  uint64_t SymbolsIn(uint64_t row, uint64_t step, uint64_t begin, uint64_t end) const {
+    uint64_t n = end > begin ? end - begin : 0;
+    if (tile_fill_) {
+      for (uint64_t j = begin; j < end; ++j) n -= fill_[row + j * step];
+    }
+    return n;
+  }
+  void Line(Formula f, uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    switch (f) {
+      case Formula::kCubic:
+        return LineWith<Formula::kCubic>(row, step, s, begin, end);
+      case Formula::kCubicLeft:
+        return LineWith<Formula::kCubicLeft>(row, step, s, begin, end);
+      case Formula::kCubicRight:
+        return LineWith<Formula::kCubicRight>(row, step, s, begin, end);
+      case Formula::kLinear:
+        return LineWith<Formula::kLinear>(row, step, s, begin, end);
+      case Formula::kExtrapolate:
+        return LineWith<Formula::kExtrapolate>(row, step, s, begin, end);
+      case Formula::kCopy:
+        return LineWith<Formula::kCopy>(row, step, s, begin, end);
+    }
+  }
+
+  template <Formula kF>
+  void LineWith(uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    if (tile_fill_) {
+      LineWith<kF, true>(row, step, s, begin, end);
+    } else {
+      LineWith<kF, false>(row, step, s, begin, end);
+    }
+  }
+
+  // Elements j in [begin, end) of a line starting at element `row`.
+  template <Formula kF, bool kFill>
+  void LineWith(uint64_t row, uint64_t step, uint64_t s, uint64_t begin, uint64_t end) {
+    T* const w = out_;
+    const uint8_t* const fill = fill_;
+    const uint16_t* sym = symbols_ + pos_;
+    const double quant_step = step_;
+    const int32_t radius = radius_;
+    const uint32_t alphabet = alphabet_;
+    bool zero = false, beyond = false;
+    for (uint64_t j = begin; j < end; ++j) {
+      const uint64_t i = row + j * step;
+      const double pred = PredictWith<kF>(w, i, s);
+      int32_t rho = 0;  // a fill element's, which has no symbol
+      if (!kFill || !fill[i]) {
+        const uint16_t v = *sym++;
+        zero |= v == 0;
+        beyond |= v >= alphabet;
+        rho = static_cast<int32_t>(v) - radius;
+      }
+      w[i] = Reconstruct<T>(pred, rho, quant_step);
+    }
+    pos_ = static_cast<uint64_t>(sym - symbols_);
+    bad_zero_ |= zero;
+    bad_symbol_ |= beyond;
+  }
+
+  const Geometry& g_;
+  const TilePlans& plans_;
+  const uint16_t* const symbols_;
+  const uint16_t* const symbols_end_;
+  const std::vector<uint32_t>& start_;
+  const uint8_t* const fill_;
+  T* const out_;
+  const int band_dim_;
+  const double step_;
+  const int32_t radius_;
+  const uint32_t alphabet_;
+  const bool cubic_;
+  const bool avx2_ = UseAvx2();
+  bool tile_fill_ = false;
+  Part part_ = Part::kAll;
+  uint64_t pos_ = 0;
+  bool bad_zero_ = false;
+  bool bad_symbol_ = false;
+};
+
+// Calls fn(t, k) for the tiles t in [begin, end) from last to first.
+template <typename Fn>
+void ForEachTileBackwards(const Geometry& g, uint64_t begin, uint64_t end, Fn fn) {
+  if (begin >= end) return;
+  Coords k;
+  uint64_t rest = end - 1;
+  for (int d = kMaxDims - 1; d >= 0; --d) {
+    k[d] = rest % g.tiles[d];
+    rest /= g.tiles[d];
+  }
+  for (uint64_t t = end; t-- > begin;) {
+    fn(t, k);
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      if (k[d]-- > 0) break;
+      k[d] = g.tiles[d] - 1;
+    }
+  }
 }
 
 template <typename T>
@@ -668,52 +1564,61 @@ absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
                      absl::Span<const int32_t> outlier_residual, const uint8_t* fill, T* out,
                      const std::atomic<bool>* cancel) {
   const Geometry g = MakeGeometry(p);
-  SymbolOrder order;
-  if (!SymbolOrder::Make(g, fill, cancel, &order).ok()) return CancelledStatus(kDecoding);
-  if (symbols.size() != order.size()) {
-    return Corrupt(absl::StrCat(symbols.size(), " symbols where the frame has ", order.size(),
+  const std::vector<uint32_t> start = TileStarts(g, fill, cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (symbols.size() != start.back()) {
+    return Corrupt(absl::StrCat(symbols.size(), " symbols where the frame has ", start.back(),
                                 " symbol positions"));
   }
   if (outlier_index.size() != outlier_residual.size()) {
     return Corrupt("outlier indices and residuals differ in number");
   }
+  if (absl::Status s =
+          DecodeAnchors(g, p, symbols, start, outlier_index, outlier_residual, out, cancel);
+      !s.ok()) {
+    return s;
+  }
 
-  // Symbols to their elements. Every check is made here, so the passes
-  // below cannot fail.
-  std::vector<uint16_t> sym(g.n);
-  const uint32_t alphabet = 2 * p.radius;
-  std::atomic<uint64_t> zeros{0};
+  // Bands of tile rows along the slowest dimension with more than one tile
+  // run in parallel, each last tile first. Along a batch dimension bands are
+  // independent. Along an interpolated one, a band's last row reads the
+  // lower face of the next band's first row (its elements at index 0 along
+  // that dimension, which only depend on each other): those faces are
+  // decoded first, and their tiles then decode everything else.
+  int band_dim = 0;
+  while (band_dim < kMaxDims - 1 && g.tiles[band_dim] == 1) ++band_dim;
+  const uint64_t rows = g.tiles[band_dim];
+  const uint64_t per_row = g.num_tiles / rows;
+  const uint64_t threads = static_cast<uint64_t>(DefaultThreadCount());
+  const uint64_t bands = threads <= 1 ? 1 : std::min<uint64_t>(rows, 4 * threads);
+  auto first_row = [&](uint64_t b) { return b * rows / bands; };
+  const bool faces = g.interp[band_dim] && bands > 1;
   std::atomic<bool> bad_zero{false}, bad_symbol{false};
-  order.ForEachPosition(
-      cancel,
-      [&](uint64_t pos, uint64_t i) {
-        sym[i] = symbols[pos];
-        if (symbols[pos] == 0) bad_zero.store(true, std::memory_order_relaxed);
-        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
-      },
-      [&](uint64_t pos, uint64_t i) {
-        sym[i] = symbols[pos];
-        if (symbols[pos] == 0) zeros.fetch_add(1, std::memory_order_relaxed);
-        if (symbols[pos] >= alphabet) bad_symbol.store(true, std::memory_order_relaxed);
-      });
+  const TilePlans plans(g, p.order == InterpOrder::kCubic, /*faces=*/false);
+  auto decode_rows = [&](uint64_t from, uint64_t to, Part first_row_part) {
+    TileDecoder<T> decoder(g, p, plans, symbols, start, fill, out, band_dim);
+    const uint64_t split = (from + 1) * per_row;  // tiles of the first row below this
+    ForEachTileBackwards(g, from * per_row, to * per_row, [&](uint64_t t, const Coords& k) {
+      if (Cancelled(cancel)) return;
+      decoder.Decode(t, k, t < split ? first_row_part : Part::kAll);
+    });
+    if (decoder.bad_zero()) bad_zero.store(true, std::memory_order_relaxed);
+    if (decoder.bad_symbol()) bad_symbol.store(true, std::memory_order_relaxed);
+  };
+  if (faces) {
+    ParallelFor(bands - 1, [&](uint64_t b) {
+      const uint64_t row = first_row(b + 1);
+      decode_rows(row, row + 1, Part::kLowerFace);
+    });
+  }
+  ParallelFor(bands, [&](uint64_t b) {
+    decode_rows(first_row(b), first_row(b + 1),
+                faces && b > 0 ? Part::kAboveLowerFace : Part::kAll);
+  });
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (bad_symbol.load()) return Corrupt("symbol beyond the alphabet");
   if (bad_zero.load()) return Corrupt("symbol 0 (an outlier) at an element that is not an anchor");
-  if (zeros.load() != outlier_index.size()) {
-    return Corrupt("outlier count disagrees with the symbols");
-  }
-
-  PassData<T> pd;
-  pd.w = out;
-  pd.sym = sym.data();
-  pd.fill = fill;
-  pd.step = p.quant_step;
-  pd.radius = static_cast<int32_t>(p.radius);
-  pd.cubic = p.order == InterpOrder::kCubic;
-  if (absl::Status s = DecodeAnchors(g, pd, outlier_index, outlier_residual, cancel); !s.ok()) {
-    return s;
-  }
-  return RunPasses<T, false>(g, pd, cancel);
+  return absl::OkStatus();
 }
 
 bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }

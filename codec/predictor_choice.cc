@@ -46,20 +46,19 @@ std::vector<PredictorConfig> Candidates(const FrameParams& p) {
 }
 
 uint64_t EstimateBits(const FrameParams& p, const FrameContent& content) {
-  const auto symbols = content.symbols();
-  uint64_t entropy = ~uint64_t{0};
-  if (p.lossless != Lossless::kZeroRuns) {
-    entropy = PlainCode(symbols, p.radius, p.max_code_length).bits;
-  }
-  if (p.version >= 2 && p.lossless != Lossless::kHuffman) {
-    entropy = std::min(entropy, RunCode(symbols, p.radius, p.chunk_symbols, p.max_code_length).bits);
-  }
+  const bool runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
+  const bool plain = p.lossless != Lossless::kZeroRuns;
+  const uint64_t entropy =
+      SmallerCode(content.symbols(), p.radius, p.chunk_symbols, p.max_code_length, plain, runs)
+          .bits;
   return entropy + 64 * content.outlier_count() +
          8 * (4 + DTypeSize(p.dtype)) * content.verbatim_count() + 8 * content.fill_bytes();
 }
 
 absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
-                                                const std::atomic<bool>* cancel) {
+                                                const std::atomic<bool>* cancel,
+                                                const FrameFill* fill,
+                                                std::optional<FrameContent>* whole) {
   const std::vector<PredictorConfig> candidates = Candidates(p);
   if (candidates.size() == 1) return candidates[0];
   // The sample (FORMAT.md §15.9): the whole frame, or stripes of whole rows
@@ -68,31 +67,54 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
   FrameParams sample = p;
   const uint8_t* sample_data = data;
   std::vector<uint8_t> stripes;
+  std::vector<uint64_t> first_rows;
   const uint64_t rows = p.shape[0];
   uint64_t row = 1;
   for (size_t d = 1; d < p.shape.size(); ++d) row *= p.shape[d];
+  uint64_t g = rows;
   if (row * rows > kSampleElements) {
     const uint64_t m = std::max<uint64_t>(1, kSampleElements / row);
-    const uint64_t g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
+    g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
     const uint64_t count = m / g;
     const uint64_t row_bytes = row * DTypeSize(p.dtype);
     stripes.resize(count * g * row_bytes);
     for (uint64_t k = 0; k < count; ++k) {
       const uint64_t first = count == 1 ? (rows - g) / 2 : k * (rows - g) / (count - 1);
+      first_rows.push_back(first);
       std::memcpy(stripes.data() + k * g * row_bytes, data + first * row_bytes, g * row_bytes);
     }
     sample.shape[0] = count * g;
     sample_data = stripes.data();
   }
+  // Every interpolation candidate codes the same fill mask: found once.
+  FrameFill own, sample_fill;
+  const FrameFill* fill_of_sample = nullptr;
+  if (p.fill_value && p.version >= 2 && p.predictor != Predictor::kLorenzo) {
+    if (fill == nullptr) {
+      own = FindFill(p, data);
+      fill = &own;
+    }
+    if (first_rows.empty()) {
+      fill_of_sample = fill;
+    } else {
+      sample_fill = FillOfStripes(p, *fill, first_rows, g);
+      fill_of_sample = &sample_fill;
+    }
+  }
   PredictorConfig best = candidates[0];
   uint64_t best_bits = ~uint64_t{0};
+  std::optional<FrameContent> best_content;
   for (const PredictorConfig& c : candidates) {
-    auto content = FrameContent::Predict(sample, c, sample_data, cancel);
+    auto content = FrameContent::Predict(sample, c, sample_data, cancel, fill_of_sample);
     if (!content.ok()) return content.status();
     const uint64_t bits = EstimateBits(sample, *content);
-    if (bits < best_bits) best = c, best_bits = bits;
+    if (bits < best_bits) {
+      best = c, best_bits = bits;
+      if (whole != nullptr && first_rows.empty()) best_content = *std::move(content);
+    }
   }
   if (Cancelled(cancel)) return CancelledStatus("frame encoding");
+  if (best_content) *whole = std::move(best_content);
   return best;
 }
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -23,9 +24,14 @@ std::vector<PredictorConfig> Candidates(const FrameParams& p);
 uint64_t EstimateBits(const FrameParams& p, const FrameContent& content);
 
 // The candidate with the smallest estimate on the frame's sample (the first
-// of equal ones). CANCELLED soon after *cancel is set.
+// of equal ones). CANCELLED soon after *cancel is set. `fill`: FindFill's
+// for the frame, or null (computed here when needed). When the sample is the
+// whole frame and `whole` is given, *whole gets the winner's content, which
+// is the frame's: the caller need not predict it again.
 absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
-                                                const std::atomic<bool>* cancel);
+                                                const std::atomic<bool>* cancel,
+                                                const FrameFill* fill = nullptr,
+                                                std::optional<FrameContent>* whole = nullptr);
 
 }  // namespace ebzip
 

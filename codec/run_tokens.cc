@@ -1,6 +1,11 @@
 #include "codec/run_tokens.h"
 
 #include <algorithm>
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <mutex>
 
 #include "codec/parallel.h"
@@ -33,6 +38,140 @@ TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
     std::lock_guard<std::mutex> lock(mu);
     for (uint32_t s = 0; s < alphabet; ++s) total.histogram[s] += local[s];
     total.extra_bits += extra;
+  });
+  return total;
+}
+
+TokenStats SymbolCounts::Tokens(uint32_t radius) const {
+  TokenStats t;
+  t.histogram.reserve(histogram.size() + format::kRunClasses);
+  t.histogram = histogram;
+  t.histogram[radius] = lone_zeros;
+  t.histogram.insert(t.histogram.end(), run_classes.begin(), run_classes.end());
+  t.extra_bits = extra_bits;
+  return t;
+}
+
+namespace {
+
+// Bit j set where symbols[j] == zero, for the first `count` (<= 64).
+uint64_t ZeroMask(const uint16_t* symbols, uint64_t count, uint16_t zero) {
+  uint64_t mask = 0;
+  uint64_t j = 0;
+#if defined(__SSE2__)
+  const __m128i z = _mm_set1_epi16(static_cast<int16_t>(zero));
+  for (; j + 16 <= count; j += 16) {
+    const __m128i a = _mm_cmpeq_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols + j)), z);
+    const __m128i b = _mm_cmpeq_epi16(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(symbols + j + 8)), z);
+    mask |= uint64_t{static_cast<uint16_t>(_mm_movemask_epi8(_mm_packs_epi16(a, b)))} << j;
+  }
+#endif
+  for (; j < count; ++j) mask |= uint64_t{symbols[j] == zero} << j;
+  return mask;
+}
+
+// Set bits of x (no popcnt instruction in the x86-64 baseline).
+int Popcount(uint64_t x) {
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<int>((x * 0x0101010101010101ull) >> 56);
+}
+
+// The tokens of one chunk's runs of zeros, added to a task's counts.
+struct RunCounts {
+  std::array<uint32_t, format::kRunClasses> classes{};
+  uint64_t lone = 0;
+  uint64_t extra = 0;
+
+  // §15.8's tokens for a run of k >= 1 zeros.
+  void Add(uint64_t k) {
+    while (k >= format::kMaxRunPositions + 1) {
+      ++classes[format::kRunClasses - 1];
+      extra += format::kRunClasses;
+      k -= format::kMaxRunPositions;
+    }
+    if (k >= 2) {
+      const int klass = 63 - __builtin_clzll(k);  // RunClass(k), without its loop
+      ++classes[klass - 1];
+      extra += klass;
+    } else if (k == 1) {
+      ++lone;
+    }
+  }
+};
+
+}  // namespace
+
+SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
+                          uint32_t radius) {
+  const uint32_t alphabet = 2 * radius;
+  SymbolCounts total;
+  total.histogram.assign(alphabet, 0);
+  const uint64_t n = symbols.size();
+  // Tasks of whole chunks: runs end where chunks do (§15.4).
+  const uint64_t per_task = std::max<uint64_t>(1, (uint64_t{1} << 20) / chunk_symbols);
+  const uint64_t chunks = (n + chunk_symbols - 1) / chunk_symbols;
+  const uint16_t zero = static_cast<uint16_t>(radius);
+  std::mutex mu;
+  ParallelFor((chunks + per_task - 1) / per_task, [&](uint64_t t) {
+    // 64 symbols at a time, with a mask of their zeros: the zeros are
+    // counted from the mask, and their runs found from its bits, with no
+    // branch per symbol (at tight bounds zeros and others alternate
+    // unpredictably). The other symbols go to four counts in turn, so a
+    // symbol that follows itself does not wait on its previous increment.
+    std::vector<uint32_t> counts(4 * size_t{alphabet}, 0);
+    uint32_t* const local = counts.data();
+    unsigned turn = 0;
+    uint64_t zeros = 0;
+    RunCounts runs;
+    const uint64_t end_chunk = std::min(chunks, (t + 1) * per_task);
+    for (uint64_t c = t * per_task; c < end_chunk; ++c) {
+      const uint64_t chunk_end = std::min<uint64_t>(n, (c + 1) * chunk_symbols);
+      uint64_t run = 0;  // zeros of the run still open at the block's start
+      for (uint64_t i = c * chunk_symbols; i < chunk_end; i += 64) {
+        const uint64_t count = std::min<uint64_t>(64, chunk_end - i);
+        const uint16_t* const block = symbols.data() + i;
+        const uint64_t valid = count == 64 ? ~uint64_t{0} : (uint64_t{1} << count) - 1;
+        const uint64_t z = ZeroMask(block, count, zero);
+        zeros += static_cast<uint64_t>(Popcount(z));
+        for (uint64_t others = ~z & valid; others != 0; others &= others - 1) {
+          ++local[(turn++ & 3) * size_t{alphabet} + block[__builtin_ctzll(others)]];
+        }
+        // Runs: from each position, the ones of z that follow it.
+        uint64_t pos = 0;
+        while (pos < count) {
+          const uint64_t rest = z >> pos;  // pos < 64
+          if (run > 0 || (rest & 1)) {
+            // Inside a run: it lasts while z has ones.
+            const uint64_t ones = (~rest == 0) ? 64 - pos : __builtin_ctzll(~rest);
+            const uint64_t len = std::min(ones, count - pos);
+            run += len;
+            pos += len;
+            if (pos < count) {
+              runs.Add(run);
+              run = 0;
+            }
+          } else {
+            if (rest == 0) break;
+            pos += __builtin_ctzll(rest);
+          }
+        }
+      }
+      if (run > 0) runs.Add(run);
+    }
+    local[zero] += static_cast<uint32_t>(zeros);
+    for (uint32_t s = 0; s < alphabet; ++s) {
+      local[s] += local[alphabet + s] + local[2 * size_t{alphabet} + s] +
+                  local[3 * size_t{alphabet} + s];
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    for (uint32_t s = 0; s < alphabet; ++s) total.histogram[s] += local[s];
+    for (int k = 0; k < format::kRunClasses; ++k) total.run_classes[k] += runs.classes[k];
+    total.lone_zeros += static_cast<uint32_t>(runs.lone);
+    total.extra_bits += runs.extra;
   });
   return total;
 }

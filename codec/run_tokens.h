@@ -7,7 +7,9 @@
 #ifndef EBZIP_CODEC_RUN_TOKENS_H_
 #define EBZIP_CODEC_RUN_TOKENS_H_
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -47,6 +49,14 @@ void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn 
       continue;
     }
     uint64_t k = 1;
+    // Four at a time: runs are most of a smooth field's symbols.
+    const uint64_t four = uint64_t{s} * 0x0001000100010001ull;
+    while (i + k + 4 <= n) {
+      uint64_t next;
+      std::memcpy(&next, symbols.data() + i + k, sizeof(next));
+      if (next != four) break;
+      k += 4;
+    }
     while (i + k < n && symbols[i + k] == s) ++k;
     i += k;
     while (k >= format::kMaxRunPositions + 1) {
@@ -73,6 +83,26 @@ struct TokenStats {
 };
 TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
                           const RunTokens& runs);
+
+// Both entropy stages' counts from one pass over the symbols (chunks of
+// chunk_symbols, symbols below 2 * radius): the symbol histogram, and what
+// the tokens of §15.4 make of it. Every symbol other than `radius` is its
+// own token, so the token histogram is the symbol histogram with radius's
+// count replaced by the zeros left alone (runs of one) and the run classes
+// after it. Counting a run at once also spares the symbol histogram one
+// increment of the same counter per zero, which a long run makes wait on
+// each other.
+struct SymbolCounts {
+  std::vector<uint32_t> histogram;  // per symbol, 2 * radius
+  std::array<uint32_t, format::kRunClasses> run_classes{};  // class c at c - 1
+  uint32_t lone_zeros = 0;  // zeros not in a run token
+  uint64_t extra_bits = 0;  // the run tokens'
+
+  // TokenHistogram's result, with runs enabled.
+  TokenStats Tokens(uint32_t radius) const;
+};
+SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
+                          uint32_t radius);
 
 }  // namespace ebzip
 

@@ -5,7 +5,8 @@
 # Libraries the CUDA runtime image or the NVIDIA driver provides (libcudart,
 # libcuda) are left out. Fails if some other library has no owning package.
 #
-#   scripts/runtime_packages.sh build/server/ebzipd build/client/cli/ebzip
+#   scripts/runtime_packages.sh build/server/ebzipd build/client/cli/ebzip \
+#       build/client/cli/ebzip-*.so
 set -euo pipefail
 if [[ $# -eq 0 ]]; then
   echo "usage: $0 BINARY..." >&2

@@ -12,7 +12,7 @@
 #include "client/cli/mapped_file.h"
 #include "client/cli/progress.h"
 #include "client/cli/remote.h"
-#include "client/io/array_file.h"
+#include "client/io/array_source.h"
 #include "codec/archive.h"
 
 namespace ebzip::cli {
@@ -33,7 +33,9 @@ absl::StatusOr<Input> OpenInput(const std::string& arg) {
       return absl::InvalidArgumentError(
           "--type and --shape are for raw input; NetCDF and HDF5 files carry their own");
     }
-    auto loaded = LoadArraySource(arg);
+    auto module = LoadArrayFileModule();
+    if (!module.ok()) return module.status();
+    auto loaded = (*module)->Load(arg);
     if (!loaded.ok()) return loaded.status();
     Input in{loaded->spec, loaded->fill_value, loaded->description, LoadedArray{}, {}};
     in.storage = *std::move(loaded);

@@ -7,7 +7,6 @@
 #include "client/cli/commands.h"
 #include "client/cli/flags.h"
 #include "client/cli/remote.h"
-#include "ebzip/v1/ebzip.pb.h"
 
 namespace ebzip::cli {
 
@@ -23,9 +22,9 @@ absl::Status HealthCommand(const Args& args) {
   // Info needs the token; health does not (probes have none).
   auto info = (*client)->Info();
   if (info.ok()) {
-    std::printf("version %s, backend %s, format %u\n", info->version().c_str(),
-                info->backend().c_str(), info->format_version());
-    for (const auto& d : info->devices()) std::printf("  %s\n", d.c_str());
+    std::printf("version %s, backend %s, format %u\n", info->version.c_str(),
+                info->backend.c_str(), info->format_version);
+    for (const auto& d : info->devices) std::printf("  %s\n", d.c_str());
   }
   return absl::OkStatus();
 }

@@ -17,8 +17,8 @@ namespace ebzip::cli {
 
 bool RemoteRequested() { return !absl::GetFlag(FLAGS_server).empty(); }
 
-absl::StatusOr<std::unique_ptr<client::RemoteClient>> ConnectFromFlags() {
-  client::RemoteOptions o;
+absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags() {
+  RemoteConnection o;
   o.server = absl::GetFlag(FLAGS_server);
   o.tls_ca_file = absl::GetFlag(FLAGS_tls);
   o.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
@@ -29,12 +29,14 @@ absl::StatusOr<std::unique_ptr<client::RemoteClient>> ConnectFromFlags() {
   }
   const double timeout = absl::GetFlag(FLAGS_timeout);
   if (timeout < 0) return absl::InvalidArgumentError("--timeout must not be negative");
-  if (timeout > 0) o.timeout = absl::Seconds(timeout);
+  if (timeout > 0) o.timeout_seconds = timeout;
   // What the server replies is held to the same limit as a local decompress.
   auto max_output_bytes = MaxOutputBytesFromFlag();
   if (!max_output_bytes.ok()) return max_output_bytes.status();
   o.max_output_bytes = *max_output_bytes;
-  return client::RemoteClient::Connect(o);
+  auto module = LoadRemoteModule();
+  if (!module.ok()) return module.status();
+  return (*module)->Connect(o);
 }
 
 }  // namespace ebzip::cli

@@ -9,15 +9,16 @@
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
-#include "client/remote/remote_client.h"
+#include "client/cli/modules.h"
 
 ABSL_DECLARE_FLAG(std::string, server);
 
 namespace ebzip::cli {
 
 bool RemoteRequested();
-// A client for --server with --tls/--token/--timeout/--max_output_bytes.
-absl::StatusOr<std::unique_ptr<client::RemoteClient>> ConnectFromFlags();
+// A client for --server with --tls/--token/--timeout/--max_output_bytes,
+// from the remote module (modules.h).
+absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags();
 
 }  // namespace ebzip::cli
 

@@ -20,21 +20,6 @@ namespace {
 
 enum class Container { kUnknown, kNetcdf, kHdf5 };
 
-bool IsRegularFile(std::string_view path) {
-  std::error_code error;
-  return std::filesystem::is_regular_file(std::filesystem::path(path), error);
-}
-
-// The first ':' that follows the name of an existing file: file names may
-// themselves contain ':', variable names rarely start right after one.
-std::optional<size_t> FileColon(std::string_view source) {
-  for (size_t colon = source.find(':'); colon != std::string_view::npos;
-       colon = source.find(':', colon + 1)) {
-    if (colon > 0 && IsRegularFile(source.substr(0, colon))) return colon;
-  }
-  return std::nullopt;
-}
-
 // netCDF-4 files are HDF5 files, so the magic alone cannot tell them apart;
 // a netCDF extension then picks the netCDF library, which understands
 // netCDF-4 groups and dimensions.
@@ -57,18 +42,13 @@ Container DetectContainer(const std::string& path) {
 
 }  // namespace
 
-bool LooksLikeArraySource(std::string_view arg) {
-  std::optional<size_t> colon = FileColon(arg);
-  return colon.has_value() && *colon + 1 < arg.size();
-}
-
 absl::StatusOr<LoadedArray> LoadArraySource(std::string_view source) {
   const size_t first_colon = source.find(':');
   if (first_colon == std::string_view::npos) {
     return absl::InvalidArgumentError(absl::StrCat(
         "expected PATH:VARIABLE (e.g. data.nc:TEMP), got \"", std::string(source), "\""));
   }
-  std::optional<size_t> colon = FileColon(source);
+  std::optional<size_t> colon = ArraySourceColon(source);
   if (!colon.has_value()) {
     const std::string path(source.substr(0, first_colon));
     std::error_code error;

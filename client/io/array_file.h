@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "client/io/array_source.h"
 #include "client/io/loaded_array.h"
 
 namespace ebzip {
@@ -17,10 +18,6 @@ namespace ebzip {
 // Errors: NotFound (no file, no variable), InvalidArgument (malformed source,
 // unknown format, unsupported type or rank), DataLoss (unreadable data).
 absl::StatusOr<LoadedArray> LoadArraySource(std::string_view source);
-
-// True when `arg` is "PATH:SOMETHING" and PATH is an existing regular file,
-// so that a command line can tell sources from raw-file arguments.
-bool LooksLikeArraySource(std::string_view arg);
 
 }  // namespace ebzip
 

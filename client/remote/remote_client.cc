@@ -115,16 +115,6 @@ absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p, uint64_t max_output_
 
 }  // namespace
 
-uint64_t PhysicalMemoryBytes() {
-  constexpr uint64_t kUnknown = std::numeric_limits<uint64_t>::max();
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page_size <= 0) return kUnknown;
-  const absl::uint128 bytes =
-      absl::uint128(static_cast<uint64_t>(pages)) * static_cast<uint64_t>(page_size);
-  return bytes > kUnknown ? kUnknown : absl::Uint128Low64(bytes);
-}
-
 uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) {
   // Sizes from FORMAT.md, each at its worst; 128-bit, so no shape overflows.
   constexpr uint64_t kSlack = uint64_t{1} << 20;

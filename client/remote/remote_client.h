@@ -5,12 +5,16 @@
 #ifndef EBZIP_CLIENT_REMOTE_REMOTE_CLIENT_H_
 #define EBZIP_CLIENT_REMOTE_REMOTE_CLIENT_H_
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/numeric/int128.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
@@ -25,7 +29,17 @@ namespace ebzip::client {
 
 // The machine's physical memory in bytes (sysconf), the default limit on a
 // decompressed array; UINT64_MAX where the system does not say.
-uint64_t PhysicalMemoryBytes();
+// Inline: the command line asks without linking this library
+// (client/cli/modules.h).
+inline uint64_t PhysicalMemoryBytes() {
+  constexpr uint64_t kUnknown = std::numeric_limits<uint64_t>::max();
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return kUnknown;
+  const absl::uint128 bytes =
+      absl::uint128(static_cast<uint64_t>(pages)) * static_cast<uint64_t>(page_size);
+  return bytes > kUnknown ? kUnknown : absl::Uint128Low64(bytes);
+}
 
 // The most bytes an honest archive of `spec` compressed with `options` can
 // take (FORMAT.md's section sizes at their worst, plus slack): about 2 to 3

@@ -7,6 +7,7 @@
 #include "codec/huffman_code.h"
 #include "codec/huffman_decoder.h"
 #include "codec/huffman_encoder.h"
+#include "codec/run_tokens.h"
 #include "gtest/gtest.h"
 
 namespace ebzip {
@@ -292,6 +293,35 @@ TEST(HuffmanDecode, GapDecoderNeedsGaps) {
   std::vector<uint16_t> out(s.symbols.size());
   EXPECT_EQ(HuffmanDecode(DecoderKind::kGapArray, table, view, absl::MakeSpan(out)).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(SymbolCounts, AgreeWithTheHistogramAndTheTokens) {
+  // Runs of the zero symbol of every length around the token limits (8191),
+  // the 64-symbol blocks and the chunk ends, between other symbols.
+  constexpr uint32_t kRadius = 100;
+  std::mt19937 rng(7);
+  for (uint32_t chunk : {16384u, 1000u, 64u, 5u}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<uint16_t> symbols;
+      const uint64_t n = 40000 + 17 * trial;
+      while (symbols.size() < n) {
+        const uint32_t kind = rng() % 4;
+        uint64_t run = kind == 0 ? rng() % 3 + 1 : kind == 1 ? rng() % 200 : rng() % 20000;
+        if (kind == 3) run = 8190 + rng() % 4;
+        for (uint64_t k = 0; k < run && symbols.size() < n; ++k) symbols.push_back(kRadius);
+        for (uint32_t k = rng() % 4; k > 0 && symbols.size() < n; --k) {
+          symbols.push_back(static_cast<uint16_t>(rng() % (2 * kRadius)));
+        }
+      }
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + " trial " + std::to_string(trial));
+      const SymbolCounts counts = CountSymbols(symbols, chunk, kRadius);
+      EXPECT_EQ(counts.histogram, Histogram(symbols, 2 * kRadius));
+      const TokenStats expected = TokenHistogram(symbols, chunk, {true, kRadius});
+      const TokenStats got = counts.Tokens(kRadius);
+      EXPECT_EQ(got.histogram, expected.histogram);
+      EXPECT_EQ(got.extra_bits, expected.extra_bits);
+    }
+  }
 }
 
 }  // namespace

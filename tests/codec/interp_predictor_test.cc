@@ -801,6 +801,8 @@ TEST(InterpRoundTrip, EveryRankBothOrdersBothTypes) {
       {{5, 9, 10, 11}, {1, 4, 4, 4}, 2, 0.1, true},
       {{6, 7, 8, 9}, {2, 2, 2, 2}, 2, 0, false},
       {{3, 10, 1, 20}, {8, 8, 8, 8}, 2, 0.3, true},
+      // Tiles too large to plan (257^2 elements a box): line by line.
+      {{300, 270}, {256, 256}, 3, 0.2, true},
   };
   uint32_t seed = 10;
   for (const RoundTripCase& c : cases) {

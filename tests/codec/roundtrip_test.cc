@@ -127,6 +127,20 @@ TEST(RoundTrip, FillValueIsExactAndOutOfRange) {
   EXPECT_LT(out->abs_bound, 1.0);
 }
 
+TEST(RoundTrip, FillValueWithoutFillElements) {
+  // A fill value that no element has: an interpolation frame codes a mask of
+  // zeros, which its decoder skips as no mask at all (and must not read as
+  // fill runs).
+  std::vector<float> data = Smooth<float>(96 * 80, 5);
+  for (Predictor p : {Predictor::kAuto, Predictor::kInterp, Predictor::kLorenzo}) {
+    CompressOptions o = Abs(1e-3);
+    o.fill_value = -1e34;
+    o.predictor = p;
+    RoundTrip(data, {96, 80}, o);
+    RoundTrip(data, {6, 16, 80}, o);
+  }
+}
+
 TEST(RoundTrip, ConstantArrays) {
   for (float v : {0.0f, 3.25f, -7e30f, 1e-30f}) {
     std::vector<float> data(1000, v);
