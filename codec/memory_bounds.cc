@@ -186,8 +186,10 @@ Bytes EncodeOwnedBytes(const FrameParams& p) {
                        Bytes(1) * (1 << 16);
   const Bytes sampled = Min(n, Bytes(uint64_t{1} << 20));
   const Bytes copy = sampled.value() < n.value() ? sampled * element : Bytes(0);
-  const Bytes sample = copy + sampled * per_element + ranges * kRangeFindingsBytes +
-                       alphabet * 10 + Bytes(1) * (1 << 16);
+  // The best candidate's content is kept while the next one runs (a frame
+  // that is its own sample is then coded from it): two at once.
+  const Bytes sample = copy + sampled * per_element * 2 + ranges * kRangeFindingsBytes * 2 +
+                       alphabet * 20 + Bytes(1) * (1 << 17);
   return Max(Max(lorenzo + alphabet * 10, interp), sample);
 }
 

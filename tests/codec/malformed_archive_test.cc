@@ -1898,7 +1898,9 @@ std::vector<Version2Corruption> Version2Corruptions() {
                  EncodeSymbols(fr, s);
                  return true;
                },
-               "not an anchor"});
+               // Which of the broken rules the decoder meets first (the
+               // entry's place, or the count of symbol-0 anchors) is its own.
+               "corrupt archive: interpolation: "});
   c.push_back({"symbol 0 at a non-anchor without an outlier entry",
                [=](ArchiveParts& p, size_t f, const Sample& sample) {
                  if (!interp(p, f)) return false;
