@@ -590,9 +590,6 @@ alignas(16) constexpr int32_t kLaneMasks[16][4] = {
     {0, 0, 0, -1},  {-1, 0, 0, -1},  {0, -1, 0, -1},  {-1, -1, 0, -1},
     {0, 0, -1, -1}, {-1, 0, -1, -1}, {0, -1, -1, -1}, {-1, -1, -1, -1}};
 
-// The prediction of kF for four elements whose neighbour b is loaded
-// from w at `at` - s, and so on: the table's operations in its order, then
-// non-finite predictions replaced by +0.0.
 // pshufb controls moving the 16-bit lanes kept by a 4-bit mask to the
 // front, in order (the rest zero), and back out to their lanes.
 struct LaneShuffles {
@@ -636,42 +633,47 @@ constexpr uint8_t kLaneCount[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3,
                      w[_mm_extract_epi32(i, 2)], w[_mm_extract_epi32(i, 3)]);
 }
 
-[[gnu::target("avx2"), gnu::always_inline]] inline __m256d GatherAvx2(const float* w, __m128i i) {
+// The same, widened to doubles.
+[[gnu::target("avx2"), gnu::always_inline]] inline __m256d LoadDoublesAvx2(const float* w,
+                                                                           __m128i i) {
   return _mm256_cvtps_pd(LoadAvx2(w, i));
 }
 
+// The prediction of kF for four elements whose neighbour b is loaded
+// from w at `at` - s, and so on: the table's operations in its order, then
+// non-finite predictions replaced by +0.0.
 template <Formula kF>
 [[gnu::target("avx2"), gnu::always_inline]] inline __m256d PredictAvx2(const float* w, __m128i at,
                                                                         int32_t s) {
   const __m128i step = _mm_set1_epi32(s);
-  const __m256d b = GatherAvx2(w, _mm_sub_epi32(at, step));
+  const __m256d b = LoadDoublesAvx2(w, _mm_sub_epi32(at, step));
   __m256d pred;
   if constexpr (kF == Formula::kCubic) {
-    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
-    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
-    const __m256d e = GatherAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d a = LoadDoublesAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d c = LoadDoublesAvx2(w, _mm_add_epi32(at, step));
+    const __m256d e = LoadDoublesAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
     pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(9.0), _mm256_add_pd(b, c)),
                                        _mm256_add_pd(a, e)),
                          _mm256_set1_pd(0.0625));
   } else if constexpr (kF == Formula::kCubicLeft) {
-    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
-    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    const __m256d a = LoadDoublesAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d c = LoadDoublesAvx2(w, _mm_add_epi32(at, step));
     pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(6.0), b),
                                                      _mm256_mul_pd(_mm256_set1_pd(3.0), c)),
                                        a),
                          _mm256_set1_pd(0.125));
   } else if constexpr (kF == Formula::kCubicRight) {
-    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
-    const __m256d e = GatherAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d c = LoadDoublesAvx2(w, _mm_add_epi32(at, step));
+    const __m256d e = LoadDoublesAvx2(w, _mm_add_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
     pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), b),
                                                      _mm256_mul_pd(_mm256_set1_pd(6.0), c)),
                                        e),
                          _mm256_set1_pd(0.125));
   } else if constexpr (kF == Formula::kLinear) {
-    const __m256d c = GatherAvx2(w, _mm_add_epi32(at, step));
+    const __m256d c = LoadDoublesAvx2(w, _mm_add_epi32(at, step));
     pred = _mm256_mul_pd(_mm256_add_pd(b, c), _mm256_set1_pd(0.5));
   } else if constexpr (kF == Formula::kExtrapolate) {
-    const __m256d a = GatherAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
+    const __m256d a = LoadDoublesAvx2(w, _mm_sub_epi32(at, _mm_mullo_epi32(step, _mm_set1_epi32(3))));
     pred = _mm256_mul_pd(_mm256_sub_pd(_mm256_mul_pd(_mm256_set1_pd(3.0), b), a),
                          _mm256_set1_pd(0.5));
   } else {

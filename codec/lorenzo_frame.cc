@@ -5,7 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
@@ -195,6 +200,61 @@ void ApplyPlaceholders(const BlockGrid& grid, const std::vector<LorenzoEncoded::
   });
 }
 
+#if defined(__x86_64__)
+// QuantizePoint for floats x[0, count), four at a time with AVX2 (checked
+// at run time): lane for lane the same operations. Double to float
+// conversion rounds as Narrow does (to nearest, overflowing to infinity),
+// and rounding to an integer uses the current mode as rint does. The
+// remainder is left to the caller; returns how many were done.
+[[gnu::target("avx2")]] uint64_t QuantizeAvx2(const float* x, uint64_t count,
+                                              const QuantRule& rule, int32_t* q,
+                                              PointKind* kinds) {
+  const __m256d step = _mm256_set1_pd(rule.step);
+  const __m256d bound = _mm256_set1_pd(rule.abs_bound);
+  const __m256d limit = _mm256_set1_pd(kQuantLimit);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m128i exponent = _mm_set1_epi32(0x7F800000);
+  const __m128i zero = _mm_setzero_si128();
+  const __m128i fill_bits = _mm_set1_epi32(static_cast<int32_t>(rule.fill_bits));
+  const __m128i has_fill = rule.has_fill ? _mm_set1_epi32(-1) : zero;
+  uint64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const __m128 xv = _mm_loadu_ps(x + i);
+    const __m128i bits = _mm_castps_si128(xv);
+    const __m128i exp = _mm_and_si128(bits, exponent);
+    const __m128i fill = _mm_and_si128(has_fill, _mm_cmpeq_epi32(bits, fill_bits));
+    const __m128i special =
+        _mm_or_si128(_mm_cmpeq_epi32(exp, exponent),
+                     _mm_andnot_si128(_mm_cmpeq_epi32(bits, zero), _mm_cmpeq_epi32(exp, zero)));
+    const __m256d xd = _mm256_cvtps_pd(xv);
+    const __m256d r = _mm256_div_pd(xd, step);
+    const __m256d rounded = _mm256_round_pd(r, _MM_FROUND_CUR_DIRECTION);
+    const __m128 y = _mm256_cvtpd_ps(_mm256_mul_pd(rounded, step));
+    const __m256d error = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(y), xd), abs_mask);
+    const __m256d fits = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(r, abs_mask), limit, _CMP_LT_OQ),
+                                       _mm256_cmp_pd(error, bound, _CMP_LE_OQ));
+    // The 64-bit lane masks narrowed to 32 bits (each lane's low half).
+    const __m128i fits32 = _mm_castps_si128(_mm256_castps256_ps128(_mm256_permutevar8x32_ps(
+        _mm256_castpd_ps(fits), _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7))));
+    const __m128i ok = _mm_andnot_si128(_mm_or_si128(fill, special), fits32);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                     _mm_and_si128(_mm256_cvttpd_epi32(rounded), ok));
+    // PointKind: 1 where not quantized, minus the fill mask (-1): kFill 2,
+    // kVerbatim 1, kQuantized 0.
+    const __m128i kind = _mm_sub_epi32(_mm_andnot_si128(ok, _mm_set1_epi32(1)), fill);
+    const __m128i bytes = _mm_packus_epi16(_mm_packus_epi32(kind, zero), zero);
+    const int32_t packed = _mm_cvtsi128_si32(bytes);
+    std::memcpy(kinds + i, &packed, 4);
+  }
+  return i;
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
 constexpr absl::string_view kEncoding = "frame encoding";
 constexpr absl::string_view kDecoding = "frame decoding";
 
@@ -222,11 +282,41 @@ absl::Status EncodeT(const FrameParams& p, const T* data, LorenzoEncoded* e,
     // size: grown by doubling they would hold up to three times their
     // contents at once. The kinds stay on the stack (64 KiB).
     std::array<PointKind, kRange> kinds;
+    uint64_t done = 0;
+#if defined(__x86_64__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (HasAvx2()) {
+        done = QuantizeAvx2(data + begin, end - begin, rule, q.data() + begin, kinds.data());
+      }
+    }
+#endif
+    for (uint64_t i = begin + done; i < end; ++i) {
+      kinds[i - begin] = QuantizePoint(data[i], rule, &q[i]);
+    }
+    // Kinds are mostly long stretches of quantized elements or of fill,
+    // looked at eight at a time.
+    const uint64_t count = end - begin;
+    auto word = [&](uint64_t j) {
+      uint64_t w;
+      std::memcpy(&w, kinds.data() + j, sizeof(w));
+      return w;
+    };
+    constexpr uint64_t kAllFill = 0x0202020202020202ull;
+    static_assert(static_cast<int>(PointKind::kQuantized) == 0 &&
+                  static_cast<int>(PointKind::kFill) == 2);
     uint64_t verbatim = 0, runs = 0;
     bool in_run = false;
-    for (uint64_t i = begin; i < end; ++i) {
-      const PointKind kind = QuantizePoint(data[i], rule, &q[i]);
-      kinds[i - begin] = kind;
+    for (uint64_t j = 0; j < count;) {
+      if (j + 8 <= count) {
+        const uint64_t w = word(j);
+        if (w == 0 || w == kAllFill) {
+          runs += w == kAllFill && !in_run;
+          in_run = w == kAllFill;
+          j += 8;
+          continue;
+        }
+      }
+      const PointKind kind = kinds[j++];
       verbatim += kind == PointKind::kVerbatim;
       runs += kind == PointKind::kFill && !in_run;
       in_run = kind == PointKind::kFill;
@@ -235,19 +325,31 @@ absl::Status EncodeT(const FrameParams& p, const T* data, LorenzoEncoded* e,
     RangeFindings& f = found[r];
     f.verbatim_index.reserve(verbatim);
     f.fill_runs.reserve(runs);
-    for (uint64_t i = begin; i < end; ++i) {
-      switch (kinds[i - begin]) {
+    auto add_fill = [&](uint64_t i, uint32_t length) {
+      if (!f.fill_runs.empty() && f.fill_runs.back().start + f.fill_runs.back().length == i) {
+        f.fill_runs.back().length += length;
+      } else {
+        f.fill_runs.push_back({static_cast<uint32_t>(i), length});
+      }
+    };
+    for (uint64_t j = 0; j < count;) {
+      if (j + 8 <= count) {
+        const uint64_t w = word(j);
+        if (w == 0 || w == kAllFill) {
+          if (w == kAllFill) add_fill(begin + j, 8);
+          j += 8;
+          continue;
+        }
+      }
+      const uint64_t i = begin + j;
+      switch (kinds[j++]) {
         case PointKind::kQuantized:
           break;
         case PointKind::kVerbatim:
           f.verbatim_index.push_back(static_cast<uint32_t>(i));
           break;
         case PointKind::kFill:
-          if (!f.fill_runs.empty() && f.fill_runs.back().start + f.fill_runs.back().length == i) {
-            ++f.fill_runs.back().length;
-          } else {
-            f.fill_runs.push_back({static_cast<uint32_t>(i), 1});
-          }
+          add_fill(i, 1);
           break;
       }
     }

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "codec/cancel.h"
 #include "codec/entropy_coder.h"
+#include "codec/parallel.h"
 
 namespace ebzip {
 namespace {
@@ -12,6 +14,7 @@ namespace {
 constexpr uint64_t kSampleElements = uint64_t{1} << 20;
 constexpr uint64_t kStripeElements = uint64_t{1} << 16;
 constexpr uint64_t kStripeRows = 64;
+constexpr uint64_t kConcurrentSample = uint64_t{1} << 17;
 
 PredictorConfig Interp(int ndim, int interpolated, uint16_t tile, uint8_t order) {
   PredictorConfig c;
@@ -101,21 +104,44 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
       fill_of_sample = &sample_fill;
     }
   }
-  PredictorConfig best = candidates[0];
+  // Two candidates run side by side, each on as many threads as are free:
+  // each one's own parallel loops leave threads idle (its serial steps, a
+  // sample of a single task), which the other then uses. Only on samples of
+  // kConcurrentSample elements or more: below that, two candidates' codes
+  // (a histogram and code lengths over the whole alphabet each) would take
+  // more than codec/memory_bounds.cc allows for the frame. The best so far
+  // is kept as they finish; the smallest estimate wins, the first
+  // candidate of equal ones (§15.9), whatever the order they finish in.
+  const bool keep = whole != nullptr && first_rows.empty();
+  std::mutex mu;
+  size_t best = 0;
   uint64_t best_bits = ~uint64_t{0};
+  bool any = false;
   std::optional<FrameContent> best_content;
-  for (const PredictorConfig& c : candidates) {
-    auto content = FrameContent::Predict(sample, c, sample_data, cancel, fill_of_sample);
-    if (!content.ok()) return content.status();
-    const uint64_t bits = EstimateBits(sample, *content);
-    if (bits < best_bits) {
-      best = c, best_bits = bits;
-      if (whole != nullptr && first_rows.empty()) best_content = *std::move(content);
+  absl::Status failure;
+  uint64_t sample_elements = 1;
+  for (uint64_t d : sample.shape) sample_elements *= d;
+  const int concurrent = sample_elements >= kConcurrentSample ? 2 : 1;
+  auto run = [&](uint64_t i) {
+    auto content = FrameContent::Predict(sample, candidates[i], sample_data, cancel, fill_of_sample);
+    if (!content.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (failure.ok()) failure = content.status();
+      return;
     }
-  }
+    const uint64_t bits = EstimateBits(sample, *content);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!any || bits < best_bits || (bits == best_bits && i < best)) {
+      any = true;
+      best = i, best_bits = bits;
+      if (keep) best_content = *std::move(content);
+    }
+  };
+  ParallelFor(candidates.size(), run, concurrent);
+  if (!failure.ok()) return failure;
   if (Cancelled(cancel)) return CancelledStatus("frame encoding");
   if (best_content) *whole = std::move(best_content);
-  return best;
+  return candidates[best];
 }
 
 }  // namespace ebzip

@@ -120,11 +120,9 @@ SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
     // 64 symbols at a time, with a mask of their zeros: the zeros are
     // counted from the mask, and their runs found from its bits, with no
     // branch per symbol (at tight bounds zeros and others alternate
-    // unpredictably). The other symbols go to four counts in turn, so a
-    // symbol that follows itself does not wait on its previous increment.
-    std::vector<uint32_t> counts(4 * size_t{alphabet}, 0);
+    // unpredictably).
+    std::vector<uint32_t> counts(alphabet, 0);
     uint32_t* const local = counts.data();
-    unsigned turn = 0;
     uint64_t zeros = 0;
     RunCounts runs;
     const uint64_t end_chunk = std::min(chunks, (t + 1) * per_task);
@@ -138,7 +136,7 @@ SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
         const uint64_t z = ZeroMask(block, count, zero);
         zeros += static_cast<uint64_t>(Popcount(z));
         for (uint64_t others = ~z & valid; others != 0; others &= others - 1) {
-          ++local[(turn++ & 3) * size_t{alphabet} + block[__builtin_ctzll(others)]];
+          ++local[block[__builtin_ctzll(others)]];
         }
         // Runs: from each position, the ones of z that follow it.
         uint64_t pos = 0;
@@ -163,10 +161,6 @@ SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
       if (run > 0) runs.Add(run);
     }
     local[zero] += static_cast<uint32_t>(zeros);
-    for (uint32_t s = 0; s < alphabet; ++s) {
-      local[s] += local[alphabet + s] + local[2 * size_t{alphabet} + s] +
-                  local[3 * size_t{alphabet} + s];
-    }
     std::lock_guard<std::mutex> lock(mu);
     for (uint32_t s = 0; s < alphabet; ++s) total.histogram[s] += local[s];
     for (int k = 0; k < format::kRunClasses; ++k) total.run_classes[k] += runs.classes[k];

@@ -8,7 +8,9 @@
 // small archive from an untrusted source can describe 32 or 64 times its
 // size in memory and on disk. Arrays larger than memory are legitimate
 // (compress maps its input) but rare enough to ask for the flag.
+#include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 #include "absl/flags/flag.h"
@@ -82,14 +84,20 @@ absl::Status Run(const Args& args) {
   const uint64_t row_bytes = spec.num_bytes() / spec.shape[0];
   {
     Progress progress("decompressing", spec.num_bytes());
-    std::vector<uint8_t> frame;
+    // Uninitialized: the decoder writes every byte of a frame, and zeroing
+    // a frame-sized buffer first costs a pass over it.
+    uint64_t largest = 0;
     for (uint64_t i = 0; i < info->frames.size(); ++i) {
-      frame.resize(info->FrameRows(i) * row_bytes);
-      if (auto s = DecompressFrame(*info, file->bytes(), i, *decoder, frame.data()); !s.ok()) {
+      largest = std::max(largest, info->FrameRows(i) * row_bytes);
+    }
+    std::unique_ptr<uint8_t[]> frame(new uint8_t[largest]);
+    for (uint64_t i = 0; i < info->frames.size(); ++i) {
+      const uint64_t bytes = info->FrameRows(i) * row_bytes;
+      if (auto s = DecompressFrame(*info, file->bytes(), i, *decoder, frame.get()); !s.ok()) {
         return s;
       }
-      if (auto s = out->Write(frame); !s.ok()) return s;
-      progress.Advance(frame.size());
+      if (auto s = out->Write({frame.get(), bytes}); !s.ok()) return s;
+      progress.Advance(bytes);
     }
   }
   if (auto s = out->Commit(); !s.ok()) return s;
