@@ -58,52 +58,38 @@ uint64_t EstimateBits(const FrameParams& p, const FrameContent& content) {
          8 * (4 + DTypeSize(p.dtype)) * content.verbatim_count() + 8 * content.fill_bytes();
 }
 
-absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
-                                                const std::atomic<bool>* cancel,
-                                                const FrameFill* fill,
-                                                std::optional<FrameContent>* whole) {
-  const std::vector<PredictorConfig> candidates = Candidates(p);
-  if (candidates.size() == 1) return candidates[0];
-  // The sample (FORMAT.md §15.9): the whole frame, or stripes of whole rows
-  // spread over it (one place of a field is often unlike the rest: the
-  // middle rows of a map of the Earth are mostly ocean), copied together.
-  FrameParams sample = p;
-  const uint8_t* sample_data = data;
-  std::vector<uint8_t> stripes;
-  std::vector<uint64_t> first_rows;
+FrameSample SampleOf(const FrameParams& p) {
+  FrameSample sample;
   const uint64_t rows = p.shape[0];
   uint64_t row = 1;
   for (size_t d = 1; d < p.shape.size(); ++d) row *= p.shape[d];
-  uint64_t g = rows;
-  if (row * rows > kSampleElements) {
-    const uint64_t m = std::max<uint64_t>(1, kSampleElements / row);
-    g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
-    const uint64_t count = m / g;
-    const uint64_t row_bytes = row * DTypeSize(p.dtype);
-    stripes.resize(count * g * row_bytes);
-    for (uint64_t k = 0; k < count; ++k) {
-      const uint64_t first = count == 1 ? (rows - g) / 2 : k * (rows - g) / (count - 1);
-      first_rows.push_back(first);
-      std::memcpy(stripes.data() + k * g * row_bytes, data + first * row_bytes, g * row_bytes);
-    }
-    sample.shape[0] = count * g;
-    sample_data = stripes.data();
+  sample.stripe_rows = rows;
+  if (row * rows <= kSampleElements) return sample;
+  const uint64_t m = std::max<uint64_t>(1, kSampleElements / row);
+  const uint64_t g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
+  const uint64_t count = m / g;
+  sample.stripe_rows = g;
+  for (uint64_t k = 0; k < count; ++k) {
+    sample.first_rows.push_back(count == 1 ? (rows - g) / 2 : k * (rows - g) / (count - 1));
   }
-  // Every interpolation candidate codes the same fill mask: found once.
-  FrameFill own, sample_fill;
-  const FrameFill* fill_of_sample = nullptr;
-  if (p.fill_value && p.version >= 2 && p.predictor != Predictor::kLorenzo) {
-    if (fill == nullptr) {
-      own = FindFill(p, data);
-      fill = &own;
-    }
-    if (first_rows.empty()) {
-      fill_of_sample = fill;
-    } else {
-      sample_fill = FillOfStripes(p, *fill, first_rows, g);
-      fill_of_sample = &sample_fill;
-    }
-  }
+  return sample;
+}
+
+FrameParams SampleParams(const FrameParams& p, const FrameSample& sample) {
+  FrameParams s = p;
+  if (!sample.whole_frame()) s.shape[0] = sample.first_rows.size() * sample.stripe_rows;
+  return s;
+}
+
+namespace {
+
+// The candidate with the smallest estimate on the sample `data` (the first
+// of equal ones). `fill`: the sample's, or null without interpolation
+// candidates or a fill value. With `whole`, the winner's content goes there.
+absl::StatusOr<PredictorConfig> Pick(const FrameParams& sample,
+                                     const std::vector<PredictorConfig>& candidates,
+                                     const uint8_t* data, const std::atomic<bool>* cancel,
+                                     const FrameFill* fill, std::optional<FrameContent>* whole) {
   // Two candidates run side by side, each on as many threads as are free:
   // each one's own parallel loops leave threads idle (its serial steps, a
   // sample of a single task), which the other then uses. Only on samples of
@@ -112,7 +98,6 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
   // more than codec/memory_bounds.cc allows for the frame. The best so far
   // is kept as they finish; the smallest estimate wins, the first
   // candidate of equal ones (§15.9), whatever the order they finish in.
-  const bool keep = whole != nullptr && first_rows.empty();
   std::mutex mu;
   size_t best = 0;
   uint64_t best_bits = ~uint64_t{0};
@@ -123,7 +108,7 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
   for (uint64_t d : sample.shape) sample_elements *= d;
   const int concurrent = sample_elements >= kConcurrentSample ? 2 : 1;
   auto run = [&](uint64_t i) {
-    auto content = FrameContent::Predict(sample, candidates[i], sample_data, cancel, fill_of_sample);
+    auto content = FrameContent::Predict(sample, candidates[i], data, cancel, fill);
     if (!content.ok()) {
       std::lock_guard<std::mutex> lock(mu);
       if (failure.ok()) failure = content.status();
@@ -134,7 +119,7 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
     if (!any || bits < best_bits || (bits == best_bits && i < best)) {
       any = true;
       best = i, best_bits = bits;
-      if (keep) best_content = *std::move(content);
+      if (whole != nullptr) best_content = *std::move(content);
     }
   };
   ParallelFor(candidates.size(), run, concurrent);
@@ -142,6 +127,65 @@ absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint
   if (Cancelled(cancel)) return CancelledStatus("frame encoding");
   if (best_content) *whole = std::move(best_content);
   return candidates[best];
+}
+
+bool NeedsFill(const FrameParams& p) {
+  return p.fill_value && p.version >= 2 && p.predictor != Predictor::kLorenzo;
+}
+
+}  // namespace
+
+absl::StatusOr<PredictorConfig> ChoosePredictor(const FrameParams& p, const uint8_t* data,
+                                                const std::atomic<bool>* cancel,
+                                                const FrameFill* fill,
+                                                std::optional<FrameContent>* whole) {
+  const std::vector<PredictorConfig> candidates = Candidates(p);
+  if (candidates.size() == 1) return candidates[0];
+  // The sample (FORMAT.md §15.9): the whole frame, or stripes of whole rows
+  // spread over it (one place of a field is often unlike the rest: the
+  // middle rows of a map of the Earth are mostly ocean), copied together.
+  const FrameSample sample = SampleOf(p);
+  const uint8_t* sample_data = data;
+  std::vector<uint8_t> stripes;
+  if (!sample.whole_frame()) {
+    uint64_t row_bytes = DTypeSize(p.dtype);
+    for (size_t d = 1; d < p.shape.size(); ++d) row_bytes *= p.shape[d];
+    const uint64_t g = sample.stripe_rows;
+    stripes.resize(sample.first_rows.size() * g * row_bytes);
+    for (size_t k = 0; k < sample.first_rows.size(); ++k) {
+      std::memcpy(stripes.data() + k * g * row_bytes, data + sample.first_rows[k] * row_bytes,
+                  g * row_bytes);
+    }
+    sample_data = stripes.data();
+  }
+  // Every interpolation candidate codes the same fill mask: found once.
+  FrameFill own, sample_fill;
+  const FrameFill* fill_of_sample = nullptr;
+  if (NeedsFill(p)) {
+    if (fill == nullptr) {
+      own = FindFill(p, data);
+      fill = &own;
+    }
+    if (sample.whole_frame()) {
+      fill_of_sample = fill;
+    } else {
+      sample_fill = FillOfStripes(p, *fill, sample.first_rows, sample.stripe_rows);
+      fill_of_sample = &sample_fill;
+    }
+  }
+  return Pick(SampleParams(p, sample), candidates, sample_data, cancel, fill_of_sample,
+              sample.whole_frame() ? whole : nullptr);
+}
+
+absl::StatusOr<PredictorConfig> ChooseOnSample(const FrameParams& p, const FrameSample& sample,
+                                               const uint8_t* sample_data,
+                                               const std::atomic<bool>* cancel) {
+  const std::vector<PredictorConfig> candidates = Candidates(p);
+  if (candidates.size() == 1) return candidates[0];
+  const FrameParams params = SampleParams(p, sample);
+  FrameFill fill;
+  if (NeedsFill(p)) fill = FindFill(params, sample_data);
+  return Pick(params, candidates, sample_data, cancel, NeedsFill(p) ? &fill : nullptr, nullptr);
 }
 
 }  // namespace ebzip

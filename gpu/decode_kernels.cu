@@ -386,7 +386,7 @@ struct ChunkView {
     seg = &segments[s];
     c = chunk - seg->chunk_base;
     const uint64_t begin = c * seg->chunk_symbols;
-    count = static_cast<uint32_t>(min(seg->geo.n - begin, uint64_t{seg->chunk_symbols}));
+    count = static_cast<uint32_t>(min(seg->positions - begin, uint64_t{seg->chunk_symbols}));
     bits = chunk_bits[chunk];
     reader.words = reinterpret_cast<const uint32_t*>(items[seg->item].archive +
                                                      seg->section_offset[format::kBitstream]) +

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kBitsThreads)
   const Segment& seg = segments[s];
   const uint64_t c = chunk - seg.chunk_base;
   const uint64_t begin = c * seg.chunk_symbols;
-  const uint32_t count = static_cast<uint32_t>(min(seg.geo.n - begin, uint64_t{seg.chunk_symbols}));
+  const uint32_t count = static_cast<uint32_t>(min(seg.positions - begin, uint64_t{seg.chunk_symbols}));
   const uint16_t* sym = symbols + seg.symbol_base + begin;
   const uint8_t* len = lengths + uint64_t{s} * 65536;
   uint32_t bits = 0;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kEncodeThreads)
   uint8_t* archive = items[seg.item].archive;
   const uint64_t c = chunk - seg.chunk_base;
   const uint64_t begin = c * seg.chunk_symbols;
-  const uint32_t count = static_cast<uint32_t>(min(seg.geo.n - begin, uint64_t{seg.chunk_symbols}));
+  const uint32_t count = static_cast<uint32_t>(min(seg.positions - begin, uint64_t{seg.chunk_symbols}));
   const uint16_t* sym = symbols + seg.symbol_base + begin;
   const uint8_t* len = lengths + uint64_t{s} * 65536;
   const uint32_t* code = codes + uint64_t{s} * 65536;

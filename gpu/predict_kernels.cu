@@ -452,6 +452,7 @@ __global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
 
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
+  if (seg.predictor != format::kPredictorLorenzo) return;  // gpu/interp_kernels.h codes it
   const BlockShape shape = ShapeOf(seg.geo);
   if (kPass == Pass::kGroups ? shape == BlockShape::kOther
                              : shape != BlockShape::kOther && !HasEdgeBlocks(seg.geo)) {

@@ -202,6 +202,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ GroupState st;
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
+  if (seg.predictor != format::kPredictorLorenzo) return;  // gpu/interp_kernels.h decodes it
   const uint64_t tile = blockIdx.x - seg.tile_base;
   const uint64_t b_begin = tile * seg.blocks_per_tile;
   const uint64_t b_end = min(seg.geo.num_blocks, b_begin + seg.blocks_per_tile);

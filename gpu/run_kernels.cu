@@ -24,9 +24,8 @@ constexpr int kCountThreads = 256;
 constexpr int kBitsThreads = 256;
 constexpr int kEncodeThreads = 1024;
 
-// The positions of segment `seg`: S (FORMAT.md §15.3). The GPU codec takes
-// Lorenzo frames only so far, where S = n; this is the one place to change.
-__device__ inline uint64_t ChunkPositions(const Segment& seg) { return seg.geo.n; }
+// The positions of segment `seg`: S (FORMAT.md §15.3).
+__device__ inline uint64_t ChunkPositions(const Segment& seg) { return seg.positions; }
 
 // Calls f(symbol) for sym[begin, end) in order, 8 symbols to a 16-byte load
 // where the address allows (encode_kernels.cu's ForEachSymbol).

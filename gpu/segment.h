@@ -84,10 +84,16 @@ struct Segment {
   uint64_t fill_run_base;
   double quant_step;
   double fill_value;
-  // Version 2 (gpu/run_kernels.h): lossless = 1 codes runs of the zero
-  // residual as class tokens (FORMAT.md §15.4), alphabet 2 * radius + 12.
+  // Version 2 (FORMAT.md §15.2). predictor 1 (interpolation) frames are
+  // coded by gpu/interp_kernels.h; the Lorenzo kernels skip them.
+  uint32_t predictor;
+  // 1: runs of the zero residual are class tokens (§15.4, gpu/run_kernels.h),
+  // alphabet 2 * radius + 12.
   uint32_t lossless;
-  uint32_t reserved_v2;
+  uint32_t fill_coding;  // 1: fill mask (§15.6) instead of fill runs
+  uint32_t order;        // interpolation: 1 or 3
+  // Symbol positions S (§15.3): chunks cover these. n unless fill_coding = 1.
+  uint64_t positions;
 };
 
 // Per array.

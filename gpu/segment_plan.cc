@@ -54,7 +54,8 @@ void PlaceSegment(Segment* seg, BatchTotals* t) {
   seg->tile_base = t->tiles;
   t->tiles += seg->tiles;
 
-  seg->num_chunks = (g.n + seg->chunk_symbols - 1) / seg->chunk_symbols;
+  if (seg->positions == 0) seg->positions = g.n;
+  seg->num_chunks = (seg->positions + seg->chunk_symbols - 1) / seg->chunk_symbols;
   seg->chunk_base = t->chunks;
   t->chunks += seg->num_chunks;
 

@@ -28,7 +28,8 @@ struct BatchTotals {
 };
 
 // Given seg->geo and its coding parameters, fills in the tile, chunk, mask
-// and symbol fields and advances `totals`.
+// and symbol fields and advances `totals`. Chunks cover seg->positions (set
+// to n when 0); symbols get room for n.
 void PlaceSegment(Segment* seg, BatchTotals* totals);
 
 }  // namespace ebzip::gpu
