@@ -14,6 +14,7 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
                              const SpecialCounts* tile_prefix, const SpecialCounts* tile_counts,
                              const uint64_t* word_prefix, const uint64_t* gap_prefix,
                              const uint64_t* chunk_words, const uint64_t* chunk_gaps,
+                             const uint64_t* fill_mask_sizes, uint8_t** fill_mask_at,
                              FrameLayout* layouts, CrcJob* crc_jobs, uint64_t* crc_job_pieces) {
   __shared__ CrcTables tables;
   tables.Build();
@@ -45,6 +46,10 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
     l.section_length[format::kOutliers] = l.outliers * 8;
     l.section_length[format::kVerbatim] = Align8(l.verbatim * 4) + l.verbatim * elem_size;
     l.section_length[format::kFillRuns] = l.fill_runs * 8;
+    if (seg.fill_coding == format::kFillCodingMask) {
+      l.fill_runs = fill_mask_sizes[2 * s + 1];  // the mask's tokens
+      l.section_length[format::kFillRuns] = fill_mask_sizes[2 * s];
+    }
     l.frame_offset = offset;
     uint64_t at = offset + format::kFrameHeaderSize;
     for (int k = 0; k < kSections; ++k) {
@@ -67,6 +72,12 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
   *item.archive_size = offset + format::FrameIndexSize(item.num_segments) + format::kTrailerSize;
   // Too big for the caller's buffer: the size says so and nothing is written.
   item.overflow = *item.archive_size > item.capacity;
+  for (uint64_t s = item.first_segment; s < item.first_segment + item.num_segments; ++s) {
+    if (segments[s].fill_coding == format::kFillCodingMask) {
+      fill_mask_at[s] =
+          item.overflow ? nullptr : item.archive + layouts[s].section_offset[format::kFillRuns];
+    }
+  }
   if (item.overflow) {
     for (uint64_t j = item.first_segment * kSections;
          j < (item.first_segment + item.num_segments) * kSections; ++j) {
@@ -177,11 +188,13 @@ cudaError_t LaunchLayout(int elem_size, const Segment* segments, Item* items, ui
                          const Codebook* codebooks, const SpecialCounts* tile_prefix,
                          const SpecialCounts* tile_counts, const uint64_t* word_prefix,
                          const uint64_t* gap_prefix, const uint64_t* chunk_words,
-                         const uint64_t* chunk_gaps, FrameLayout* layouts, CrcJob* crc_jobs,
+                         const uint64_t* chunk_gaps, const uint64_t* fill_mask_sizes,
+                         uint8_t** fill_mask_at, FrameLayout* layouts, CrcJob* crc_jobs,
                          uint64_t* crc_job_pieces, cudaStream_t stream) {
   LayoutKernel<<<(num_items + 63) / 64, 64, 0, stream>>>(
       elem_size, segments, items, num_items, codebooks, tile_prefix, tile_counts, word_prefix,
-      gap_prefix, chunk_words, chunk_gaps, layouts, crc_jobs, crc_job_pieces);
+      gap_prefix, chunk_words, chunk_gaps, fill_mask_sizes, fill_mask_at, layouts, crc_jobs,
+      crc_job_pieces);
   return cudaGetLastError();
 }
 

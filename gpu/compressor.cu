@@ -13,12 +13,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/format.h"
+#include "codec/frame_content.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
+#include "codec/predictor_choice.h"
 #include "codec/quantize_point.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/interp_frame_encode.h"
+#include "gpu/interp_kernels.h"
 #include "gpu/kernels.h"
+#include "gpu/run_kernels.h"
 #include "gpu/segment_plan.h"
 #include "gpu/workspace_carver.h"
 
@@ -46,6 +51,21 @@ struct AddCounts {
   }
 };
 
+// Version 2, per segment: what the choice of predictor (FORMAT.md §15.9)
+// needs, and what it chose.
+struct FrameV2 {
+  FrameParams params;  // with the resolved bound once the device has it
+  std::vector<PredictorConfig> candidates;
+  FrameSample sample;
+  uint64_t sample_bytes = 0;  // 0: one candidate, nothing to choose
+  uint64_t sample_at = 0;     // in the host's sample buffer
+  uint64_t fill_workspace_at = 0;
+  size_t fill_workspace_bytes = 0;  // 0: no candidate codes a fill mask
+  Geometry lorenzo{};               // the Lorenzo candidate's geometry
+  PredictorConfig config;
+  InterpPlan interp;  // when config is interpolation
+};
+
 // Everything fixed before launch, from shapes and options alone.
 struct Plan {
   int elem_size = 0;
@@ -62,25 +82,98 @@ struct Plan {
   uint64_t listed_capacity = 0;
   uint32_t max_used = 0;       // of any segment
   uint64_t section_bytes = 0;  // device-built codes: every segment's section room
+  // Version 2: the predictor is chosen and the stage is picked on the host
+  // (two synchronizations), codes are built there, and the workspace has
+  // room for whichever candidate wins.
+  bool v2 = false;
+  std::vector<FrameV2> frames;  // per segment
+  size_t interp_scratch = 0;    // the largest candidate's
+  uint64_t interp_outliers = 0; // the most anchors of any candidate
+  uint64_t fill_mask_elements = 0;  // the largest frame that may code a fill mask
+  uint64_t fill_workspace = 0;
+  uint64_t sample_bytes = 0;
 };
+
+// Histograms per segment: version 2 keeps the tokens' beside the symbols'.
+uint64_t HistogramSets(const Plan& plan) { return plan.v2 ? 2 : 1; }
+// Whether the host builds the codes (version 2 always: it picks the stage).
+bool HostCodes(const Plan& plan) { return plan.builder == CodeBuilder::kHost || plan.v2; }
+
+// Version 2: the frame's candidates, its sample and the room the largest
+// candidate needs.
+absl::Status PlanFrameV2(const FrameParams& p, bool has_fill, Plan* plan, FrameV2* frame) {
+  frame->params = p;
+  frame->candidates = Candidates(p);
+  const uint64_t elem = DTypeSize(p.dtype);
+  uint64_t n = 1;
+  for (uint64_t d : p.shape) n *= d;
+  if (frame->candidates.size() > 1) {
+    frame->sample = SampleOf(p);
+    const uint64_t rows = frame->sample.whole_frame()
+                              ? p.shape[0]
+                              : frame->sample.first_rows.size() * frame->sample.stripe_rows;
+    frame->sample_bytes = n / p.shape[0] * rows * elem;
+    frame->sample_at = plan->sample_bytes;
+    plan->sample_bytes += frame->sample_bytes;
+  }
+  bool interp = false;
+  for (const PredictorConfig& c : frame->candidates) {
+    if (c.predictor == format::kPredictorLorenzo) {
+      frame->lorenzo = MakeGeometry(p.shape, {c.block.data(), p.shape.size()});
+      if (auto s = CheckGpuLimits(frame->lorenzo, p.chunk_symbols, p.max_code_length); !s.ok()) {
+        return s;
+      }
+      continue;
+    }
+    interp = true;
+    auto ip = PlanInterp(InterpParamsFor(p, c), has_fill);
+    if (!ip.ok()) return ip.status();
+    plan->interp_scratch = std::max(plan->interp_scratch, ip->encode_scratch);
+    plan->interp_outliers = std::max(plan->interp_outliers, ip->geo.num_tiles);
+  }
+  if (interp && has_fill) {
+    CUDA_RETURN_IF_ERROR(FillMaskEncodeWorkspace(n, &frame->fill_workspace_bytes));
+    frame->fill_workspace_at = plan->fill_workspace;
+    plan->fill_workspace += Align16(frame->fill_workspace_bytes);
+    plan->fill_mask_elements = std::max(plan->fill_mask_elements, n);
+  }
+  return absl::OkStatus();
+}
+
+// A frame's geometry for the kernels that see it: its Lorenzo blocks, or,
+// for an interpolation frame (which those kernels skip), blocks of one
+// element, so that only the range pass's tiles follow from it.
+Geometry GeometryFor(const FrameParams& p, const PredictorConfig& config) {
+  if (config.predictor == format::kPredictorLorenzo) {
+    return MakeGeometry(p.shape, {config.block.data(), p.shape.size()});
+  }
+  const std::array<uint16_t, kMaxDims> ones = {1, 1, 1, 1};
+  return MakeGeometry(p.shape, {ones.data(), p.shape.size()});
+}
 
 absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder builder) {
   Plan plan;
   plan.builder = builder;
   if (tasks.empty()) return absl::InvalidArgumentError("no arrays to compress");
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const CompressTask& task = tasks[i];
+  std::vector<ArchivePlan> archives;
+  for (const CompressTask& task : tasks) {
     if (task.spec.dtype != tasks[0].spec.dtype) {
       return absl::InvalidArgumentError("a GPU batch takes one dtype");
     }
     // The bound is resolved on the device; the plan's placeholder bound only
-    // fills header fields the device overwrites.
+    // fills header fields the device overwrites (version 2 plans again once
+    // the bound is known).
     auto archive = PlanArchive(task.spec, task.options, ResolvedBound{1, 2});
     if (!archive.ok()) return archive.status();
-    if (archive->header.version != format::kVersion1) {
-      return absl::UnimplementedError(
-          "the GPU codec writes format version 1 only (--predictor lorenzo --lossless huffman)");
+    if (!task.options.metadata.empty()) {
+      return absl::UnimplementedError("the GPU codec writes no metadata block");
     }
+    plan.v2 |= archive->header.version != format::kVersion1;
+    archives.push_back(*std::move(archive));
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const CompressTask& task = tasks[i];
+    const ArchivePlan* archive = &archives[i];
     plan.elem_size = static_cast<int>(DTypeSize(task.spec.dtype));
     Item item{};
     item.archive = task.archive;
@@ -108,8 +201,17 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     for (uint64_t f = 0; f < archive->frame_count(); ++f) {
       const FrameParams p = archive->ParamsForFrame(f);
       Segment seg{};
-      seg.geo = MakeGeometry(p.shape, {p.block.data(), p.shape.size()});
-      if (auto s = CheckGpuLimits(seg.geo, p.chunk_symbols, p.max_code_length); !s.ok()) return s;
+      if (plan.v2) {
+        FrameV2 frame;
+        if (auto s = PlanFrameV2(p, item.has_fill != 0, &plan, &frame); !s.ok()) return s;
+        seg.geo = GeometryFor(p, frame.candidates[0]);
+        plan.frames.push_back(std::move(frame));
+      } else {
+        seg.geo = MakeGeometry(p.shape, {p.block.data(), p.shape.size()});
+        if (auto s = CheckGpuLimits(seg.geo, p.chunk_symbols, p.max_code_length); !s.ok()) {
+          return s;
+        }
+      }
       seg.input = static_cast<const uint8_t*>(task.input) + archive->FrameDataOffset(f);
       seg.item = static_cast<uint32_t>(i);
       seg.radius = p.radius;
@@ -125,9 +227,14 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
       if ((uint64_t{1} << p.max_code_length) < max_used) {
         return absl::UnimplementedError("code length limit below the alphabet's size");
       }
+      // Version 2 lists the tokens' used symbols too (12 run classes more).
+      const uint64_t max_tokens =
+          plan.v2 ? std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius} + format::kRunClasses,
+                                        seg.geo.n})
+                  : 0;
       seg.code_section_at = plan.section_bytes;
-      plan.section_bytes += Align16(SectionRoom(max_used));
-      plan.listed_capacity += max_used;
+      plan.section_bytes += Align16(SectionRoom(std::max(max_used, max_tokens)));
+      plan.listed_capacity += max_used + max_tokens;
       plan.max_used = std::max(plan.max_used, static_cast<uint32_t>(max_used));
       PlaceSegment(&seg, &plan.totals);
       plan.segments.push_back(seg);
@@ -179,6 +286,20 @@ struct Buffers {
   uint32_t* codes;
   void* cub_temp;
   size_t cub_temp_bytes;
+  // Version 2.
+  uint32_t* run_counters;  // kRunCountersPerSegment per segment
+  uint64_t* extra_bits;    // per segment: the run tokens' extra bits
+  uint32_t* interp_counts;  // per segment: S and outliers of an interpolation frame
+  uint8_t* interp_scratch;  // one frame at a time
+  uint32_t* outlier_index;  // one frame's anchors that are outliers
+  int32_t* outlier_residual;
+  uint8_t* fill_bytes;      // one frame's fill, a byte per element
+  uint8_t* fill_workspace;  // each fill-mask frame's, kept from sizes to writing
+  uint64_t* fill_sizes;     // per segment: fill-mask section bytes and tokens
+  uint8_t** fill_mask_at;   // per segment: where LaunchLayout puts the mask
+  uint8_t* host_samples;    // the frames' samples, for the choice
+  uint32_t* host_counts;
+  uint64_t* host_extra_bits;
   // Host (pinned).
   UsedSymbols* host_info;  // followed by the list, room for every bin
   SymbolCount* host_list;
@@ -208,10 +329,12 @@ absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
 }
 
 // Worst case of what goes up after the host builds the codes: every
-// segment using all the symbols it can.
+// segment using all the symbols it can (version 2: and which list each
+// segment's code is in).
 uint64_t UploadBytes(const Plan& plan) {
-  return Align16(plan.segments.size() * sizeof(Codebook)) + Align16(plan.listed_capacity) +
-         plan.listed_capacity * 4 + plan.section_bytes;
+  const uint64_t choice = plan.v2 ? Align16(plan.segments.size() * sizeof(UsedSymbols)) : 0;
+  return Align16(plan.segments.size() * sizeof(Codebook)) + choice +
+         Align16(plan.listed_capacity) + plan.listed_capacity * 4 + plan.section_bytes;
 }
 
 // Where each part of the upload goes, once the used symbols are known:
@@ -243,9 +366,10 @@ UploadLayout LayoutUpload(const UsedSymbols* info, uint64_t segments) {
 Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
               WorkspaceSize* size) {
   const uint64_t S = plan.segments.size();
+  const uint64_t H = S * HistogramSets(plan);
   const uint64_t jobs = S * kSections;
   const uint64_t listed = plan.listed_capacity;
-  const bool on_device = plan.builder == CodeBuilder::kDevice;
+  const bool on_device = !HostCodes(plan);
   Buffers b{};
   WorkspaceCarver d(device);
   b.segments = d.Take<Segment>(S);
@@ -258,11 +382,11 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.file_templates = d.Take<uint8_t>(plan.file_templates.size());
   b.symbols = d.Take<uint16_t>(plan.totals.symbols);
   b.deltas = d.Take<int32_t>(plan.totals.symbols);
-  b.histogram = d.Take<uint32_t>(S * kAlphabet);
-  b.used = d.Take<uint32_t>(S);
+  b.histogram = d.Take<uint32_t>(H * kAlphabet);
+  b.used = d.Take<uint32_t>(H);
   static_assert(sizeof(UsedSymbols) == 16 && sizeof(SymbolCount) == 8);
-  b.info = d.Take<UsedSymbols>(S + (listed + 1) / 2);
-  b.list = b.info ? reinterpret_cast<SymbolCount*>(b.info + S) : nullptr;
+  b.info = d.Take<UsedSymbols>(H + (listed + 1) / 2);
+  b.list = b.info ? reinterpret_cast<SymbolCount*>(b.info + H) : nullptr;
   if (on_device) {
     CodeBuildScratch& x = b.build;
     x.keys[0] = d.Take<uint64_t>(listed);
@@ -297,11 +421,28 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.cub_temp_bytes = cub_temp_bytes;
   b.build.sort_temp = b.cub_temp;  // the sort runs between the scans
   b.build.sort_temp_bytes = cub_temp_bytes;
+  if (plan.v2) {
+    b.run_counters = d.Take<uint32_t>(S * kRunCountersPerSegment);
+    b.extra_bits = d.Take<uint64_t>(S);
+    b.interp_counts = d.Take<uint32_t>(2 * S);
+    b.interp_scratch = d.Take<uint8_t>(plan.interp_scratch);
+    b.outlier_index = d.Take<uint32_t>(plan.interp_outliers);
+    b.outlier_residual = d.Take<int32_t>(plan.interp_outliers);
+    b.fill_bytes = d.Take<uint8_t>(plan.fill_mask_elements);
+    b.fill_workspace = d.Take<uint8_t>(plan.fill_workspace);
+  }
+  b.fill_sizes = d.Take<uint64_t>(2 * S);
+  b.fill_mask_at = d.Take<uint8_t*>(S);
   WorkspaceCarver h(host);
   if (!on_device) {
-    b.host_info = h.Take<UsedSymbols>(S + (listed + 1) / 2);
-    b.host_list = b.host_info ? reinterpret_cast<SymbolCount*>(b.host_info + S) : nullptr;
+    b.host_info = h.Take<UsedSymbols>(H + (listed + 1) / 2);
+    b.host_list = b.host_info ? reinterpret_cast<SymbolCount*>(b.host_info + H) : nullptr;
     b.host_upload = h.Take<uint8_t>(UploadBytes(plan));
+  }
+  if (plan.v2) {
+    b.host_samples = h.Take<uint8_t>(plan.sample_bytes);
+    b.host_counts = h.Take<uint32_t>(2 * S);
+    b.host_extra_bits = h.Take<uint64_t>(S);
   }
   b.host_segments = h.Take<Segment>(S);
   b.host_items = h.Take<Item>(plan.items.size());
@@ -389,6 +530,276 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
   return up;
 }
 
+// --- Version 2.
+
+// The device's bound for every item and each frame's sample come to the host
+// (the first synchronization); the host plans each archive again with the
+// bound, chooses each frame's predictor exactly as the CPU codec does
+// (codec/predictor_choice.h, on the same sample), and lays the segments out
+// for the winners.
+absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, const Buffers& b,
+                              cudaStream_t st) {
+  const uint32_t S = static_cast<uint32_t>(plan->segments.size());
+  const uint32_t I = static_cast<uint32_t>(plan->items.size());
+  for (uint32_t s = 0; s < S; ++s) {
+    const FrameV2& f = plan->frames[s];
+    if (f.sample_bytes == 0) continue;
+    const auto* in = static_cast<const uint8_t*>(plan->segments[s].input);
+    uint8_t* to = b.host_samples + f.sample_at;
+    if (f.sample.whole_frame()) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, in, f.sample_bytes, cudaMemcpyDeviceToHost, st));
+      continue;
+    }
+    const uint64_t stripe = f.sample_bytes / f.sample.first_rows.size();
+    const uint64_t row_bytes = stripe / f.sample.stripe_rows;
+    for (size_t k = 0; k < f.sample.first_rows.size(); ++k) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to + k * stripe, in + f.sample.first_rows[k] * row_bytes,
+                                           stripe, cudaMemcpyDeviceToHost, st));
+    }
+  }
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.host_items, b.items, I * sizeof(Item), cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  for (uint32_t i = 0, s = 0; i < I; ++i) {
+    const ResolvedBound bound{b.host_items[i].abs_bound, b.host_items[i].quant_step};
+    auto archive = PlanArchive(tasks[i].spec, tasks[i].options, bound);
+    if (!archive.ok()) return archive.status();
+    for (uint64_t f = 0; f < archive->frame_count(); ++f) {
+      plan->frames[s++].params = archive->ParamsForFrame(f);
+    }
+  }
+  std::vector<absl::Status> failures(S);
+  ParallelFor(S, [&](uint64_t s) {
+    FrameV2& f = plan->frames[s];
+    if (f.sample_bytes == 0) {
+      f.config = f.candidates[0];
+      return;
+    }
+    auto config = ChooseOnSample(f.params, f.sample, b.host_samples + f.sample_at, nullptr);
+    if (!config.ok()) {
+      failures[s].Update(config.status());
+    } else {
+      f.config = *config;
+    }
+  });
+  for (const absl::Status& failure : failures) {
+    if (!failure.ok()) return failure;
+  }
+  BatchTotals totals;
+  for (uint32_t s = 0; s < S; ++s) {
+    Segment& seg = plan->segments[s];
+    FrameV2& f = plan->frames[s];
+    seg.predictor = f.config.predictor;
+    seg.order = f.config.order;
+    seg.geo = GeometryFor(f.params, f.config);
+    // Runs are counted wherever they are allowed; the stage is picked later.
+    seg.lossless = f.params.version >= 2 && f.params.lossless != Lossless::kHuffman;
+    seg.fill_coding = format::kFillCodingRuns;
+    seg.positions = 0;
+    if (seg.predictor == format::kPredictorInterp) {
+      const bool has_fill = plan->items[seg.item].has_fill != 0;
+      auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
+      if (!interp.ok()) return interp.status();
+      if (interp->encode_scratch > plan->interp_scratch ||
+          interp->geo.num_tiles > plan->interp_outliers) {
+        return absl::InternalError("interpolation plan larger than planned");
+      }
+      f.interp = *std::move(interp);
+      if (has_fill) seg.fill_coding = format::kFillCodingMask;
+    }
+    PlaceSegment(&seg, &totals);
+  }
+  plan->totals = totals;
+  std::memcpy(b.host_segments, plan->segments.data(), S * sizeof(Segment));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
+                                       cudaMemcpyHostToDevice, st));
+  return absl::OkStatus();
+}
+
+// Interpolation frames, one after another (the Lorenzo ones are coded by
+// LaunchPredict): fill bytes, the encoder, its outliers and S into the
+// batch's tables, the histogram, and the fill mask's size.
+absl::Status EncodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  const BatchTotals& t = plan.totals;
+  for (uint32_t s = 0; s < plan.segments.size(); ++s) {
+    const Segment& seg = plan.segments[s];
+    if (seg.predictor != format::kPredictorInterp) continue;
+    const FrameV2& f = plan.frames[s];
+    const uint64_t n = seg.geo.n;
+    const bool fill = seg.fill_coding == format::kFillCodingMask;
+    if (fill) {
+      CUDA_RETURN_IF_ERROR(
+          LaunchFillByteMask(plan.elem_size, b.segments + s, b.items, n, b.fill_bytes, st));
+    }
+    InterpEncodeOutputs out;
+    out.symbols = b.symbols + seg.symbol_base;
+    out.verbatim_mask = b.masks + t.mask_words + seg.mask_base;
+    out.outlier_index = b.outlier_index;
+    out.outlier_residual = b.outlier_residual;
+    out.counts = b.interp_counts + 2 * s;
+    if (auto e = LaunchInterpEncode(f.interp, seg.input, fill ? b.fill_bytes : nullptr,
+                                    b.interp_scratch, out, st);
+        !e.ok()) {
+      return e;
+    }
+    CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(b.segments + s, out.counts, b.outlier_index,
+                                                 b.outlier_residual, f.interp.geo.num_tiles,
+                                                 b.masks, b.deltas, st));
+    CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(b.segments + s, b.symbols, n,
+                                               b.histogram + uint64_t{s} * kAlphabet, st));
+    if (fill) {
+      const uint64_t row = f.params.shape.size() == 1 ? n : n / f.params.shape[0];
+      CUDA_RETURN_IF_ERROR(LaunchFillMaskEncodeSizes(
+          b.fill_bytes, n, row, b.fill_workspace + f.fill_workspace_at, f.fill_workspace_bytes,
+          b.fill_sizes + 2 * s, b.fill_sizes + 2 * s + 1, st));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// One stage's code for a segment's used symbols (ascending), as
+// codec/entropy_coder.cc builds it from the whole histogram: lengths in list
+// order, the code-length section, and the stage's size in bits.
+struct HostCode {
+  std::vector<uint8_t> lengths;
+  std::vector<uint8_t> section;
+  uint64_t bits = 0;
+};
+HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
+                       uint64_t extra_bits) {
+  HostCode code;
+  code.lengths = BuildCodeLengths(used, max_length);
+  std::vector<uint32_t> symbols(used.size());
+  for (size_t i = 0; i < used.size(); ++i) symbols[i] = used[i].symbol;
+  code.section.reserve(SectionRoom(used.size()));
+  AppendCodeLengths(symbols, code.lengths, alphabet, &code.section);
+  code.bits = extra_bits + 8 * code.section.size();
+  for (size_t i = 0; i < used.size(); ++i) code.bits += uint64_t{used[i].count} * code.lengths[i];
+  return code;
+}
+
+// Where BuildStageCodesOnHost left the codes on the device.
+struct StageCodes {
+  const Codebook* codebooks;
+  const uint8_t* sections;
+};
+
+// The second synchronization: the tokens' histogram beside the symbols',
+// both lists of used symbols, S and the extra bits to the host; there both
+// stages' codes are built and the smaller taken (FORMAT.md §15.9, as
+// codec/entropy_coder.h's SmallerCode); the chosen codes go up, and the
+// segments are laid out again over their S positions with their stage.
+absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st) {
+  const uint32_t S = static_cast<uint32_t>(plan->segments.size());
+  const uint32_t H = 2 * S;
+  uint32_t* tokens = b.histogram + uint64_t{S} * kAlphabet;
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, b.histogram, uint64_t{S} * kAlphabet * 4,
+                                       cudaMemcpyDeviceToDevice, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchRunCounters(b.segments, S, plan->totals.chunks, b.symbols, b.run_counters, st));
+  CUDA_RETURN_IF_ERROR(
+      LaunchTokenHistogram(b.segments, S, b.run_counters, tokens, b.extra_bits, st));
+  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, H, b.used, b.info, b.list, st));
+  const uint64_t capacity = std::min(uint64_t{H} * kListedPerSegment, plan->listed_capacity);
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
+                                       H * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
+                                       cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_counts, b.interp_counts, 2 * S * sizeof(uint32_t),
+                                       cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_extra_bits, b.extra_bits, S * sizeof(uint64_t),
+                                       cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  const uint64_t listed = b.host_info[H - 1].offset + b.host_info[H - 1].count;
+  if (listed > capacity) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
+                                         (listed - capacity) * sizeof(SymbolCount),
+                                         cudaMemcpyDeviceToHost, st));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  }
+  std::vector<HostCode> chosen(S);
+  std::vector<uint8_t> runs(S);
+  auto build = [&](uint64_t s) {
+    const Segment& seg = plan->segments[s];
+    const FrameParams& p = plan->frames[s].params;
+    const bool allow_runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
+    const bool allow_plain = !allow_runs || p.lossless != Lossless::kZeroRuns;
+    auto used = [&](uint64_t k) {
+      return absl::MakeConstSpan(b.host_list + b.host_info[k].offset, b.host_info[k].count);
+    };
+    const int max_length = static_cast<int>(seg.max_code_length);
+    HostCode plain, run;
+    if (allow_plain) plain = BuildHostCode(used(s), 2 * seg.radius, max_length, 0);
+    if (allow_runs) {
+      run = BuildHostCode(used(S + s), 2 * seg.radius + format::kRunClasses, max_length,
+                          b.host_extra_bits[s]);
+    }
+    runs[s] = allow_runs && (!allow_plain || run.bits < plain.bits);
+    chosen[s] = runs[s] ? std::move(run) : std::move(plain);
+  };
+  if (S <= 2) {
+    for (uint32_t s = 0; s < S; ++s) build(s);
+  } else {
+    ParallelFor(S, build);
+  }
+  // Upload: codebooks, which list each code is in, lengths and codes at
+  // their list positions, sections.
+  const uint64_t which_at = Align16(S * sizeof(Codebook));
+  const uint64_t lengths_at = which_at + Align16(S * sizeof(UsedSymbols));
+  const uint64_t codes_at = lengths_at + Align16(listed);
+  const uint64_t sections_at = codes_at + 4 * listed;
+  uint8_t* up = b.host_upload;
+  auto* books = reinterpret_cast<Codebook*>(up);
+  auto* which = reinterpret_cast<UsedSymbols*>(up + which_at);
+  uint64_t cursor = 0;
+  for (uint32_t s = 0; s < S; ++s) {
+    const UsedSymbols u = b.host_info[runs[s] ? S + s : s];
+    which[s] = u;
+    const HostCode& code = chosen[s];
+    const std::vector<uint32_t> codes = CanonicalCodes(code.lengths);
+    std::memcpy(up + lengths_at + u.offset, code.lengths.data(), u.count);
+    std::memcpy(up + codes_at + 4 * u.offset, codes.data(), 4 * uint64_t{u.count});
+    std::memcpy(up + sections_at + cursor, code.section.data(), code.section.size());
+    books[s] = {cursor, code.section.size()};
+    cursor += code.section.size();
+  }
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.upload, up, sections_at + cursor, cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(LaunchUnpackCodes(
+      reinterpret_cast<const UsedSymbols*>(b.upload + which_at), b.list, S, b.upload + lengths_at,
+      reinterpret_cast<const uint32_t*>(b.upload + codes_at), b.lengths, b.codes, st));
+
+  // The segments over their positions, with their stage, and their headers.
+  BatchTotals totals;
+  plan->frame_templates.clear();
+  for (uint32_t s = 0; s < S; ++s) {
+    Segment& seg = plan->segments[s];
+    const FrameV2& f = plan->frames[s];
+    seg.lossless = runs[s];
+    seg.positions = seg.predictor == format::kPredictorInterp ? b.host_counts[2 * s] : 0;
+    if (seg.predictor == format::kPredictorInterp &&
+        (seg.positions == 0 || seg.positions > seg.geo.n)) {
+      return absl::InternalError("interpolation frame with a symbol count out of range");
+    }
+    PlaceSegment(&seg, &totals);
+    format::FrameHeader h = FrameHeaderFor(f.params);
+    h.predictor = f.config.predictor;
+    h.order = f.config.order;
+    h.block = f.config.block;
+    h.lossless = runs[s] ? format::kLosslessZeroRuns : format::kLosslessHuffman;
+    h.fill_coding = static_cast<uint8_t>(seg.fill_coding);
+    h.positions = static_cast<uint32_t>(seg.positions);
+    format::AppendFrameHeader(h, &plan->frame_templates);
+  }
+  plan->totals = totals;
+  std::memcpy(b.host_segments, plan->segments.data(), S * sizeof(Segment));
+  std::memcpy(b.host_frame_templates, plan->frame_templates.data(), plan->frame_templates.size());
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
+                                       cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.frame_templates, b.host_frame_templates,
+                                       plan->frame_templates.size(), cudaMemcpyHostToDevice, st));
+  return StageCodes{reinterpret_cast<const Codebook*>(b.upload), b.upload + sections_at};
+}
+
 }  // namespace
 
 uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) {
@@ -411,6 +822,7 @@ uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options) 
     // An element is an outlier or not, and verbatim, fill or neither (fill
     // runs are at most one per two elements, 8 bytes each).
     total += n * 8 + std::max<uint64_t>(n * (4 + elem) + 8, (n + 1) / 2 * 8);
+    if (p.version >= 2 && p.fill_value) total += MaxFillMaskSectionBytes(n);
   }
   return total;
 }
@@ -430,7 +842,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
                            StageTimer* timer, CodeBuilder builder) {
   auto plan_or = MakePlan(tasks, builder);
   if (!plan_or.ok()) return plan_or.status();
-  const Plan& plan = *plan_or;
+  Plan& plan = *plan_or;
   auto cub_bytes = CubTempBytes(plan);
   if (!cub_bytes.ok()) return cub_bytes.status();
   WorkspaceSize need;
@@ -441,7 +853,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   const Buffers b = Carve(plan, *cub_bytes, ws.device, ws.host, nullptr);
   const uint32_t S = static_cast<uint32_t>(plan.segments.size());
   const uint32_t I = static_cast<uint32_t>(plan.items.size());
-  const BatchTotals& t = plan.totals;
+  const BatchTotals& t = plan.totals;  // version 2 lays segments out again: read it late
   const cudaStream_t st = stream;
   auto mark = [&](const char* stage) {
     if (timer) timer->Mark(stage, st);
@@ -461,6 +873,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.file_templates, b.host_file_templates,
                                        plan.file_templates.size(), cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.histogram, 0, S * kAlphabet * 4, st));
+  if (plan.v2) CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.fill_sizes, 0, 2 * S * 8, st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.masks, 0, 3 * t.mask_words * 4, st));
   mark("upload tables");
 
@@ -470,6 +883,10 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   }
   CUDA_RETURN_IF_ERROR(LaunchResolveBounds(b.items, I, st));
   mark("value range");
+  if (plan.v2) {
+    if (auto c = ChoosePredictors(tasks, &plan, b, st); !c.ok()) return c;
+    mark("predictor choice (host)");
+  }
   PredictOutputs out{b.symbols,
                      b.deltas,
                      b.histogram,
@@ -478,10 +895,22 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
                      b.masks + 2 * t.mask_words};
   CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, S, b.items, t.tiles, out, st));
   mark("quantize+lorenzo+histogram");
+  if (plan.v2) {
+    if (auto e = EncodeInterpFrames(plan, b, st); !e.ok()) return e;
+    mark("interpolation+histogram");
+  }
 
   const Codebook* codebooks = b.codebooks;
   const uint8_t* code_sections = b.sections;
-  if (plan.builder == CodeBuilder::kDevice) {
+  bool any_runs = false;
+  if (plan.v2) {
+    auto codes = BuildStageCodesOnHost(&plan, b, st);
+    if (!codes.ok()) return codes.status();
+    codebooks = codes->codebooks;
+    code_sections = codes->sections;
+    for (const Segment& seg : plan.segments) any_runs |= seg.lossless != 0;
+    mark("stage choice and codes (host)");
+  } else if (plan.builder == CodeBuilder::kDevice) {
     CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, S, b.used, b.info, b.list, st));
     CUDA_RETURN_IF_ERROR(LaunchBuildCodes(b.segments, S, plan.listed_capacity, plan.max_used,
                                           b.info, b.list, b.build, b.lengths, b.codes, b.codebooks,
@@ -505,8 +934,9 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(b.cub_temp, temp, b.tile_counts,
                                                       b.tile_prefix, AddCounts(), SpecialCounts{},
                                                       t.mask_tiles, st));
-  CUDA_RETURN_IF_ERROR(LaunchChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths, b.chunk_bits,
-                                       b.chunk_words, b.chunk_gaps, st));
+  const auto chunk_bits = any_runs ? LaunchRunChunkBits : LaunchChunkBits;
+  CUDA_RETURN_IF_ERROR(chunk_bits(b.segments, S, t.chunks, b.symbols, b.lengths, b.chunk_bits,
+                                  b.chunk_words, b.chunk_gaps, st));
   temp = b.cub_temp_bytes;
   CUDA_RETURN_IF_ERROR(
       cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words, b.word_prefix, t.chunks, st));
@@ -520,11 +950,19 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.crc_job_pieces + jobs, 0, sizeof(uint64_t), st));
   CUDA_RETURN_IF_ERROR(LaunchLayout(plan.elem_size, b.segments, b.items, I, codebooks,
                                     b.tile_prefix, b.tile_counts, b.word_prefix, b.gap_prefix,
-                                    b.chunk_words, b.chunk_gaps, b.layouts, b.crc_jobs,
-                                    b.crc_job_pieces, st));
-  CUDA_RETURN_IF_ERROR(LaunchEncode(b.segments, S, t.chunks, t.max_chunk_symbols, t.max_code_length,
-                                    b.items, b.layouts, b.symbols, b.lengths, b.codes, b.chunk_bits,
-                                    b.word_prefix, b.gap_prefix, st));
+                                    b.chunk_words, b.chunk_gaps, b.fill_sizes, b.fill_mask_at,
+                                    b.layouts, b.crc_jobs, b.crc_job_pieces, st));
+  for (uint32_t s = 0; plan.v2 && s < S; ++s) {
+    const FrameV2& f = plan.frames[s];
+    if (plan.segments[s].fill_coding != format::kFillCodingMask) continue;
+    CUDA_RETURN_IF_ERROR(LaunchFillMaskEncodeWrite(plan.segments[s].geo.n,
+                                                   b.fill_workspace + f.fill_workspace_at,
+                                                   f.fill_workspace_bytes, b.fill_mask_at + s, st));
+  }
+  const auto encode = any_runs ? LaunchRunEncode : LaunchEncode;
+  CUDA_RETURN_IF_ERROR(encode(b.segments, S, t.chunks, t.max_chunk_symbols, t.max_code_length,
+                              b.items, b.layouts, b.symbols, b.lengths, b.codes, b.chunk_bits,
+                              b.word_prefix, b.gap_prefix, st));
   mark("layout+encode");
   CUDA_RETURN_IF_ERROR(LaunchWriteSpecials(plan.elem_size, b.segments, S, t.mask_tiles, b.items,
                                            b.layouts, outlier_mask, verbatim_mask, fill_mask,

@@ -306,6 +306,7 @@ __global__ void DestinationKernel(EncodeState* state, uint8_t* section) {
 __global__ void FixedPartKernel(const EncodeState* state, uint8_t* const* destination,
                                 const uint32_t* chunk_bits) {
   uint8_t* section = *destination;
+  if (section == nullptr) return;  // the archive overflowed: nothing is written
   const uint64_t chunks = state->chunks, total = state->total_words;
   const uint64_t first = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
@@ -331,7 +332,7 @@ __global__ void __launch_bounds__(kMaskThreads)
   uint64_t t, g;
   WordOffsets(active, w, word_tokens, word_bits, tile_token0[blockIdx.x], tile_bit0[blockIdx.x], &t,
               &g);
-  if (!active || word_tokens[w] == 0) return;
+  if (!active || word_tokens[w] == 0 || *destination == nullptr) return;
   uint32_t* words = reinterpret_cast<uint32_t*>(*destination + kHeaderBytes + 4 * state->chunks);
   auto store = [&](uint64_t i, uint32_t v) { words[i] = v; };
   auto merge = [&](uint64_t i, uint32_t v) { atomicOr(&words[i], v); };

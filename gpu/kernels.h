@@ -121,11 +121,15 @@ cudaError_t LaunchWriteSpecials(int elem_size, const Segment* segments, uint32_t
 // --- assemble_kernels.cu: frame layout, headers, index, trailer.
 // Fixes every section's length and place (one thread per item) and the
 // archive's size, and lists the sections whose CRC the device computes.
+// Segments with a fill mask (fill_coding 1): fill_mask_sizes[2s] is its
+// section's bytes, [2s + 1] its tokens, and fill_mask_at[s] gets where the
+// section goes (null when the archive overflows); both unread otherwise.
 cudaError_t LaunchLayout(int elem_size, const Segment* segments, Item* items, uint32_t num_items,
                          const Codebook* codebooks, const SpecialCounts* tile_prefix,
                          const SpecialCounts* tile_counts, const uint64_t* word_prefix,
                          const uint64_t* gap_prefix, const uint64_t* chunk_words,
-                         const uint64_t* chunk_gaps, FrameLayout* layouts, CrcJob* crc_jobs,
+                         const uint64_t* chunk_gaps, const uint64_t* fill_mask_sizes,
+                         uint8_t** fill_mask_at, FrameLayout* layouts, CrcJob* crc_jobs,
                          uint64_t* crc_job_pieces, cudaStream_t stream);
 // Copies each frame's code-length section into place.
 cudaError_t LaunchCopyCodeLengths(const Segment* segments, uint32_t num_segments, const Item* items,

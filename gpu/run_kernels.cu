@@ -86,7 +86,11 @@ __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
   const uint64_t c = chunk - seg.chunk_base;
   const uint64_t first = c * seg.chunk_symbols;
   Slice sl;
-  sl.count = static_cast<uint32_t>(min(ChunkPositions(seg) - first, uint64_t{seg.chunk_symbols}));
+  // A chunk past S (chunks planned for n before S was known) is empty.
+  const uint64_t positions = ChunkPositions(seg);
+  sl.count = positions > first
+                 ? static_cast<uint32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
+                 : 0;
   sl.sym = symbols + seg.symbol_base + first;
   sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
   sl.radius = seg.radius;

@@ -8,8 +8,7 @@
 // gpu/kernels.h do, and take the same arrays: a segment with
 // Segment::lossless = 1 codes runs of `radius` as class tokens (alphabet
 // 2 * radius + 12), one with 0 exactly as version 1 does, so one launch may
-// mix them. A segment's positions S are Geometry::n here, as everywhere in
-// the GPU codec (see ChunkPositions in gpu/run_kernels.cu).
+// mix them. Chunks cover a segment's positions S (Segment::positions).
 //
 // The fill mask works on one frame's mask at a time.
 #ifndef EBZIP_GPU_RUN_KERNELS_H_
@@ -91,7 +90,7 @@ cudaError_t LaunchEncodeFillMask(const uint8_t* mask, uint64_t n, uint64_t row, 
 // its size is known: the first leaves *section_bytes and *tokens on the
 // device; the second (same workspace, untouched in between) writes the
 // section at *section, a device pointer read when its kernels run, so that a
-// layout kernel may set it in between.
+// layout kernel may set it in between (null: nothing is written).
 cudaError_t LaunchFillMaskEncodeSizes(const uint8_t* mask, uint64_t n, uint64_t row,
                                       void* workspace, size_t workspace_bytes,
                                       uint64_t* section_bytes, uint64_t* tokens,

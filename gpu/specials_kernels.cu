@@ -118,6 +118,8 @@ __global__ void FinishSectionsKernel(const Segment* segments, const Item* items,
     uint8_t* verbatim = items[seg.item].archive + layout.section_offset[format::kVerbatim];
     StoreBytes<uint32_t>(verbatim + 4 * layout.verbatim, 0);
   }
+  // A fill mask (fill coding 1) is no list of runs; its writer owns it.
+  if (seg.fill_coding == format::kFillCodingMask) return;
   uint8_t* runs = items[seg.item].archive + layout.section_offset[format::kFillRuns];
   for (uint64_t k = threadIdx.x; k < layout.fill_runs; k += blockDim.x) {
     const uint32_t start = LoadBytes<uint32_t>(runs + 8 * k);
