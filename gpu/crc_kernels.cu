@@ -45,6 +45,18 @@ __global__ void CheckKernel(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus*
   }
 }
 
+__global__ void PaddingKernel(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* status) {
+  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= num_jobs) return;
+  const CrcJob& job = jobs[j];
+  for (uint64_t i = job.length; i < Align8(job.length); ++i) {
+    if (job.data[i] != 0) {
+      ReportError(status, kErrPadding, job.segment);
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 cudaError_t LaunchCrc(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* piece_prefix,
@@ -58,6 +70,13 @@ cudaError_t LaunchCrcCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* 
                            cudaStream_t stream) {
   CheckKernel<<<(num_jobs + kThreads - 1) / kThreads, kThreads, 0, stream>>>(jobs, num_jobs,
                                                                              status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchPaddingCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* status,
+                               cudaStream_t stream) {
+  PaddingKernel<<<(num_jobs + kThreads - 1) / kThreads, kThreads, 0, stream>>>(jobs, num_jobs,
+                                                                               status);
   return cudaGetLastError();
 }
 

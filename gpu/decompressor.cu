@@ -1,24 +1,48 @@
 // DecompressBatch: the host reads the (already parsed) headers into the
-// segment table; the device checks every CRC, builds decode tables, reads the
-// chunk index, decodes, scatters outliers, inverts Lorenzo and restores fill
-// and verbatim values, recording the first inconsistency it meets.
+// segment table; the device checks every CRC and section padding, decodes
+// the fill masks (version 2), builds decode tables, reads the chunk index and
+// decodes; then each frame's predictor inverts (Lorenzo: outliers scattered,
+// inverse Lorenzo; interpolation: outlier lists, gpu/interp_kernels.h's
+// decoder), and fill (runs or mask) and verbatim values are restored,
+// recording the first inconsistency it meets. Format versions 1 and 2 mix
+// freely in a batch: each frame is read by its own header.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <cub/device/device_scan.cuh>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "codec/format.h"
+#include "codec/frame_content.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/interp_frame_kernels.h"
+#include "gpu/interp_kernels.h"
 #include "gpu/kernels.h"
+#include "gpu/run_kernels.h"
 #include "gpu/segment_plan.h"
 #include "gpu/workspace_carver.h"
 
 namespace ebzip::gpu {
 namespace {
+
+// A frame with a fill mask (fill coding 1).
+struct MaskFrame {
+  uint32_t segment;
+  uint64_t row;  // elements per index along dimension 0 (n in 1-D: FORMAT.md §15.6)
+};
+
+// An interpolation frame (predictor 1).
+struct InterpFrame {
+  uint32_t segment;
+  InterpPlan plan;
+  int mask = -1;  // its MaskFrame, if it has one
+};
 
 struct Plan {
   int elem_size = 0;
@@ -28,8 +52,37 @@ struct Plan {
   std::vector<CrcJob> crc_jobs;
   std::vector<uint64_t> piece_prefix;  // jobs + 1
   BatchTotals totals;
+  // Outliers and verbatim values of every frame; fill runs of the frames
+  // with fill coding 0 (a fill mask's fill_run_count counts its tokens).
   uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
+  bool runs = false;  // some frame has zero-run tokens
+  std::vector<MaskFrame> masks;
+  size_t mask_workspace = 0;  // the largest mask's: they decode one after another
+  std::vector<InterpFrame> interp;
 };
+
+// The interpolation decoder's plan for a frame, from the parameters the CPU
+// decoder derives from its header (codec/frame_codec.cc's DecodeInterp).
+// UNIMPLEMENTED for tiles the GPU kernels cannot hold (the service then
+// decodes on the CPU).
+absl::StatusOr<InterpPlan> PlanInterpFrame(const format::FrameHeader& h) {
+  FrameParams p;
+  p.dtype = h.dtype;
+  p.shape.assign(h.shape.begin(), h.shape.begin() + h.ndim);
+  p.radius = h.radius;
+  p.abs_bound = h.abs_bound;
+  p.quant_step = h.quant_step;
+  p.fill_value = h.fill_value;
+  const PredictorConfig config{h.predictor, h.block, h.order};
+  absl::StatusOr<InterpPlan> plan =
+      PlanInterp(InterpParamsFor(p, config), h.fill_coding == format::kFillCodingMask);
+  // Parameters ReadArchiveInfo let through but the predictor refuses: the
+  // CPU decoder refuses them too.
+  if (plan.status().code() == absl::StatusCode::kInvalidArgument) {
+    return format::CorruptArchive(plan.status().message());
+  }
+  return plan;
+}
 
 absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKind kind) {
   if (tasks.empty()) return absl::InvalidArgumentError("no archives to decompress");
@@ -40,11 +93,6 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
     if (info.header.dtype != tasks[0].info->header.dtype) {
       return absl::InvalidArgumentError("a GPU batch takes one dtype");
     }
-    bool version1 = info.header.version == format::kVersion1;
-    for (const format::FrameHeader& h : info.frame_headers) version1 &= h.version == format::kVersion1;
-    if (!version1) {
-      return absl::UnimplementedError("the GPU codec reads format version 1 only");
-    }
     plan.elem_size = static_cast<int>(DTypeSize(info.header.dtype));
     Item item{};
     item.archive = const_cast<uint8_t*>(tasks[i].archive);
@@ -54,9 +102,14 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
     const uint64_t row_bytes = info.spec().num_bytes() / info.header.shape[0];
     for (uint64_t f = 0; f < info.frames.size(); ++f) {
       const format::FrameHeader& h = info.frame_headers[f];
+      const uint32_t index = static_cast<uint32_t>(plan.segments.size());
+      const bool interp = h.predictor == format::kPredictorInterp;
+      // An interpolation frame has no Lorenzo blocks: blocks of one element
+      // keep the Lorenzo kernels' limits off its tiles (those kernels skip it).
+      static constexpr std::array<uint16_t, kDims> kOnes = {1, 1, 1, 1};
       Segment seg{};
       seg.geo = MakeGeometry({h.shape.data(), static_cast<size_t>(h.ndim)},
-                             {h.block.data(), static_cast<size_t>(h.ndim)});
+                             {interp ? kOnes.data() : h.block.data(), static_cast<size_t>(h.ndim)});
       if (auto s = CheckGpuLimits(seg.geo, h.chunk_symbols, h.max_code_length); !s.ok()) return s;
       seg.output = static_cast<uint8_t*>(tasks[i].output) + f * info.header.frame_rows * row_bytes;
       seg.item = static_cast<uint32_t>(i);
@@ -83,17 +136,38 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
       seg.fill_run_base = plan.fill_runs;
       plan.outliers += h.outlier_count;
       plan.verbatim += h.verbatim_count;
-      plan.fill_runs += h.fill_run_count;
+      if (h.fill_coding == format::kFillCodingRuns) plan.fill_runs += h.fill_run_count;
       seg.quant_step = h.quant_step;
       seg.fill_value = h.fill_value.value_or(0.0);
+      seg.predictor = h.predictor;
+      seg.lossless = h.lossless;
+      seg.fill_coding = h.fill_coding;
+      seg.order = h.order;
+      seg.positions = h.positions;
+      plan.runs |= h.lossless == format::kLosslessZeroRuns;
       all_gaps &= h.has_gap_array;
       PlaceSegment(&seg, &plan.totals);
+      int mask = -1;
+      if (h.fill_coding == format::kFillCodingMask) {
+        const uint64_t n = seg.geo.n;
+        const uint64_t row = h.ndim == 1 ? n : n / h.shape[0];
+        size_t bytes = 0;
+        CUDA_RETURN_IF_ERROR(FillMaskDecodeWorkspace(n, row, h.fill_run_count, &bytes));
+        plan.mask_workspace = std::max(plan.mask_workspace, bytes);
+        mask = static_cast<int>(plan.masks.size());
+        plan.masks.push_back({index, row});
+      }
+      if (interp) {
+        absl::StatusOr<InterpPlan> ip = PlanInterpFrame(h);
+        if (!ip.ok()) return ip.status();
+        plan.interp.push_back({index, *std::move(ip), mask});
+      }
       for (int k = 0; k < kSections; ++k) {
         CrcJob job{};
         job.data = tasks[i].archive + seg.section_offset[k];
         job.length = seg.section_length[k];
         job.expected = seg.section_crc[k];
-        job.segment = static_cast<uint32_t>(plan.segments.size());
+        job.segment = index;
         plan.crc_jobs.push_back(job);
       }
       plan.segments.push_back(seg);
@@ -144,6 +218,14 @@ struct Buffers {
   Item* host_items;
   CrcJob* host_crc_jobs;
   uint64_t* host_piece_prefix;
+  // Version 2.
+  std::vector<uint8_t*> masks;  // per MaskFrame: n bytes, 1 for fill
+  uint64_t* fill_counts;        // per MaskFrame
+  void* mask_workspace;
+  uint32_t* outlier_index;      // interpolation frames' outliers, at Segment::outlier_base
+  int32_t* outlier_residual;
+  uint32_t* interp_errors;      // per segment: interp::DecodeError bits
+  std::vector<void*> interp_scratch;  // per InterpFrame
 };
 
 // The status lives at the start of both workspaces, so FinishDecompress
@@ -176,6 +258,18 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.zero_symbols = d.Take<uint64_t>(S);
   b.cub_temp = d.Take<uint8_t>(cub_temp_bytes);
   b.cub_temp_bytes = cub_temp_bytes;
+  for (const MaskFrame& m : plan.masks) {
+    b.masks.push_back(d.Take<uint8_t>(plan.segments[m.segment].geo.n));
+  }
+  b.fill_counts = d.Take<uint64_t>(plan.masks.size());
+  b.mask_workspace = d.Take<uint8_t>(plan.mask_workspace);
+  const uint64_t interp_outliers = plan.interp.empty() ? 0 : plan.outliers;
+  b.outlier_index = d.Take<uint32_t>(interp_outliers);
+  b.outlier_residual = d.Take<int32_t>(interp_outliers);
+  b.interp_errors = d.Take<uint32_t>(plan.interp.empty() ? 0 : S);
+  for (const InterpFrame& f : plan.interp) {
+    b.interp_scratch.push_back(d.Take<uint8_t>(f.plan.decode_scratch));
+  }
   WorkspaceCarver h(host);
   h.Take<DeviceStatus>(1);
   b.host_segments = h.Take<Segment>(S);
@@ -195,8 +289,40 @@ absl::StatusOr<size_t> CubTempBytes(const Plan& plan) {
   return bytes;
 }
 
-const char* ErrorText(uint32_t error) {
-  switch (error) {
+const char* MaskCheckText(uint32_t check) {
+  switch (check) {
+    case kMaskTooShort: return "no tokens, or no room for the chunk lengths";
+    case kMaskPadding: return "non-zero bytes after the class lengths";
+    case kMaskBadCode: return "bad class code lengths";
+    case kMaskNotWords: return "bitstream is not whole words";
+    case kMaskChunkPastEnd: return "a chunk runs past the bitstream";
+    case kMaskInvalidToken: return "invalid token";
+    case kMaskChunkLength: return "a chunk's tokens end before its bits";
+    case kMaskBitstreamLength: return "words left after the last chunk";
+    case kMaskRunsTooLong: return "runs cover more than the frame";
+    case kMaskRunsTooShort: return "runs cover less than the frame";
+    default: return "unknown check";
+  }
+}
+
+std::string InterpErrorText(uint32_t bits) {
+  std::vector<const char*> what;
+  if (bits & interp::kErrSymbolCount) {
+    what.push_back("symbol positions disagree with the frame and its fill mask");
+  }
+  if (bits & interp::kErrAlphabet) what.push_back("symbol beyond the alphabet");
+  if (bits & interp::kErrZeroAtNonAnchor) {
+    what.push_back("symbol 0 (an outlier) at an element that is not an anchor");
+  }
+  if (bits & interp::kErrOutlier) {
+    what.push_back("outlier beyond the frame, not at an anchor, or at a symbol that is not 0");
+  }
+  if (bits & interp::kErrOutlierCount) what.push_back("outlier count disagrees with the symbols");
+  return what.empty() ? "unknown error" : absl::StrJoin(what, "; ");
+}
+
+std::string ErrorText(const DeviceStatus& status) {
+  switch (status.error) {
     case kErrChecksum: return "section checksum mismatch";
     case kErrCodeLengths: return "bad code lengths";
     case kErrChunkIndex: return "chunk index disagrees with the bitstream";
@@ -205,8 +331,70 @@ const char* ErrorText(uint32_t error) {
     case kErrOutliers: return "outlier index out of order or not an outlier symbol";
     case kErrVerbatim: return "verbatim index out of order";
     case kErrFillRuns: return "fill runs overlap or leave the frame";
+    case kErrFillMask: return absl::StrCat("fill mask: ", MaskCheckText(status.section));
+    case kErrInterp: return absl::StrCat("interpolation: ", InterpErrorText(status.section));
+    case kErrPadding: return "non-zero padding";
     default: return "unknown device error";
   }
+}
+
+// Version 2's steps of DecompressBatch.
+
+// Each fill mask into its n bytes (FORMAT.md §15.6), one frame after another
+// in the shared workspace.
+absl::Status DecodeFillMasks(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  for (size_t k = 0; k < plan.masks.size(); ++k) {
+    const MaskFrame& m = plan.masks[k];
+    const Segment& seg = plan.segments[m.segment];
+    const uint8_t* section = plan.items[seg.item].archive + seg.section_offset[format::kFillRuns];
+    // A decode skipped for an earlier error leaves no fill.
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.masks[k], 0, seg.geo.n, st));
+    CUDA_RETURN_IF_ERROR(LaunchDecodeFillMask(section, seg.section_length[format::kFillRuns],
+                                              seg.fill_run_count, seg.geo.n, m.row,
+                                              b.mask_workspace, plan.mask_workspace, b.masks[k],
+                                              b.fill_counts + k, b.status, m.segment, st));
+  }
+  return absl::OkStatus();
+}
+
+// The interpolation frames' values (§15.7 steps 1-3): outlier lists, then
+// each frame's decoder; its checks (S against the mask among them) become
+// kErrInterp.
+absl::Status DecodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  if (plan.interp.empty()) return absl::OkStatus();
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.interp_errors, 0, S * sizeof(uint32_t), st));
+  CUDA_RETURN_IF_ERROR(LaunchUnpackInterpOutliers(b.segments, S, plan.outliers, b.items,
+                                                  b.outlier_index, b.outlier_residual, b.status,
+                                                  st));
+  for (size_t k = 0; k < plan.interp.size(); ++k) {
+    const InterpFrame& f = plan.interp[k];
+    const Segment& seg = plan.segments[f.segment];
+    InterpDecodeInputs in;
+    in.symbols = b.symbols + seg.symbol_base;
+    in.num_symbols = seg.positions;
+    in.outlier_index = b.outlier_index + seg.outlier_base;
+    in.outlier_residual = b.outlier_residual + seg.outlier_base;
+    in.num_outliers = seg.outlier_count;
+    in.fill_mask = f.mask >= 0 ? b.masks[f.mask] : nullptr;
+    if (absl::Status s = LaunchInterpDecode(f.plan, in, seg.output, b.interp_scratch[k],
+                                            b.interp_errors + f.segment, st);
+        !s.ok()) {
+      return s;
+    }
+  }
+  CUDA_RETURN_IF_ERROR(LaunchReportInterpErrors(b.interp_errors, S, b.status, st));
+  return absl::OkStatus();
+}
+
+// Fill elements of the frames with a fill mask (§15.7 step 4).
+absl::Status FillFromMasks(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  for (size_t k = 0; k < plan.masks.size(); ++k) {
+    const Segment& seg = plan.segments[plan.masks[k].segment];
+    CUDA_RETURN_IF_ERROR(
+        LaunchFillFromMask(plan.elem_size, b.masks[k], seg.geo.n, seg.fill_value, seg.output, st));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -264,7 +452,10 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
 
   CUDA_RETURN_IF_ERROR(LaunchCrc(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(), st));
   CUDA_RETURN_IF_ERROR(LaunchCrcCheck(b.crc_jobs, jobs, b.status, st));
+  CUDA_RETURN_IF_ERROR(LaunchPaddingCheck(b.crc_jobs, jobs, b.status, st));
   mark("crc32c");
+  if (absl::Status s = DecodeFillMasks(plan, b, st); !s.ok()) return s;
+  if (!plan.masks.empty()) mark("fill masks");
   CUDA_RETURN_IF_ERROR(LaunchBuildDecodeTables(b.segments, S, b.items, b.tables, b.status, st));
   CUDA_RETURN_IF_ERROR(LaunchReadChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_bits,
                                             b.chunk_words, b.chunk_gaps, b.status, st));
@@ -278,9 +469,10 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
                                              b.chunk_gaps, b.word_prefix, b.gap_prefix, b.status,
                                              st));
   mark("decode tables+chunk index");
-  CUDA_RETURN_IF_ERROR(LaunchDecode(plan.decoder, b.segments, S, t.chunks, t.max_chunk_symbols,
-                                    b.items, b.tables, b.chunk_bits, b.word_prefix, b.gap_prefix,
-                                    b.symbols, b.zero_symbols, b.status, st));
+  auto decode = plan.runs ? LaunchDecodeRuns : LaunchDecode;
+  CUDA_RETURN_IF_ERROR(decode(plan.decoder, b.segments, S, t.chunks, t.max_chunk_symbols, b.items,
+                              b.tables, b.chunk_bits, b.word_prefix, b.gap_prefix, b.symbols,
+                              b.zero_symbols, b.status, st));
   mark("huffman decode");
   CUDA_RETURN_IF_ERROR(LaunchScatterOutliers(b.segments, S, plan.outliers, b.items, b.symbols,
                                              b.zero_symbols, b.deltas, b.status, st));
@@ -288,6 +480,9 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
   CUDA_RETURN_IF_ERROR(
       LaunchReconstruct(plan.elem_size, b.segments, S, t.tiles, b.symbols, b.deltas, st));
   mark("inverse lorenzo");
+  if (absl::Status s = DecodeInterpFrames(plan, b, st); !s.ok()) return s;
+  if (!plan.interp.empty()) mark("interpolation");
+  if (absl::Status s = FillFromMasks(plan, b, st); !s.ok()) return s;
   CUDA_RETURN_IF_ERROR(LaunchRestoreSpecials(plan.elem_size, b.segments, S, plan.fill_runs,
                                              plan.verbatim, b.items, b.status, st));
   mark("fill+verbatim");
@@ -301,7 +496,7 @@ absl::Status FinishDecompress(const Workspace& ws, Stream stream) {
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   if (host->error == kNoError) return absl::OkStatus();
   return format::CorruptArchive(
-      absl::StrCat(ErrorText(host->error), " (batch frame ", host->segment, ")"));
+      absl::StrCat(ErrorText(*host), " (batch frame ", host->segment, ")"));
 }
 
 }  // namespace ebzip::gpu

@@ -154,6 +154,10 @@ cudaError_t LaunchCrc(const CrcJob* jobs, uint32_t num_jobs, const uint64_t* pie
 // the first mismatch.
 cudaError_t LaunchCrcCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* status,
                            cudaStream_t stream);
+// Checks the zero bytes after each job's range up to its next multiple of 8
+// (a section's padding, which no CRC covers): kErrPadding.
+cudaError_t LaunchPaddingCheck(const CrcJob* jobs, uint32_t num_jobs, DeviceStatus* status,
+                               cudaStream_t stream);
 
 // --- decode_kernels.cu: code tables, chunk index, the three decoders.
 struct DecodeTables {

@@ -21,6 +21,8 @@ __global__ void ScatterOutliersKernel(const Segment* segments, uint32_t num_segm
   if (k >= total) return;
   const uint32_t s = SegmentOf(segments, num_segments, k, &Segment::outlier_base);
   const Segment& seg = segments[s];
+  // Interpolation frames' outliers: gpu/interp_frame_kernels.h.
+  if (seg.predictor != format::kPredictorLorenzo) return;
   const uint64_t j = k - seg.outlier_base;
   const uint8_t* sec = items[seg.item].archive + seg.section_offset[format::kOutliers];
   const uint32_t index = LoadBytes<uint32_t>(sec + 4 * j);
@@ -233,6 +235,7 @@ __global__ void FillRunsKernel(const Segment* segments, uint32_t num_segments, u
   if (k >= total) return;
   const uint32_t s = SegmentOf(segments, num_segments, k, &Segment::fill_run_base);
   const Segment& seg = segments[s];
+  if (seg.fill_coding != format::kFillCodingRuns) return;  // a fill mask's tokens
   const uint64_t j = k - seg.fill_run_base;
   const uint8_t* sec = items[seg.item].archive + seg.section_offset[format::kFillRuns];
   const uint64_t start = LoadBytes<uint32_t>(sec + 8 * j);

@@ -170,6 +170,10 @@ enum DeviceError : uint32_t {
   kErrFillRuns = 8,
   // Version 2 (gpu/run_kernels.h); DeviceStatus::section holds the MaskCheck.
   kErrFillMask = 16,
+  // Interpolation (gpu/interp_kernels.h); DeviceStatus::section holds the
+  // interp::DecodeError bits.
+  kErrInterp = 17,
+  kErrPadding = 18,  // a section's padding (FORMAT.md §1) is not zero
 };
 struct DeviceStatus {
   uint32_t error;    // a DeviceError

@@ -915,25 +915,5 @@ TEST(GpuCodec, RealFieldsAreByteIdentical) {
   }
 }
 
-// Reading version 2 is the CPU codec's for now: the GPU codec says
-// UNIMPLEMENTED (which sends the service's work to the CPU) instead of
-// reading anything else. Needs no device: planning happens on the host.
-TEST(GpuCodec, VersionTwoIsUnimplemented) {
-  const ArraySpec spec{DType::kFloat32, {64, 64}};
-  const std::vector<uint8_t> data = MakeAnyField(DType::kFloat32, 64 * 64, 7, false, std::nullopt);
-  CompressOptions v2;
-  v2.mode = BoundMode::kRel;
-  v2.bound = 1e-3;
-  auto archive = Compress(spec, data, v2);
-  ASSERT_TRUE(archive.ok()) << archive.status();
-  auto info = ReadArchiveInfo(*archive);
-  ASSERT_TRUE(info.ok()) << info.status();
-  ASSERT_EQ(info->header.version, 2);
-  DecompressTask d;
-  d.info = &*info;
-  EXPECT_EQ(DecompressWorkspaceSize({&d, 1}, DecoderKind::kAuto).status().code(),
-            absl::StatusCode::kUnimplemented);
-}
-
 }  // namespace
 }  // namespace ebzip::gpu
