@@ -36,8 +36,8 @@ struct CompressOptions {
   // Lorenzo block per dimension; empty for DefaultBlock(rank).
   std::vector<uint16_t> block;
   // Per-frame choices (FORMAT.md §15.9). Lorenzo with plain Huffman and no
-  // metadata writes version 1, as earlier ebzip did (and as the GPU codec
-  // does); anything else writes version 2. Zero-run tokens cap the radius
+  // metadata writes version 1, as earlier ebzip did; anything else writes
+  // version 2. Zero-run tokens cap the radius
   // at 32762.
   Predictor predictor = Predictor::kAuto;
   Lossless lossless = Lossless::kAuto;

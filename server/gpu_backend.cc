@@ -394,9 +394,6 @@ class GpuBackend final : public Backend {
     for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
       auto compress = std::make_shared<Work>();
       compress->spec = {dtype, {64, 64}};
-      // The format the kernels write (version 1); version 2 goes to the CPU.
-      compress->options.predictor = Predictor::kLorenzo;
-      compress->options.lossless = Lossless::kHuffman;
       compress->options.mode = BoundMode::kRel;
       compress->options.bound = 1e-3;
       compress->input.resize(compress->spec.num_bytes());

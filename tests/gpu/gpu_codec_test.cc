@@ -28,8 +28,9 @@
 namespace ebzip::gpu {
 namespace {
 
-// The GPU codec writes and reads format version 1 (Lorenzo, plain
-// Huffman); version 2 goes to the CPU codec until the kernels have it.
+// This file holds the GPU codec to the CPU on format version 1 (Lorenzo,
+// plain Huffman); version 2 has gpu_v2_compress_test.cc and
+// gpu_v2_decode_test.cc.
 CompressOptions Version1() {
   CompressOptions o;
   o.predictor = Predictor::kLorenzo;

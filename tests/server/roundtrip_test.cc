@@ -276,10 +276,6 @@ TEST(ServerBatching, SmallConcurrentRequestsShareBatches) {
         TestArray a = SmoothArray({DType::kFloat32, {64, 64}}, static_cast<uint64_t>(t));
         CompressOptions o;
         o.bound = 1e-3;
-        // Version 1, the format the GPU codec writes: the batches counted
-        // below are the GPU's (version 2 would run on the CPU codec).
-        o.predictor = Predictor::kLorenzo;
-        o.lossless = Lossless::kHuffman;
         auto archive = client->Compress(a.spec, a.bytes, o);
         auto local = Compress(a.spec, a.bytes, o);
         if (!archive.ok() || !local.ok() || *archive != *local) ++failures;

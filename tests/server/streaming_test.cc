@@ -28,14 +28,6 @@ CompressOptions Abs(double bound, uint64_t frame_elements) {
   return o;
 }
 
-// The format the GPU codec writes (version 1): tests that require the GPU to
-// do the work ask for it; version 2 runs on the CPU codec.
-CompressOptions GpuFormat(CompressOptions o) {
-  o.predictor = Predictor::kLorenzo;
-  o.lossless = Lossless::kHuffman;
-  return o;
-}
-
 // Compresses through the server; expects the local codec's bytes, a summary
 // that adds up over the frames, and a decoded array within the bound.
 void ExpectStreamedRoundTrip(client::RemoteClient& client, const TestArray& a,
@@ -163,7 +155,7 @@ TEST(ServerStreaming, ArraysLargerThanTheDevicePoolStreamThroughTheGpu) {
   START_TEST_SERVER(server, options);
   auto client = ClientFor(*server);
   TestArray a = SmoothArray({DType::kFloat32, {32768, 1024}}, 14, true);  // 128 MiB
-  const CompressOptions o = GpuFormat(Abs(1e-3, 256 * 1024));             // 1 MiB frames
+  const CompressOptions o = Abs(1e-3, 256 * 1024);             // 1 MiB frames
   client::RemoteSummary summary;
   auto archive = client->Compress(a.spec, a.bytes, o, &summary);
   ASSERT_TRUE(archive.ok()) << archive.status();
@@ -370,7 +362,7 @@ TEST(ServerStreaming, AGpuThatFailsMidRequestLosesNothing) {
   // 16 frames: some run on the GPUs, the rest, once each GPU has failed,
   // on the CPU codec; the archive is the same, and the server goes on.
   TestArray a = SmoothArray({DType::kFloat32, {1024, 256}}, 11, true);
-  const CompressOptions o = GpuFormat(Abs(1e-3, 64 * 256));
+  const CompressOptions o = Abs(1e-3, 64 * 256);
   client::RemoteSummary summary;
   auto archive = client->Compress(a.spec, a.bytes, o, &summary);
   ASSERT_TRUE(archive.ok()) << archive.status();
