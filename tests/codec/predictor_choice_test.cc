@@ -20,8 +20,8 @@ namespace {
 // §15.9, as written: n elements, R = shape[1]·…·shape[ndim−1] (1 for
 // ndim = 1); the whole frame when n ≤ 2^18; otherwise B = min(2^20, ⌊n/4⌋),
 // m = max(1, ⌊B/R⌋), g = min(m, max(64, ⌈2^16/R⌉)), k = ⌊m/g⌋, stripe j at
-// ⌊j·(shape[0] − g)/(k − 1)⌋, or ⌊(shape[0] − g)/2⌋ when k = 1. Returns the
-// rows the sample copies, in order (every row for the whole frame).
+// ⌊(2j + 1)·(shape[0] − g)/(2k)⌋. Returns the rows the sample copies, in
+// order (every row for the whole frame).
 std::vector<uint64_t> SpecSampleRows(const std::vector<uint64_t>& shape) {
   const uint64_t rows = shape[0];
   uint64_t r = 1;
@@ -38,7 +38,7 @@ std::vector<uint64_t> SpecSampleRows(const std::vector<uint64_t>& shape) {
   const uint64_t g = std::min<uint64_t>(m, std::max<uint64_t>(64, ceil_stripe));
   const uint64_t k = m / g;
   for (uint64_t j = 0; j < k; ++j) {
-    const uint64_t start = k == 1 ? (rows - g) / 2 : j * (rows - g) / (k - 1);
+    const uint64_t start = (2 * j + 1) * (rows - g) / (2 * k);
     for (uint64_t i = 0; i < g; ++i) out.push_back(start + i);
   }
   return out;
@@ -102,10 +102,16 @@ TEST(PredictorChoice, SampleFollowsTheWrittenRule) {
 
 TEST(PredictorChoice, SampleOfKnownShapesByHand) {
   // Worked by hand from §15.9, so that the formula above is checked too.
-  // etopo5, 2161 × 4320: B = 2^20, m = 242, g = 64, k = 3.
+  // etopo5, 2161 × 4320: B = 2^20, m = 242, g = 64, k = 3; stripes at
+  // ⌊2097/6⌋, ⌊3·2097/6⌋, ⌊5·2097/6⌋.
   FrameSample s = SampleOf(Params({2161, 4320}));
   EXPECT_EQ(s.stripe_rows, 64u);
-  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{0, 1048, 2097}));
+  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{349, 1048, 1747}));
+  // etopo20, 540 × 1081: B = 145,935, m = 135, g = 64, k = 2; ⌊476/4⌋ and
+  // ⌊3·476/4⌋.
+  s = SampleOf(Params({540, 1081}));
+  EXPECT_EQ(s.stripe_rows, 64u);
+  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{119, 357}));
   // levitus SALT, 20 × 180 × 360: n = 1,296,000, B = 324,000, R = 64,800,
   // m = g = 5, k = 1, at ⌊15/2⌋ = 7.
   s = SampleOf(Params({20, 180, 360}));
