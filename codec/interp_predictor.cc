@@ -723,6 +723,13 @@ template <Formula kF, bool kOwn, bool kFill>
     const __m128i li = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.box.data() + e));
     const __m128i gi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(plan.frame.data() + e));
     const __m256d pred = PredictAvx2<kF>(w, li, s);
+    const int not_fill = kFill ? NotFillLanes(fill + anchor, gi) : 0xF;
+    if (kFill && not_fill == 0) {
+      // Four fill elements: the working values for ρ = 0, no symbols.
+      const __m256d zero_rho = _mm256_mul_pd(_mm256_setzero_pd(), step);
+      ScatterAvx2(w, li, _mm256_cvtpd_ps(_mm256_add_pd(pred, zero_rho)));
+      continue;
+    }
     const __m128 xv = LoadAvx2(x + anchor, gi);
     const __m256d xd = _mm256_cvtps_pd(xv);
     const __m256d r = _mm256_div_pd(_mm256_sub_pd(xd, pred), step);
@@ -742,7 +749,6 @@ template <Formula kF, bool kOwn, bool kFill>
     const __m256d error = _mm256_and_pd(_mm256_sub_pd(_mm256_cvtps_pd(y), xd), abs_mask);
     const __m256d ok = _mm256_and_pd(quantized, _mm256_cmp_pd(error, bound, _CMP_LE_OQ));
     __m128i rho_i = _mm256_cvttpd_epi32(rho);
-    const int not_fill = kFill ? NotFillLanes(fill + anchor, gi) : 0xF;
     const int ok_lanes = _mm256_movemask_pd(ok) & not_fill;
     if (ok_lanes != 0xF) {
       // Fill and verbatim lanes: the working value for ρ = 0; verbatim
@@ -867,10 +873,15 @@ class TileEncoder {
     const Box b = TileBox(g, k);
     PlaceAnchors(t, b);
     const TilePlan* plan = plans_.For(g, k);
-    box_fill_ = plan != nullptr && in_.fill != nullptr && BoxHasFill(b);
+    const BoxFill box_fill = plan != nullptr && in_.fill != nullptr ? FillOf(b) : BoxFill::kNone;
+    box_fill_ = box_fill != BoxFill::kNone;
     o_ = out;
     *o_++ = in_.anchor_sym[t];
-    if (plan != nullptr) {
+    if (box_fill == BoxFill::kAll) {
+      // Nothing but fill in the box: no symbol but the anchor's, and the
+      // working values are read by no other tile (each computes its own
+      // box), so there is nothing to compute.
+    } else if (plan != nullptr) {
       for (const TilePlan::Run& run : plan->runs) PlanRun(*plan, run, b.anchor);
     } else {
       ForEachPass(g, [&](uint64_t h, int d) { Pass(b, h, d); });
@@ -896,19 +907,24 @@ class TileEncoder {
     }
   }
 
-  // Whether an element of box b is fill (the mask's rows of the box).
-  bool BoxHasFill(const Box& b) const {
+  // Whether box b has fill elements, and whether nothing else (the mask's
+  // rows of the box).
+  enum class BoxFill { kNone, kSome, kAll };
+  BoxFill FillOf(const Box& b) const {
     const Geometry& g = *in_.g;
+    bool fill = false, other = false;
     for (uint64_t i0 = 0; i0 < b.extent[0]; ++i0) {
       for (uint64_t i1 = 0; i1 < b.extent[1]; ++i1) {
         for (uint64_t i2 = 0; i2 < b.extent[2]; ++i2) {
           const uint8_t* row =
               in_.fill + b.anchor + i0 * g.stride[0] + i1 * g.stride[1] + i2 * g.stride[2];
-          if (std::memchr(row, 1, b.extent[3]) != nullptr) return true;
+          fill = fill || std::memchr(row, 1, b.extent[3]) != nullptr;
+          other = other || std::memchr(row, 0, b.extent[3]) != nullptr;
+          if (fill && other) return BoxFill::kSome;
         }
       }
     }
-    return false;
+    return fill ? BoxFill::kAll : BoxFill::kNone;
   }
 
   template <Formula kF>
