@@ -13,8 +13,8 @@ namespace {
 
 // §15.9's sample: frames of at most kWholeSample elements are their own
 // sample; larger ones are sampled by stripes, kSampleElements or a quarter
-// of the frame's elements, whichever is fewer.
-constexpr uint64_t kWholeSample = uint64_t{1} << 18;
+// of the frame's elements, whichever is fewer, and two rows at least.
+constexpr uint64_t kWholeSample = uint64_t{1} << 20;
 constexpr uint64_t kSampleElements = uint64_t{1} << 20;
 constexpr uint64_t kStripeElements = uint64_t{1} << 16;
 constexpr uint64_t kStripeRows = 64;
@@ -74,11 +74,11 @@ FrameSample SampleOf(const FrameParams& p) {
   // cost about as much as predicting the frame once. Measured (bench/
   // RESULTS.md, version 2): on etopo5, TEMP, UWND and SALT at REL 1e-2 to
   // 1e-5 the same choices as a sample of up to 2^20 elements, SALT
-  // compressed in half the time; at or below 2^18 elements a quarter chose
-  // worse on small fields (up to 2.4 % larger archives) where the whole
-  // frame costs a few milliseconds.
+  // compressed in half the time. Smaller frames keep the whole frame (a
+  // quarter chose up to 10 % worse on 3-D frames of 2^18 to 2^20 elements
+  // whose rows are few), and two rows at least: one row of three cost 29 %.
   const uint64_t budget = std::min(kSampleElements, n / 4);
-  const uint64_t m = std::max<uint64_t>(1, budget / row);
+  const uint64_t m = std::max<uint64_t>(std::min<uint64_t>(2, rows), budget / row);
   const uint64_t g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));
   const uint64_t count = m / g;
   // One stripe of every row (a frame of one row): the frame itself.

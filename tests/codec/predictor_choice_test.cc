@@ -18,8 +18,8 @@ namespace ebzip {
 namespace {
 
 // §15.9, as written: n elements, R = shape[1]·…·shape[ndim−1] (1 for
-// ndim = 1); the whole frame when n ≤ 2^18; otherwise B = min(2^20, ⌊n/4⌋),
-// m = max(1, ⌊B/R⌋), g = min(m, max(64, ⌈2^16/R⌉)), k = ⌊m/g⌋, stripe j at
+// ndim = 1); the whole frame when n ≤ 2^20; otherwise B = min(2^20, ⌊n/4⌋),
+// m = max(min(2, shape[0]), ⌊B/R⌋), g = min(m, max(64, ⌈2^16/R⌉)), k = ⌊m/g⌋, stripe j at
 // ⌊(2j + 1)·(shape[0] − g)/(2k)⌋. Returns the rows the sample copies, in
 // order (every row for the whole frame).
 std::vector<uint64_t> SpecSampleRows(const std::vector<uint64_t>& shape) {
@@ -28,12 +28,12 @@ std::vector<uint64_t> SpecSampleRows(const std::vector<uint64_t>& shape) {
   for (size_t d = 1; d < shape.size(); ++d) r *= shape[d];
   const uint64_t n = rows * r;
   std::vector<uint64_t> out;
-  if (n <= (uint64_t{1} << 18)) {
+  if (n <= (uint64_t{1} << 20)) {
     for (uint64_t i = 0; i < rows; ++i) out.push_back(i);
     return out;
   }
   const uint64_t b = std::min<uint64_t>(uint64_t{1} << 20, n / 4);
-  const uint64_t m = std::max<uint64_t>(1, b / r);
+  const uint64_t m = std::max<uint64_t>(std::min<uint64_t>(2, rows), b / r);
   const uint64_t ceil_stripe = ((uint64_t{1} << 16) + r - 1) / r;
   const uint64_t g = std::min<uint64_t>(m, std::max<uint64_t>(64, ceil_stripe));
   const uint64_t k = m / g;
@@ -72,21 +72,23 @@ FrameParams Params(std::vector<uint64_t> shape) {
 TEST(PredictorChoice, SampleFollowsTheWrittenRule) {
   const std::vector<std::vector<uint64_t>> shapes = {
       {1000},                      // small: the whole frame
-      {uint64_t{1} << 18},         // 2^18 elements: still the whole frame
-      {(uint64_t{1} << 18) + 1},   // just over: a quarter, one stripe
+      {uint64_t{1} << 20},         // 2^20 elements: still the whole frame
+      {(uint64_t{1} << 20) + 1},   // just over: a quarter, in 4 stripes
       {uint64_t{1} << 23},         // 2^20 in 16 stripes of 2^16
-      {512, 512},                  // 2^18: the whole frame
-      {513, 512},                  // one stripe of 128 rows
-      {540, 1081},                 // etopo20: two stripes of 64
+      {1024, 1024},                // 2^20: the whole frame
+      {1025, 1024},                // a quarter: two stripes of 128 rows
+      {540, 1081},                 // etopo20: the whole frame
       {2161, 4320},                // etopo5: three stripes of 64
       {20, 180, 360},              // levitus SALT: 5 rows of 20
       {132, 73, 144},              // UWND: 33 rows
       {12, 19, 90, 180},           // TEMP: 3 of 12 rows
       {12, 90, 180},               // coads: the whole frame
-      {2, 300000},                 // a row bigger than the quarter
-      {1, 1000, 1000},             // one row: the whole frame
-      {4000, 300},                 // 2^20 elements: the quarter
-      {100000, 3, 5},              // many short rows
+      {33, 100, 150},              // few rows, under 2^20: the whole frame
+      {3, 500, 800},               // rows bigger than the quarter: two rows
+      {2, 600000},                 // two rows bigger than the quarter: both
+      {1, 2000, 1000},             // one row: the whole frame
+      {4000, 300},                 // 1.2 M elements: four stripes
+      {400000, 3, 5},              // many short rows
   };
   for (const auto& shape : shapes) {
     SCOPED_TRACE(::testing::PrintToString(shape));
@@ -107,21 +109,24 @@ TEST(PredictorChoice, SampleOfKnownShapesByHand) {
   FrameSample s = SampleOf(Params({2161, 4320}));
   EXPECT_EQ(s.stripe_rows, 64u);
   EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{349, 1048, 1747}));
-  // etopo20, 540 × 1081: B = 145,935, m = 135, g = 64, k = 2; ⌊476/4⌋ and
-  // ⌊3·476/4⌋.
-  s = SampleOf(Params({540, 1081}));
-  EXPECT_EQ(s.stripe_rows, 64u);
-  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{119, 357}));
+  // etopo20, 540 × 1081 = 583,740 ≤ 2^20: the whole frame.
+  EXPECT_TRUE(SampleOf(Params({540, 1081})).whole_frame());
   // levitus SALT, 20 × 180 × 360: n = 1,296,000, B = 324,000, R = 64,800,
   // m = g = 5, k = 1, at ⌊15/2⌋ = 7.
   s = SampleOf(Params({20, 180, 360}));
   EXPECT_EQ(s.stripe_rows, 5u);
   EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{7}));
-  // 2^18 + 1 elements in one dimension: B = 65,536 = g, at ⌊(n − g)/2⌋.
-  s = SampleOf(Params({(uint64_t{1} << 18) + 1}));
+  // 3 × 500 × 800: B = 300,000 < R = 400,000, so m = 2 rows, g = 2, k = 1,
+  // at ⌊1/2⌋ = 0.
+  s = SampleOf(Params({3, 500, 800}));
+  EXPECT_EQ(s.stripe_rows, 2u);
+  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{0}));
+  // 2^20 + 4 elements in one dimension: B = 262,145, g = 65,536, k = 4,
+  // stripe j at ⌊(2j + 1)·983,044 / 8⌋.
+  s = SampleOf(Params({(uint64_t{1} << 20) + 4}));
   EXPECT_EQ(s.stripe_rows, 65536u);
-  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{98304}));
-  // coads, 12 × 90 × 180 = 194,400 ≤ 2^18: the whole frame.
+  EXPECT_EQ(s.first_rows, (std::vector<uint64_t>{122880, 368641, 614402, 860163}));
+  // coads, 12 × 90 × 180 = 194,400 ≤ 2^20: the whole frame.
   EXPECT_TRUE(SampleOf(Params({12, 90, 180})).whole_frame());
 }
 
@@ -132,7 +137,7 @@ TEST(PredictorChoice, SampleOfKnownShapesByHand) {
 TEST(PredictorChoice, ChoiceIsTheChoiceOnTheWrittenSample) {
   std::mt19937_64 rng(23);
   for (const bool fill : {false, true}) {
-    const std::vector<uint64_t> shape = {600, 700};
+    const std::vector<uint64_t> shape = {1200, 1000};
     FrameParams p = Params(shape);
     if (fill) p.fill_value = -9999.0;
     const uint64_t r = shape[1], n = shape[0] * shape[1];
