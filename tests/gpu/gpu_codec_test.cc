@@ -23,6 +23,7 @@
 #include "gpu/kernels.h"
 #include "gtest/gtest.h"
 #include "tests/bound_checker.h"
+#include "tests/gpu/gpu_test_fields.h"
 #include "tests/real_fields.h"
 
 namespace ebzip::gpu {
@@ -38,57 +39,9 @@ CompressOptions Version1() {
   return o;
 }
 
-#define SKIP_WITHOUT_GPU()                                                        \
-  do {                                                                            \
-    if (absl::Status s = DeviceAvailable(); !s.ok()) GTEST_SKIP() << s.message(); \
-  } while (0)
-
-// A smooth field with noise, and (optionally) the values that must survive
-// bit for bit: NaN, +-Inf, -0.0, a subnormal, and runs of a fill value.
-template <typename T>
-std::vector<uint8_t> MakeField(uint64_t n, uint32_t seed, bool specials,
-                               std::optional<double> fill) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> noise(0, 0.05);
-  std::vector<T> v(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(100 * std::sin(i * 0.001) + 20 * std::cos(i * 0.037) + noise(rng));
-  }
-  if (specials && n > 16) {
-    std::uniform_int_distribution<uint64_t> at(0, n - 1);
-    v[at(rng)] = std::numeric_limits<T>::quiet_NaN();
-    v[at(rng)] = std::numeric_limits<T>::infinity();
-    v[at(rng)] = -std::numeric_limits<T>::infinity();
-    v[at(rng)] = static_cast<T>(-0.0);
-    v[at(rng)] = std::numeric_limits<T>::denorm_min();
-    v[at(rng)] = static_cast<T>(1e30);  // far outside the range: an outlier
-  }
-  if (fill) {
-    for (uint64_t i = n / 3; i < n / 3 + n / 5; ++i) v[i] = static_cast<T>(*fill);
-    for (uint64_t i = 7; i < n; i += 97) v[i] = static_cast<T>(*fill);
-  }
-  std::vector<uint8_t> bytes(n * sizeof(T));
-  std::memcpy(bytes.data(), v.data(), bytes.size());
-  return bytes;
-}
-
-std::vector<uint8_t> MakeAnyField(DType dtype, uint64_t n, uint32_t seed, bool specials,
-                                  std::optional<double> fill) {
-  return dtype == DType::kFloat32 ? MakeField<float>(n, seed, specials, fill)
-                                  : MakeField<double>(n, seed, specials, fill);
-}
-
-testing::CheckResult Check(const ArraySpec& spec, const std::vector<uint8_t>& original,
-                           const std::vector<uint8_t>& decoded, double abs_bound,
-                           std::optional<double> fill) {
-  const uint64_t n = spec.num_elements();
-  if (spec.dtype == DType::kFloat32) {
-    return testing::CheckBound(reinterpret_cast<const float*>(original.data()),
-                               reinterpret_cast<const float*>(decoded.data()), n, abs_bound, fill);
-  }
-  return testing::CheckBound(reinterpret_cast<const double*>(original.data()),
-                             reinterpret_cast<const double*>(decoded.data()), n, abs_bound, fill);
-}
+using testing_fields::Check;
+using testing_fields::MakeAnyField;
+using testing_fields::MakeField;
 
 // The whole contract for one case: the GPU archive is the CPU archive, and
 // every GPU decoder and the CPU decoder give the same bytes, within bound.
@@ -585,38 +538,10 @@ TEST(GpuCodec, LeftoverBytesInBuffersChangeNothing) {
 TEST(GpuCodec, SmallOverflowWritesNothing) {
   SKIP_WITHOUT_GPU();
   const ArraySpec spec{DType::kFloat32, {4096}};
-  const std::vector<uint8_t> data = MakeField<float>(4096, 5, true, std::nullopt);
   CompressOptions options = Version1();
   options.bound = 1e-9;  // incompressible
-  const uint64_t capacity = 1024;
-  void *in, *out;
-  uint64_t* size;
-  ASSERT_EQ(cudaMalloc(&in, data.size()), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&out, capacity), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&size), 8), cudaSuccess);
-  ASSERT_EQ(cudaMemcpy(in, data.data(), data.size(), cudaMemcpyHostToDevice), cudaSuccess);
-  ASSERT_EQ(cudaMemset(out, 0xAB, capacity), cudaSuccess);
-  CompressTask task{spec, options, in, static_cast<uint8_t*>(out), capacity, size};
-  auto need = CompressWorkspaceSize({&task, 1});
-  ASSERT_TRUE(need.ok());
-  Workspace ws{nullptr, need->device_bytes, nullptr, need->host_bytes};
-  ASSERT_EQ(cudaMalloc(&ws.device, ws.device_bytes), cudaSuccess);
-  ASSERT_EQ(cudaMallocHost(&ws.host, ws.host_bytes), cudaSuccess);
-  ASSERT_TRUE(CompressBatch({&task, 1}, ws, nullptr).ok());
-  uint64_t got = 0;
-  ASSERT_EQ(cudaMemcpy(&got, size, 8, cudaMemcpyDeviceToHost), cudaSuccess);
-  auto cpu = Compress(spec, data, options);
-  ASSERT_TRUE(cpu.ok());
-  EXPECT_EQ(got, cpu->size());
-  EXPECT_GT(got, capacity);
-  std::vector<uint8_t> back(capacity);
-  ASSERT_EQ(cudaMemcpy(back.data(), out, capacity, cudaMemcpyDeviceToHost), cudaSuccess);
-  EXPECT_EQ(back, std::vector<uint8_t>(capacity, 0xAB));
-  cudaFree(in);
-  cudaFree(out);
-  cudaFree(size);
-  cudaFree(ws.device);
-  cudaFreeHost(ws.host);
+  testing_fields::ExpectOverflowWritesNothing(spec, MakeField<float>(4096, 5, true, std::nullopt),
+                                              options, 1024);
 }
 
 // Where each section of frame `f` starts in the archive.
@@ -893,16 +818,10 @@ TEST(GpuCodec, EditedCodeLengthsAgreeWithTheCpu) {
 TEST(GpuCodec, RealFieldsAreByteIdentical) {
   SKIP_WITHOUT_GPU();
   for (const char* name : {"etopo5", "temp", "uwnd", "salt"}) {
-    LoadedArray field;
-    auto loaded = LoadRealField(name);
-    if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound &&
-        std::getenv("EBZIP_GPU_REQUIRE_ALL_FIELDS") == nullptr) {
-      // The GPU host has no Debian packages; the device script carries what fits.
-      std::printf("skipping %s: %s\n", name, std::string(loaded.status().message()).c_str());
-      continue;
-    }
+    auto loaded = testing_fields::GpuHostField(name);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
-    field = *std::move(loaded);
+    if (!loaded->has_value()) continue;
+    const LoadedArray& field = **loaded;
     for (double rel : {1e-2, 1e-3, 1e-4, 1e-5}) {
       CompressOptions options = Version1();
       options.mode = BoundMode::kRel;

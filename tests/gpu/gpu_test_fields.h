@@ -2,17 +2,26 @@
 #ifndef EBZIP_TESTS_GPU_GPU_TEST_FIELDS_H_
 #define EBZIP_TESTS_GPU_GPU_TEST_FIELDS_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "codec/archive.h"
 #include "codec/types.h"
 #include "gpu/gpu_codec.h"
+#include "gtest/gtest.h"
 #include "tests/bound_checker.h"
+#include "tests/real_fields.h"
 
 // Skips the current test where no CUDA device is visible (CI has none).
 #define SKIP_WITHOUT_GPU()                                                                    \
@@ -71,6 +80,54 @@ inline ::ebzip::testing::CheckResult Check(const ArraySpec& spec,
   return ::ebzip::testing::CheckBound(reinterpret_cast<const double*>(original.data()),
                                       reinterpret_cast<const double*>(decoded.data()), n,
                                       abs_bound, fill);
+}
+
+// A real field for a GPU test; nullopt (with a line saying so) where it is
+// missing on a GPU host, which has no Debian packages (the device script
+// carries what fits), unless EBZIP_GPU_REQUIRE_ALL_FIELDS is set.
+inline absl::StatusOr<std::optional<LoadedArray>> GpuHostField(const char* name) {
+  auto loaded = LoadRealField(name);
+  if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound &&
+      std::getenv("EBZIP_GPU_REQUIRE_ALL_FIELDS") == nullptr) {
+    std::printf("skipping %s: %s\n", name, std::string(loaded.status().message()).c_str());
+    return std::optional<LoadedArray>();
+  }
+  if (!loaded.ok()) return loaded.status();
+  return std::optional<LoadedArray>(*std::move(loaded));
+}
+
+// An archive too big for its buffer: CompressBatch says how big (the CPU
+// archive's size) and writes nothing into the buffer.
+inline void ExpectOverflowWritesNothing(const ArraySpec& spec, const std::vector<uint8_t>& data,
+                                        const CompressOptions& options, uint64_t capacity) {
+  void *in, *out;
+  uint64_t* size;
+  ASSERT_EQ(cudaMalloc(&in, data.size()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&out, capacity), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&size), 8), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(in, data.data(), data.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(out, 0xAB, capacity), cudaSuccess);
+  CompressTask task{spec, options, in, static_cast<uint8_t*>(out), capacity, size};
+  auto need = CompressWorkspaceSize({&task, 1});
+  ASSERT_TRUE(need.ok()) << need.status();
+  Workspace ws{nullptr, need->device_bytes, nullptr, need->host_bytes};
+  ASSERT_EQ(cudaMalloc(&ws.device, ws.device_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMallocHost(&ws.host, ws.host_bytes), cudaSuccess);
+  ASSERT_TRUE(CompressBatch({&task, 1}, ws, nullptr).ok());
+  uint64_t got = 0;
+  ASSERT_EQ(cudaMemcpy(&got, size, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+  auto cpu = Compress(spec, data, options);
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_EQ(got, cpu->size());
+  EXPECT_GT(got, capacity);
+  std::vector<uint8_t> back(capacity);
+  ASSERT_EQ(cudaMemcpy(back.data(), out, capacity, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, std::vector<uint8_t>(capacity, 0xAB));
+  cudaFree(in);
+  cudaFree(out);
+  cudaFree(size);
+  cudaFree(ws.device);
+  cudaFreeHost(ws.host);
 }
 
 }  // namespace ebzip::gpu::testing_fields

@@ -33,6 +33,7 @@
 #include "codec/format.h"
 #include "gpu/gpu_codec.h"
 #include "gtest/gtest.h"
+#include "tests/gpu/gpu_test_fields.h"
 #include "tests/real_fields.h"
 
 namespace ebzip::gpu {
@@ -42,7 +43,8 @@ using Bytes = std::vector<uint8_t>;
 
 bool CpuStandIn() { return std::getenv("EBZIP_GPU_TEST_CPU_STANDIN") != nullptr; }
 
-#define SKIP_WITHOUT_GPU()                                                                  \
+// Skips without a GPU, unless the CPU decoder stands in for it.
+#define SKIP_WITHOUT_DECODER()                                                              \
   do {                                                                                      \
     if (absl::Status s = DeviceAvailable(); !s.ok() && !CpuStandIn()) {                     \
       GTEST_SKIP() << s.message();                                                          \
@@ -334,7 +336,7 @@ const std::vector<Combo>& Combos() {
 }
 
 TEST(GpuV2Decode, EveryOptionAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   const std::vector<std::vector<uint64_t>> shapes = {
       {1},        {7},           {1000},       {70000},           {33, 17},
       {200, 150}, {1, 300},      {9, 10, 11},  {40, 36, 50},      {3, 9, 10, 11},
@@ -368,7 +370,7 @@ TEST(GpuV2Decode, EveryOptionAsOnTheCpu) {
 // its anchors), fill but one element, a fill value that never occurs, and
 // nothing but non-finite or subnormal values.
 TEST(GpuV2Decode, DegenerateArraysAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   Coverage coverage;
   for (const std::vector<uint64_t>& shape :
        std::vector<std::vector<uint64_t>>{{3000}, {40, 50}, {9, 10, 11}, {2, 5, 17, 19}}) {
@@ -412,7 +414,7 @@ TEST(GpuV2Decode, DegenerateArraysAsOnTheCpu) {
 // Many frames of a few rows each, predictor and entropy stage chosen per
 // frame: archives whose frames mix Lorenzo and interpolation.
 TEST(GpuV2Decode, FramesChosenOneByOneAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   Coverage coverage;
   std::mt19937 rng(7);
   for (int trial = 0; trial < 16; ++trial) {
@@ -453,16 +455,13 @@ TEST(GpuV2Decode, FramesChosenOneByOneAsOnTheCpu) {
 // Real fields, compressed with the defaults (version 2, everything chosen
 // per frame) at a few bounds, with the field's fill value.
 TEST(GpuV2Decode, RealFieldsAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   Coverage coverage;
   for (const char* name : {"etopo20", "temp", "uwnd", "salt"}) {
-    auto loaded = LoadRealField(name);
-    if (!loaded.ok() && loaded.status().code() == absl::StatusCode::kNotFound &&
-        std::getenv("EBZIP_GPU_REQUIRE_ALL_FIELDS") == nullptr) {
-      std::printf("skipping %s: %s\n", name, std::string(loaded.status().message()).c_str());
-      continue;
-    }
-    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    auto field = testing_fields::GpuHostField(name);
+    ASSERT_TRUE(field.ok()) << field.status();
+    if (!field->has_value()) continue;
+    const LoadedArray* loaded = &**field;
     for (double rel : {1e-2, 1e-4}) {
       CompressOptions o;
       o.mode = BoundMode::kRel;
@@ -575,7 +574,7 @@ std::vector<Bytes> MixedArchives(DType dtype, Coverage* coverage) {
 }
 
 TEST(GpuV2Decode, BatchesMixingVersionsAsOnTheCpu) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   if (CpuStandIn()) GTEST_SKIP() << "batches need the device";
   Coverage coverage;
   for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
@@ -761,7 +760,7 @@ std::vector<Sample> CorruptionSamples() {
 // Bytes flipped in every section of the first frames, with and without
 // their CRCs rewritten, and padding bytes set.
 TEST(GpuV2Decode, FlippedBytesAreRejectedWhereTheCpuRejectsThem) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   Verdicts verdicts;
   for (const Sample& sample : CorruptionSamples()) {
     auto info = ReadArchiveInfo(sample.archive);
@@ -815,7 +814,7 @@ bool IsAnchor(const format::FrameHeader& h, uint64_t i) {
 // outliers, verbatim values, fill masks and symbol counts: each breaks one
 // rule of §15.7 (or none, and then both must decode it alike).
 TEST(GpuV2Decode, SemanticEditsAreRejectedWhereTheCpuRejectsThem) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   Verdicts verdicts;
   int outlier_edits = 0, mask_edits = 0;
   for (const Sample& sample : CorruptionSamples()) {
@@ -944,7 +943,7 @@ TEST(GpuV2Decode, SemanticEditsAreRejectedWhereTheCpuRejectsThem) {
 // A tile whose closed box the GPU cannot hold in shared memory (1-D, 32768
 // doubles): UNIMPLEMENTED, which sends the work to the CPU codec.
 TEST(GpuV2Decode, TilesTooLargeForTheGpuAreUnimplemented) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   if (CpuStandIn()) GTEST_SKIP() << "planning needs the device";
   CompressOptions o;
   o.predictor = Predictor::kInterp;
@@ -971,7 +970,7 @@ TEST(GpuV2Decode, TilesTooLargeForTheGpuAreUnimplemented) {
 // A batch in which one archive is corrupt fails as a whole, naming the
 // corrupt frame's place in the batch.
 TEST(GpuV2Decode, ACorruptArchiveFailsItsBatch) {
-  SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_DECODER();
   if (CpuStandIn()) GTEST_SKIP() << "batches need the device";
   Coverage coverage;
   std::vector<Bytes> archives = MixedArchives(DType::kFloat32, &coverage);
