@@ -592,7 +592,10 @@ class ScopedEvent {
 // second part ends in the second; then the segments are laid out for the
 // winners.
 absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, const Buffers& b,
-                              cudaStream_t st) {
+                              cudaStream_t st, StageTimer* timer) {
+  auto mark = [&](const char* stage) {
+    if (timer) timer->Mark(stage, st);
+  };
   const uint32_t S = static_cast<uint32_t>(plan->segments.size());
   const uint32_t I = static_cast<uint32_t>(plan->items.size());
   CUDA_RETURN_IF_ERROR(
@@ -603,6 +606,7 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
   } else {
     CUDA_RETURN_IF_ERROR(bounds.Record(st));
     if (auto e = plan->survey.LaunchWithoutBounds(b.items, st); !e.ok()) return e;
+    mark("survey: samples, fill, lorenzo");
     CUDA_RETURN_IF_ERROR(bounds.Synchronize());
   }
   for (uint32_t i = 0, s = 0; i < I; ++i) {
@@ -617,7 +621,9 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
   for (const FrameV2& f : plan->frames) {
     if (f.surveyed >= 0) surveyed.push_back(f.params);
   }
-  auto chosen = plan->survey.Choose(surveyed, st);
+  if (auto e = plan->survey.LaunchWithBounds(surveyed, st); !e.ok()) return e;
+  if (!plan->survey.empty()) mark("survey: interpolation, histograms");
+  auto chosen = plan->survey.Finish(st, timer);
   if (!chosen.ok()) return chosen.status();
   for (FrameV2& f : plan->frames) {
     f.config = f.surveyed >= 0 ? (*chosen)[f.surveyed] : f.candidates[0];
@@ -635,13 +641,22 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     seg.positions = 0;
     if (seg.predictor == format::kPredictorInterp) {
       const bool has_fill = plan->items[seg.item].has_fill != 0;
-      auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
-      if (!interp.ok()) return interp.status();
-      if (interp->encode_scratch > plan->interp_scratch ||
-          interp->geo.num_tiles > plan->interp_outliers) {
-        return absl::InternalError("interpolation plan larger than planned");
+      // The previous frame's plan when it is the same frame's (an array's
+      // frames share their shape, bound and often their winner).
+      const FrameV2* prev = s > 0 ? &plan->frames[s - 1] : nullptr;
+      if (prev != nullptr && plan->segments[s - 1].predictor == format::kPredictorInterp &&
+          plan->segments[s - 1].item == seg.item && prev->params.shape == f.params.shape &&
+          prev->config.order == f.config.order && prev->config.block == f.config.block) {
+        f.interp = prev->interp;
+      } else {
+        auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
+        if (!interp.ok()) return interp.status();
+        if (interp->encode_scratch > plan->interp_scratch ||
+            interp->geo.num_tiles > plan->interp_outliers) {
+          return absl::InternalError("interpolation plan larger than planned");
+        }
+        f.interp = *std::move(interp);
       }
-      f.interp = *std::move(interp);
       if (has_fill) seg.fill_coding = format::kFillCodingMask;
     }
     PlaceSegment(&seg, &totals);
@@ -942,8 +957,8 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(LaunchResolveBounds(b.items, I, st));
   mark("value range");
   if (plan.v2) {
-    if (auto c = ChoosePredictors(tasks, &plan, b, st); !c.ok()) return c;
-    mark("predictor choice (device survey)");
+    if (auto c = ChoosePredictors(tasks, &plan, b, st, timer); !c.ok()) return c;
+    mark(plan.survey.empty() ? "predictor choice" : "survey: host estimates");
   }
   PredictOutputs out{b.symbols,
                      b.deltas,

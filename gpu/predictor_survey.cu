@@ -1,6 +1,8 @@
 #include "gpu/predictor_survey.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "codec/entropy_coder.h"
@@ -273,6 +275,8 @@ void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   outlier_residual_ = d->Take<int32_t>(interp_outliers_);
   host_segments_ = h->Take<Segment>(P);
   host_stripes_ = h->Take<Stripe>(stripes_.size());
+  // Room for every list (the pinned room a second copy of long lists needs:
+  // into pageable memory it cost ~0.35 ms more on the H100).
   host_info_ = h->Take<UsedSymbols>(H + (listed_capacity_ + 1) / 2);
   host_results_ = h->Take<uint64_t>(results_);
 }
@@ -337,10 +341,11 @@ absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Choose(
-    absl::Span<const FrameParams> params, cudaStream_t st) {
+absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> params,
+                                               cudaStream_t st) {
   if (params.size() != frames_.size()) return absl::InternalError("survey: frames differ");
-  if (empty()) return std::vector<PredictorConfig>();
+  params_.assign(params.begin(), params.end());
+  if (empty()) return absl::OkStatus();
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
   const uint32_t H = 2 * P;
   const uint64_t W = totals_.mask_words;
@@ -404,7 +409,26 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Choose(
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(host_results_, results_dev_, results_ * 8, cudaMemcpyDeviceToHost, st));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_t st,
+                                                                     StageTimer* timer) {
+  if (empty()) return std::vector<PredictorConfig>();
+  using Clock = std::chrono::steady_clock;
+  auto note = [&](const char* step, Clock::time_point since) {
+    if (timer) {
+      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
+    }
+  };
+  const absl::Span<const FrameParams> params = params_;
+  const uint32_t P = static_cast<uint32_t>(pseudo_.size());
+  const uint32_t H = 2 * P;
+  SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + H);
+  const uint64_t capacity = std::min(uint64_t{H} * kListedPerHistogram, listed_capacity_);
+  Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  note("survey: wait for the device", since);
   SymbolCount* host_list = reinterpret_cast<SymbolCount*>(host_info_ + H);
   const uint64_t listed = host_info_[H - 1].offset + host_info_[H - 1].count;
   if (listed > listed_capacity_) return absl::InternalError("survey: more symbols than planned");
@@ -412,8 +436,11 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Choose(
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_list + capacity, list + capacity,
                                          (listed - capacity) * sizeof(SymbolCount),
                                          cudaMemcpyDeviceToHost, st));
+    since = Clock::now();
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+    note("survey: second copy of the lists", since);
   }
+  since = Clock::now();
 
   // Each candidate's estimate (EstimateBits), then each frame's smallest.
   const uint64_t* host_specials = host_results_;
@@ -421,54 +448,110 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Choose(
   const uint64_t* host_fill_sizes = host_results_ + 4 * uint64_t{P};
   const uint32_t* host_counts =
       reinterpret_cast<const uint32_t*>(host_results_ + 4 * uint64_t{P} + 2 * frames_.size());
-  std::vector<uint64_t> bits(P);
-  auto estimate = [&](uint64_t p) {
+  // EstimateBits for pseudo-segment p, given its stages' code sizes (the
+  // run code taken only when smaller, as SmallerCode does), and the code
+  // each stage needs (histogram k: the symbols' for k < P, the tokens' of
+  // k - P after): the plain code unless runs are allowed and it is not.
+  auto needed = [&](uint64_t k) {
+    const FrameParams& fp = params[pseudo_frame_[k < P ? k : k - P]];
+    return k >= P ? RunsAllowed(fp) : !RunsAllowed(fp) || PlainAllowed(fp);
+  };
+  auto used = [&](uint64_t k) {
+    return absl::MakeConstSpan(host_list + host_info_[k].offset, host_info_[k].count);
+  };
+  auto sections = [&](uint64_t p) {
     const Segment& seg = pseudo_[p];
     const uint32_t fi = pseudo_frame_[p];
-    const Frame& f = frames_[fi];
-    const FrameParams& fp = params[fi];
-    auto used = [&](uint64_t k) {
-      return absl::MakeConstSpan(host_list + host_info_[k].offset, host_info_[k].count);
-    };
-    const int max_length = static_cast<int>(seg.max_code_length);
-    const bool runs = RunsAllowed(fp);
-    const bool plain = PlainAllowed(fp);
-    uint64_t entropy;
-    const auto plain_bits = [&] { return BuildHostCode(used(p), 2 * seg.radius, max_length, 0).bits; };
-    const auto run_bits = [&] {
-      return BuildHostCode(used(P + p), 2 * seg.radius + format::kRunClasses, max_length,
-                           host_extra[p])
-          .bits;
-    };
-    if (!runs) {
-      entropy = plain_bits();
-    } else if (!plain) {
-      entropy = run_bits();
-    } else {
-      const uint64_t r = run_bits(), q = plain_bits();
-      entropy = r < q ? r : q;
-    }
     const bool interp = seg.predictor == format::kPredictorInterp;
     const uint64_t outliers = interp ? host_counts[2 * p + 1] : host_specials[3 * p];
     const uint64_t verbatim = host_specials[3 * p + 1];
-    const uint64_t fill_bytes =
-        interp ? (f.fill_mask ? host_fill_sizes[2 * fi] : 0) : 8 * host_specials[3 * p + 2];
-    bits[p] = entropy + 64 * outliers + 8 * (4 + DTypeSize(fp.dtype)) * verbatim + 8 * fill_bytes;
+    const uint64_t fill_bytes = interp ? (frames_[fi].fill_mask ? host_fill_sizes[2 * fi] : 0)
+                                       : 8 * host_specials[3 * p + 2];
+    return 64 * outliers + 8 * (4 + DTypeSize(params[fi].dtype)) * verbatim + 8 * fill_bytes;
   };
-  if (P <= 2) {
-    for (uint32_t p = 0; p < P; ++p) estimate(p);
-  } else {
-    ParallelFor(P, estimate);
-  }
+  auto stage = [](uint64_t plain, uint64_t runs, bool plain_needed, bool runs_needed) {
+    return !runs_needed ? plain : !plain_needed ? runs : runs < plain ? runs : plain;
+  };
+
+  // A lower bound of each estimate first (Gibbs: no prefix code of a
+  // histogram takes fewer bits than its entropy), so that the codes of a
+  // candidate that cannot win are never built.
+  std::vector<double> code_floor(H, 0);
+  auto floor_of = [&](uint64_t k) {
+    if (!needed(k)) return;
+    double total = 0, sum = 0;
+    for (const SymbolCount& u : used(k)) {
+      total += u.count;
+      sum += u.count * std::log2(static_cast<double>(u.count));
+    }
+    code_floor[k] = (total > 0 ? total * std::log2(total) - sum : 0) +
+                    static_cast<double>(k >= P ? host_extra[k - P] : 0);
+  };
+  // Then per frame, candidates in order of their bounds, each one's codes
+  // built while its bound could still beat the best estimate so far; the
+  // smallest estimate wins, the first candidate of equal ones (§15.9).
   std::vector<PredictorConfig> chosen(frames_.size());
-  for (size_t fi = 0; fi < frames_.size(); ++fi) {
+  auto choose = [&](uint64_t fi) {
     const Frame& f = frames_[fi];
-    size_t best = 0;
-    for (size_t k = 1; k < f.candidates.size(); ++k) {
-      if (bits[f.pseudo[k]] < bits[f.pseudo[best]]) best = k;
+    const size_t m = f.candidates.size();
+    std::vector<double> floor(m);
+    for (size_t c = 0; c < m; ++c) {
+      const uint64_t p = f.pseudo[c];
+      floor[c] = stage(code_floor[p], code_floor[P + p], needed(p), needed(P + p)) +
+                 static_cast<double>(sections(p));
+    }
+    std::vector<size_t> order(m);
+    for (size_t c = 0; c < m; ++c) order[c] = c;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return floor[a] < floor[b]; });
+    size_t best = m;
+    uint64_t best_bits = 0;
+    for (size_t c : order) {
+      // A margin far above the rounding of the bound's arithmetic.
+      if (best < m && floor[c] * (1 - 1e-9) - 1 > static_cast<double>(best_bits)) break;
+      const uint64_t p = f.pseudo[c];
+      const Segment& seg = pseudo_[p];
+      auto code = [&](int r) {
+        return BuildHostCode(used(r == 0 ? p : P + p),
+                             2 * seg.radius + (r == 1 ? format::kRunClasses : 0),
+                             static_cast<int>(seg.max_code_length), r == 1 ? host_extra[p] : 0)
+            .bits;
+      };
+      uint64_t entropy;
+      if (!needed(P + p)) {
+        entropy = code(0);
+      } else if (!needed(p)) {
+        entropy = code(1);
+      } else {
+        // The stage with the lower bound first; the other only where it can
+        // still be taken (runs when smaller, plain when not larger).
+        const int first = code_floor[P + p] < code_floor[p] ? 1 : 0;
+        const uint64_t a = code(first);
+        const bool other = code_floor[first == 0 ? P + p : p] * (1 - 1e-9) - 1 <=
+                           static_cast<double>(a);
+        const uint64_t b = other ? code(1 - first) : ~uint64_t{0};
+        const uint64_t plain = first == 0 ? a : b, runs = first == 0 ? b : a;
+        entropy = runs < plain ? runs : plain;
+      }
+      const uint64_t bits = entropy + sections(p);
+      if (best == m || bits < best_bits || (bits == best_bits && c < best)) {
+        best = c;
+        best_bits = bits;
+      }
     }
     chosen[fi] = f.candidates[best];
+  };
+  if (H <= 2) {
+    for (uint32_t k = 0; k < H; ++k) floor_of(k);
+  } else {
+    ParallelFor(H, floor_of);
   }
+  if (frames_.size() <= 1) {
+    for (size_t fi = 0; fi < frames_.size(); ++fi) choose(fi);
+  } else {
+    ParallelFor(frames_.size(), choose);
+  }
+  note(H <= 2 ? "survey: estimates" : "survey: estimates (thread pool)", since);
   return chosen;
 }
 

@@ -32,6 +32,7 @@
 #include "gpu/kernels.h"
 #include "gpu/segment.h"
 #include "gpu/segment_plan.h"
+#include "gpu/stage_timer.h"
 #include "gpu/workspace_carver.h"
 
 namespace ebzip::gpu {
@@ -66,11 +67,14 @@ class PredictorSurvey {
   absl::Status LaunchWithoutBounds(const Item* items, cudaStream_t stream);
 
   // Step 2, given each frame's parameters with the resolved bound (in Plan's
-  // order): the interpolation candidates, the histograms and lists, then the
-  // synchronization (a second one when samples use over 1024 symbols each
-  // on average); each frame's winner, in Plan's order.
-  absl::StatusOr<std::vector<PredictorConfig>> Choose(absl::Span<const FrameParams> params,
-                                                      cudaStream_t stream);
+  // order): the interpolation candidates, the histograms and lists, their
+  // copies to the host.
+  absl::Status LaunchWithBounds(absl::Span<const FrameParams> params, cudaStream_t stream);
+
+  // Step 3: the synchronization (a second one when samples use over 1024
+  // symbols each on average), then each frame's winner, in Plan's order.
+  // `timer`, when given, notes the host's part.
+  absl::StatusOr<std::vector<PredictorConfig>> Finish(cudaStream_t stream, StageTimer* timer);
 
  private:
   struct Frame {
@@ -127,6 +131,7 @@ class PredictorSurvey {
   uint64_t interp_outliers_ = 0;
   uint64_t listed_capacity_ = 0;
   uint64_t results_ = 0;  // 64-bit words of results
+  std::vector<FrameParams> params_;  // with the bound, from LaunchWithBounds
 
   // Device.
   Segment* segments_ = nullptr;
