@@ -20,9 +20,11 @@
 #include "codec/quantize_point.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/host_code.h"
 #include "gpu/interp_frame_encode.h"
 #include "gpu/interp_kernels.h"
 #include "gpu/kernels.h"
+#include "gpu/predictor_survey.h"
 #include "gpu/run_kernels.h"
 #include "gpu/segment_plan.h"
 #include "gpu/workspace_carver.h"
@@ -32,12 +34,6 @@ namespace ebzip::gpu {
 namespace {
 
 constexpr uint64_t kAlphabet = 65536;  // histogram and code-table stride per segment
-constexpr uint64_t kCodeSectionStride = 2 * kAlphabet + 16;  // worst-case code-length section
-// Bytes a code-length section of `used` symbols can take: each symbol's
-// length, and before each of the at most used + 1 zero runs a 0 and a LEB128
-// count of 1 byte, 2 for the at most 512 runs of 128 or more of 65536 bins,
-// 3 for the at most 4 of 16384 or more.
-uint64_t SectionRoom(uint64_t used) { return std::min(3 * used + 2 + 512 + 4, kCodeSectionStride); }
 uint64_t Align16(uint64_t n) { return (n + 15) & ~uint64_t{15}; }
 // Used symbols per segment that the first copy to the host has room for;
 // more (noisy data at tight bounds) take a second copy. Smooth fields at
@@ -56,9 +52,7 @@ struct AddCounts {
 struct FrameV2 {
   FrameParams params;  // with the resolved bound once the device has it
   std::vector<PredictorConfig> candidates;
-  FrameSample sample;
-  uint64_t sample_bytes = 0;  // 0: one candidate, nothing to choose
-  uint64_t sample_at = 0;     // in the host's sample buffer
+  int32_t surveyed = -1;  // its place in the survey's frames; -1: one candidate
   uint64_t fill_workspace_at = 0;
   size_t fill_workspace_bytes = 0;  // 0: no candidate codes a fill mask
   Geometry lorenzo{};               // the Lorenzo candidate's geometry
@@ -82,40 +76,40 @@ struct Plan {
   uint64_t listed_capacity = 0;
   uint32_t max_used = 0;       // of any segment
   uint64_t section_bytes = 0;  // device-built codes: every segment's section room
-  // Version 2: the predictor is chosen and the stage is picked on the host
-  // (two synchronizations), codes are built there, and the workspace has
-  // room for whichever candidate wins.
+  // Version 2: the predictor is chosen on the device's survey of the
+  // frames' samples and the stage picked on the host (two synchronizations
+  // besides the bound's), codes are built there, and the workspace has room
+  // for whichever candidate wins. Interpolation frames are encoded in
+  // batches of consecutive frames of one array and shape (InterpBatchCap).
   bool v2 = false;
   std::vector<FrameV2> frames;  // per segment
-  size_t interp_scratch = 0;    // the largest candidate's
-  uint64_t interp_outliers = 0; // the most anchors of any candidate
-  uint64_t fill_mask_elements = 0;  // the largest frame that may code a fill mask
+  PredictorSurvey survey;       // of the frames with several candidates
+  size_t interp_scratch = 0;    // the largest batch's
+  uint64_t interp_outliers = 0; // the most anchors of any batch
+  uint64_t fill_mask_elements = 0;  // the largest batch that may code fill masks
   uint64_t fill_workspace = 0;
-  uint64_t sample_bytes = 0;
 };
+
+// Interpolation frames per batch: frames with a fill mask take a byte per
+// element of scratch each, so their batches stop at kFillBatchElements.
+constexpr uint32_t kMaxInterpBatch = 1024;
+constexpr uint64_t kFillBatchElements = uint64_t{1} << 26;
+uint32_t InterpBatchCap(uint64_t n, bool fill) {
+  if (!fill) return kMaxInterpBatch;
+  return static_cast<uint32_t>(std::clamp<uint64_t>(kFillBatchElements / n, 1, kMaxInterpBatch));
+}
 
 // Histograms per segment: version 2 keeps the tokens' beside the symbols'.
 uint64_t HistogramSets(const Plan& plan) { return plan.v2 ? 2 : 1; }
 // Whether the host builds the codes (version 2 always: it picks the stage).
 bool HostCodes(const Plan& plan) { return plan.builder == CodeBuilder::kHost || plan.v2; }
 
-// Version 2: the frame's candidates, its sample and the room the largest
-// candidate needs.
+// Version 2: the frame's candidates and its fill mask's workspace.
 absl::Status PlanFrameV2(const FrameParams& p, bool has_fill, Plan* plan, FrameV2* frame) {
   frame->params = p;
   frame->candidates = Candidates(p);
-  const uint64_t elem = DTypeSize(p.dtype);
   uint64_t n = 1;
   for (uint64_t d : p.shape) n *= d;
-  if (frame->candidates.size() > 1) {
-    frame->sample = SampleOf(p);
-    const uint64_t rows = frame->sample.whole_frame()
-                              ? p.shape[0]
-                              : frame->sample.first_rows.size() * frame->sample.stripe_rows;
-    frame->sample_bytes = n / p.shape[0] * rows * elem;
-    frame->sample_at = plan->sample_bytes;
-    plan->sample_bytes += frame->sample_bytes;
-  }
   bool interp = false;
   for (const PredictorConfig& c : frame->candidates) {
     if (c.predictor == format::kPredictorLorenzo) {
@@ -126,16 +120,43 @@ absl::Status PlanFrameV2(const FrameParams& p, bool has_fill, Plan* plan, FrameV
       continue;
     }
     interp = true;
-    auto ip = PlanInterp(InterpParamsFor(p, c), has_fill);
-    if (!ip.ok()) return ip.status();
-    plan->interp_scratch = std::max(plan->interp_scratch, ip->encode_scratch);
-    plan->interp_outliers = std::max(plan->interp_outliers, ip->geo.num_tiles);
   }
   if (interp && has_fill) {
     CUDA_RETURN_IF_ERROR(FillMaskEncodeWorkspace(n, &frame->fill_workspace_bytes));
     frame->fill_workspace_at = plan->fill_workspace;
     plan->fill_workspace += Align16(frame->fill_workspace_bytes);
-    plan->fill_mask_elements = std::max(plan->fill_mask_elements, n);
+  }
+  return absl::OkStatus();
+}
+
+// Version 2: room for the largest batch of interpolation frames that any
+// choice can make. A batch is consecutive frames of one array and shape
+// taking one candidate, so at most a run of such frames, each candidate's
+// plan tried at the run's length (capped).
+absl::Status PlanInterpBatches(Plan* plan) {
+  const uint64_t S = plan->segments.size();
+  for (uint64_t s = 0; s < S;) {
+    const Segment& seg = plan->segments[s];
+    const FrameV2& f = plan->frames[s];
+    uint64_t e = s + 1;
+    while (e < S && plan->segments[e].item == seg.item &&
+           plan->frames[e].params.shape == f.params.shape) {
+      ++e;
+    }
+    const bool fill = plan->items[seg.item].has_fill != 0;
+    const uint64_t n = seg.geo.n;
+    const uint32_t frames = static_cast<uint32_t>(std::min<uint64_t>(e - s, InterpBatchCap(n, fill)));
+    for (const PredictorConfig& c : f.candidates) {
+      if (c.predictor != format::kPredictorInterp) continue;
+      auto ip = PlanInterp(InterpParamsFor(f.params, c), fill);
+      if (!ip.ok()) return ip.status();
+      auto scratch = InterpEncodeBatchScratch(*ip, frames);
+      if (!scratch.ok()) return scratch.status();
+      plan->interp_scratch = std::max(plan->interp_scratch, *scratch);
+      plan->interp_outliers = std::max(plan->interp_outliers, frames * ip->geo.num_tiles);
+      if (fill) plan->fill_mask_elements = std::max(plan->fill_mask_elements, frames * n);
+    }
+    s = e;
   }
   return absl::OkStatus();
 }
@@ -156,6 +177,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
   plan.builder = builder;
   if (tasks.empty()) return absl::InvalidArgumentError("no arrays to compress");
   std::vector<ArchivePlan> archives;
+  std::vector<SurveyFrame> surveyed;
   for (const CompressTask& task : tasks) {
     if (task.spec.dtype != tasks[0].spec.dtype) {
       return absl::InvalidArgumentError("a GPU batch takes one dtype");
@@ -201,10 +223,15 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     for (uint64_t f = 0; f < archive->frame_count(); ++f) {
       const FrameParams p = archive->ParamsForFrame(f);
       Segment seg{};
+      seg.input = static_cast<const uint8_t*>(task.input) + archive->FrameDataOffset(f);
       if (plan.v2) {
         FrameV2 frame;
         if (auto s = PlanFrameV2(p, item.has_fill != 0, &plan, &frame); !s.ok()) return s;
         seg.geo = GeometryFor(p, frame.candidates[0]);
+        if (frame.candidates.size() > 1) {
+          frame.surveyed = static_cast<int32_t>(surveyed.size());
+          surveyed.push_back({p, seg.input, static_cast<uint32_t>(i), item.has_fill != 0});
+        }
         plan.frames.push_back(std::move(frame));
       } else {
         seg.geo = MakeGeometry(p.shape, {p.block.data(), p.shape.size()});
@@ -212,7 +239,6 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
           return s;
         }
       }
-      seg.input = static_cast<const uint8_t*>(task.input) + archive->FrameDataOffset(f);
       seg.item = static_cast<uint32_t>(i);
       seg.radius = p.radius;
       seg.chunk_symbols = p.chunk_symbols;
@@ -244,6 +270,12 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     plan.max_crc_pieces += task.capacity / kCrcPieceBytes + 1;
   }
   plan.max_crc_pieces += plan.segments.size() * kSections;
+  if (plan.v2) {
+    if (auto s = PlanInterpBatches(&plan); !s.ok()) return s;
+    auto survey = PredictorSurvey::Plan(std::move(surveyed), plan.elem_size);
+    if (!survey.ok()) return survey.status();
+    plan.survey = *std::move(survey);
+  }
   // The device build's sort (CUB's segmented sort) counts items in an int.
   if (builder == CodeBuilder::kDevice && plan.listed_capacity > uint64_t{1} << 30) {
     return absl::UnimplementedError("too many frames for one GPU batch");
@@ -290,14 +322,13 @@ struct Buffers {
   uint32_t* run_counters;  // kRunCountersPerSegment per segment
   uint64_t* extra_bits;    // per segment: the run tokens' extra bits
   uint32_t* interp_counts;  // per segment: S and outliers of an interpolation frame
-  uint8_t* interp_scratch;  // one frame at a time
-  uint32_t* outlier_index;  // one frame's anchors that are outliers
+  uint8_t* interp_scratch;  // one batch of frames at a time
+  uint32_t* outlier_index;  // one batch's anchors that are outliers
   int32_t* outlier_residual;
-  uint8_t* fill_bytes;      // one frame's fill, a byte per element
+  uint8_t* fill_bytes;      // one batch's fill, a byte per element
   uint8_t* fill_workspace;  // each fill-mask frame's, kept from sizes to writing
   uint64_t* fill_sizes;     // per segment: fill-mask section bytes and tokens
   uint8_t** fill_mask_at;   // per segment: where LaunchLayout puts the mask
-  uint8_t* host_samples;    // the frames' samples, for the choice
   uint32_t* host_counts;
   uint64_t* host_extra_bits;
   // Host (pinned).
@@ -363,7 +394,7 @@ UploadLayout LayoutUpload(const UsedSymbols* info, uint64_t segments) {
   return up;
 }
 
-Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
+Buffers Carve(Plan& plan, size_t cub_temp_bytes, void* device, void* host,
               WorkspaceSize* size) {
   const uint64_t S = plan.segments.size();
   const uint64_t H = S * HistogramSets(plan);
@@ -440,7 +471,6 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
     b.host_upload = h.Take<uint8_t>(UploadBytes(plan));
   }
   if (plan.v2) {
-    b.host_samples = h.Take<uint8_t>(plan.sample_bytes);
     b.host_counts = h.Take<uint32_t>(2 * S);
     b.host_extra_bits = h.Take<uint64_t>(S);
   }
@@ -448,6 +478,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.host_items = h.Take<Item>(plan.items.size());
   b.host_frame_templates = h.Take<uint8_t>(plan.frame_templates.size());
   b.host_file_templates = h.Take<uint8_t>(plan.file_templates.size());
+  plan.survey.Carve(&d, &h);
   if (size) *size = {d.size(), h.size()};
   return b;
 }
@@ -532,34 +563,52 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
 
 // --- Version 2.
 
-// The device's bound for every item and each frame's sample come to the host
-// (the first synchronization); the host plans each archive again with the
-// bound, chooses each frame's predictor exactly as the CPU codec does
-// (codec/predictor_choice.h, on the same sample), and lays the segments out
-// for the winners.
+// A CUDA event for the length of a call (none allocates device memory).
+class ScopedEvent {
+ public:
+  ~ScopedEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  cudaError_t Record(cudaStream_t st) {
+    if (event_ == nullptr) {
+      if (cudaError_t e = cudaEventCreateWithFlags(&event_, cudaEventDisableTiming);
+          e != cudaSuccess) {
+        return e;
+      }
+    }
+    return cudaEventRecord(event_, st);
+  }
+  cudaError_t Synchronize() { return cudaEventSynchronize(event_); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Each frame's predictor, chosen as the CPU codec chooses it
+// (codec/predictor_choice.h) on the device's survey of the same samples
+// (gpu/predictor_survey.h): the survey's first part runs while the device's
+// bound for every item comes to the host (the first synchronization, on an
+// event); the host plans each archive again with the bound, the survey's
+// second part ends in the second; then the segments are laid out for the
+// winners.
 absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, const Buffers& b,
-                              cudaStream_t st) {
+                              cudaStream_t st, StageTimer* timer) {
+  auto mark = [&](const char* stage) {
+    if (timer) timer->Mark(stage, st);
+  };
   const uint32_t S = static_cast<uint32_t>(plan->segments.size());
   const uint32_t I = static_cast<uint32_t>(plan->items.size());
-  for (uint32_t s = 0; s < S; ++s) {
-    const FrameV2& f = plan->frames[s];
-    if (f.sample_bytes == 0) continue;
-    const auto* in = static_cast<const uint8_t*>(plan->segments[s].input);
-    uint8_t* to = b.host_samples + f.sample_at;
-    if (f.sample.whole_frame()) {
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to, in, f.sample_bytes, cudaMemcpyDeviceToHost, st));
-      continue;
-    }
-    const uint64_t stripe = f.sample_bytes / f.sample.first_rows.size();
-    const uint64_t row_bytes = stripe / f.sample.stripe_rows;
-    for (size_t k = 0; k < f.sample.first_rows.size(); ++k) {
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(to + k * stripe, in + f.sample.first_rows[k] * row_bytes,
-                                           stripe, cudaMemcpyDeviceToHost, st));
-    }
-  }
   CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(b.host_items, b.items, I * sizeof(Item), cudaMemcpyDeviceToHost, st));
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  ScopedEvent bounds;
+  if (plan->survey.empty()) {
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  } else {
+    CUDA_RETURN_IF_ERROR(bounds.Record(st));
+    if (auto e = plan->survey.LaunchWithoutBounds(b.items, st); !e.ok()) return e;
+    mark("survey: samples, fill, lorenzo");
+    CUDA_RETURN_IF_ERROR(bounds.Synchronize());
+  }
   for (uint32_t i = 0, s = 0; i < I; ++i) {
     const ResolvedBound bound{b.host_items[i].abs_bound, b.host_items[i].quant_step};
     auto archive = PlanArchive(tasks[i].spec, tasks[i].options, bound);
@@ -568,22 +617,16 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
       plan->frames[s++].params = archive->ParamsForFrame(f);
     }
   }
-  std::vector<absl::Status> failures(S);
-  ParallelFor(S, [&](uint64_t s) {
-    FrameV2& f = plan->frames[s];
-    if (f.sample_bytes == 0) {
-      f.config = f.candidates[0];
-      return;
-    }
-    auto config = ChooseOnSample(f.params, f.sample, b.host_samples + f.sample_at, nullptr);
-    if (!config.ok()) {
-      failures[s].Update(config.status());
-    } else {
-      f.config = *config;
-    }
-  });
-  for (const absl::Status& failure : failures) {
-    if (!failure.ok()) return failure;
+  std::vector<FrameParams> surveyed;
+  for (const FrameV2& f : plan->frames) {
+    if (f.surveyed >= 0) surveyed.push_back(f.params);
+  }
+  if (auto e = plan->survey.LaunchWithBounds(surveyed, st); !e.ok()) return e;
+  if (!plan->survey.empty()) mark("survey: interpolation, histograms");
+  auto chosen = plan->survey.Finish(st, timer);
+  if (!chosen.ok()) return chosen.status();
+  for (FrameV2& f : plan->frames) {
+    f.config = f.surveyed >= 0 ? (*chosen)[f.surveyed] : f.candidates[0];
   }
   BatchTotals totals;
   for (uint32_t s = 0; s < S; ++s) {
@@ -598,13 +641,22 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     seg.positions = 0;
     if (seg.predictor == format::kPredictorInterp) {
       const bool has_fill = plan->items[seg.item].has_fill != 0;
-      auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
-      if (!interp.ok()) return interp.status();
-      if (interp->encode_scratch > plan->interp_scratch ||
-          interp->geo.num_tiles > plan->interp_outliers) {
-        return absl::InternalError("interpolation plan larger than planned");
+      // The previous frame's plan when it is the same frame's (an array's
+      // frames share their shape, bound and often their winner).
+      const FrameV2* prev = s > 0 ? &plan->frames[s - 1] : nullptr;
+      if (prev != nullptr && plan->segments[s - 1].predictor == format::kPredictorInterp &&
+          plan->segments[s - 1].item == seg.item && prev->params.shape == f.params.shape &&
+          prev->config.order == f.config.order && prev->config.block == f.config.block) {
+        f.interp = prev->interp;
+      } else {
+        auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
+        if (!interp.ok()) return interp.status();
+        if (interp->encode_scratch > plan->interp_scratch ||
+            interp->geo.num_tiles > plan->interp_outliers) {
+          return absl::InternalError("interpolation plan larger than planned");
+        }
+        f.interp = *std::move(interp);
       }
-      f.interp = *std::move(interp);
       if (has_fill) seg.fill_coding = format::kFillCodingMask;
     }
     PlaceSegment(&seg, &totals);
@@ -616,66 +668,87 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
   return absl::OkStatus();
 }
 
-// Interpolation frames, one after another (the Lorenzo ones are coded by
-// LaunchPredict): fill bytes, the encoder, its outliers and S into the
-// batch's tables, the histogram, and the fill mask's size.
-absl::Status EncodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t st) {
-  const BatchTotals& t = plan.totals;
-  for (uint32_t s = 0; s < plan.segments.size(); ++s) {
-    const Segment& seg = plan.segments[s];
-    if (seg.predictor != format::kPredictorInterp) continue;
-    const FrameV2& f = plan.frames[s];
-    const uint64_t n = seg.geo.n;
-    const bool fill = seg.fill_coding == format::kFillCodingMask;
-    if (fill) {
-      CUDA_RETURN_IF_ERROR(
-          LaunchFillByteMask(plan.elem_size, b.segments + s, b.items, n, b.fill_bytes, st));
-    }
-    InterpEncodeOutputs out;
-    out.symbols = b.symbols + seg.symbol_base;
-    out.verbatim_mask = b.masks + t.mask_words + seg.mask_base;
-    out.outlier_index = b.outlier_index;
-    out.outlier_residual = b.outlier_residual;
-    out.counts = b.interp_counts + 2 * s;
-    if (auto e = LaunchInterpEncode(f.interp, seg.input, fill ? b.fill_bytes : nullptr,
-                                    b.interp_scratch, out, st);
-        !e.ok()) {
-      return e;
-    }
-    CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(b.segments + s, out.counts, b.outlier_index,
-                                                 b.outlier_residual, f.interp.geo.num_tiles,
-                                                 b.masks, b.deltas, st));
-    CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(b.segments + s, b.symbols, n,
-                                               b.histogram + uint64_t{s} * kAlphabet, st));
-    if (fill) {
-      const uint64_t row = f.params.shape.size() == 1 ? n : n / f.params.shape[0];
-      CUDA_RETURN_IF_ERROR(LaunchFillMaskEncodeSizes(
-          b.fill_bytes, n, row, b.fill_workspace + f.fill_workspace_at, f.fill_workspace_bytes,
-          b.fill_sizes + 2 * s, b.fill_sizes + 2 * s + 1, st));
-    }
+// Whether interpolation segment e can join the batch of segments [s, e):
+// one array, shape and candidate, inputs at one stride, room left.
+bool JoinsBatch(const Plan& plan, uint32_t s, uint32_t e) {
+  const Segment& a = plan.segments[s];
+  const Segment& z = plan.segments[e];
+  const FrameV2& fa = plan.frames[s];
+  const FrameV2& fz = plan.frames[e];
+  if (z.predictor != format::kPredictorInterp || z.item != a.item ||
+      fz.params.shape != fa.params.shape || fz.config.order != fa.config.order ||
+      fz.config.block != fa.config.block || z.fill_coding != a.fill_coding) {
+    return false;
   }
-  return absl::OkStatus();
+  const bool fill = a.fill_coding == format::kFillCodingMask;
+  if (e - s >= InterpBatchCap(a.geo.n, fill)) return false;
+  auto at = [&](uint32_t k) { return reinterpret_cast<uint64_t>(plan.segments[k].input); };
+  const uint64_t step = at(e) - at(e - 1);
+  return at(e) > at(e - 1) && (e - s == 1 || step == at(s + 1) - at(s));
 }
 
-// One stage's code for a segment's used symbols (ascending), as
-// codec/entropy_coder.cc builds it from the whole histogram: lengths in list
-// order, the code-length section, and the stage's size in bits.
-struct HostCode {
-  std::vector<uint8_t> lengths;
-  std::vector<uint8_t> section;
-  uint64_t bits = 0;
-};
-HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
-                       uint64_t extra_bits) {
-  HostCode code;
-  code.lengths = BuildCodeLengths(used, max_length);
-  std::vector<uint32_t> symbols(used.size());
-  for (size_t i = 0; i < used.size(); ++i) symbols[i] = used[i].symbol;
-  code.section.reserve(SectionRoom(used.size()));
-  AppendCodeLengths(symbols, code.lengths, alphabet, &code.section);
-  code.bits = extra_bits + 8 * code.section.size();
-  for (size_t i = 0; i < used.size(); ++i) code.bits += uint64_t{used[i].count} * code.lengths[i];
-  return code;
+// Interpolation frames in batches (the Lorenzo ones are coded by
+// LaunchPredict): fill bytes, the encoder, its outliers and S into the
+// batch's tables, the histograms, and each fill mask's size.
+absl::Status EncodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  const BatchTotals& t = plan.totals;
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  for (uint32_t s = 0; s < S;) {
+    const Segment& seg = plan.segments[s];
+    if (seg.predictor != format::kPredictorInterp) {
+      ++s;
+      continue;
+    }
+    uint32_t e = s + 1;
+    while (e < S && JoinsBatch(plan, s, e)) ++e;
+    const uint32_t frames = e - s;
+    const FrameV2& f = plan.frames[s];
+    const uint64_t n = seg.geo.n;
+    const uint64_t tiles = f.interp.geo.num_tiles;
+    const bool fill = seg.fill_coding == format::kFillCodingMask;
+    auto scratch = InterpEncodeBatchScratch(f.interp, frames);
+    if (!scratch.ok()) return scratch.status();
+    if (*scratch > plan.interp_scratch || frames * tiles > plan.interp_outliers ||
+        (fill && frames * n > plan.fill_mask_elements)) {
+      return absl::InternalError("interpolation batch larger than planned");
+    }
+    if (fill) {
+      CUDA_RETURN_IF_ERROR(LaunchFillByteMask(plan.elem_size, b.segments + s, frames, b.items, n,
+                                              b.fill_bytes, n, st));
+    }
+    InterpEncodeBatch batch;
+    batch.frames = frames;
+    batch.input = seg.input;
+    batch.input_stride = frames > 1 ? static_cast<const uint8_t*>(plan.segments[s + 1].input) -
+                                          static_cast<const uint8_t*>(seg.input)
+                                    : 0;
+    batch.fill_mask = fill ? b.fill_bytes : nullptr;
+    batch.fill_stride = n;
+    batch.out.symbols = b.symbols + seg.symbol_base;
+    batch.out.verbatim_mask = b.masks + t.mask_words + seg.mask_base;
+    batch.out.outlier_index = b.outlier_index;
+    batch.out.outlier_residual = b.outlier_residual;
+    batch.out.counts = b.interp_counts + 2 * uint64_t{s};
+    batch.symbols_stride = n;  // segments are placed one after another
+    batch.verbatim_stride = seg.mask_tiles * kMaskTileWords;
+    batch.outlier_stride = tiles;
+    batch.counts_stride = 2;
+    if (auto r = LaunchInterpEncodeBatch(f.interp, batch, b.interp_scratch, st); !r.ok()) return r;
+    CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(b.segments + s, frames, batch.out.counts, 2,
+                                                 b.outlier_index, b.outlier_residual, tiles, tiles,
+                                                 b.masks, b.deltas, st));
+    CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(b.segments + s, frames, b.symbols, n,
+                                               b.histogram + uint64_t{s} * kAlphabet, st));
+    for (uint32_t k = s; fill && k < e; ++k) {
+      const FrameV2& fk = plan.frames[k];
+      const uint64_t row = fk.params.shape.size() == 1 ? n : n / fk.params.shape[0];
+      CUDA_RETURN_IF_ERROR(LaunchFillMaskEncodeSizes(
+          b.fill_bytes + (k - s) * n, n, row, b.fill_workspace + fk.fill_workspace_at,
+          fk.fill_workspace_bytes, b.fill_sizes + 2 * k, b.fill_sizes + 2 * k + 1, st));
+    }
+    s = e;
+  }
+  return absl::OkStatus();
 }
 
 // Where BuildStageCodesOnHost left the codes on the device.
@@ -884,8 +957,8 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(LaunchResolveBounds(b.items, I, st));
   mark("value range");
   if (plan.v2) {
-    if (auto c = ChoosePredictors(tasks, &plan, b, st); !c.ok()) return c;
-    mark("predictor choice (host)");
+    if (auto c = ChoosePredictors(tasks, &plan, b, st, timer); !c.ok()) return c;
+    mark(plan.survey.empty() ? "predictor choice" : "survey: host estimates");
   }
   PredictOutputs out{b.symbols,
                      b.deltas,

@@ -10,9 +10,11 @@ namespace ebzip::gpu {
 namespace {
 
 template <typename T>
-__global__ void FillByteMaskKernel(const Segment* segment, const Item* items, uint64_t n,
-                                   uint8_t* mask) {
+__global__ void FillByteMaskKernel(const Segment* segments, const Item* items, uint64_t n,
+                                   uint8_t* mask, uint64_t mask_stride) {
   using Bits = typename FloatTraits<T>::Bits;
+  const Segment* segment = segments + blockIdx.y;
+  mask += blockIdx.y * mask_stride;
   const Bits* x = static_cast<const Bits*>(segment->input);
   const Bits fill = static_cast<Bits>(items[segment->item].fill_bits);
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < n;
@@ -21,10 +23,15 @@ __global__ void FillByteMaskKernel(const Segment* segment, const Item* items, ui
   }
 }
 
-__global__ void TakeInterpResultsKernel(Segment* segment, const uint32_t* counts,
-                                        const uint32_t* outlier_index,
-                                        const int32_t* outlier_residual, uint64_t max_outliers,
-                                        uint32_t* outlier_mask, int32_t* deltas) {
+__global__ void TakeInterpResultsKernel(Segment* segments, const uint32_t* counts,
+                                        uint64_t counts_stride, const uint32_t* outlier_index,
+                                        const int32_t* outlier_residual, uint64_t outlier_stride,
+                                        uint64_t max_outliers, uint32_t* outlier_mask,
+                                        int32_t* deltas) {
+  Segment* segment = segments + blockIdx.y;
+  counts += blockIdx.y * counts_stride;
+  outlier_index += blockIdx.y * outlier_stride;
+  outlier_residual += blockIdx.y * outlier_stride;
   const uint64_t count = min(uint64_t{counts[1]}, max_outliers);
   if (blockIdx.x == 0 && threadIdx.x == 0) segment->positions = counts[0];
   for (uint64_t k = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; k < count;
@@ -40,9 +47,11 @@ __global__ void TakeInterpResultsKernel(Segment* segment, const uint32_t* counts
 constexpr uint32_t kHistWindow = 4096;
 constexpr uint32_t kHistPositions = 16384;  // per thread block
 
-__global__ void SymbolHistogramKernel(const Segment* segment, const uint16_t* symbols,
-                                      uint32_t* histogram) {
+__global__ void SymbolHistogramKernel(const Segment* segments, const uint16_t* symbols,
+                                      uint32_t* histograms) {
   __shared__ uint32_t bins[kHistWindow];
+  const Segment* segment = segments + blockIdx.y;
+  uint32_t* histogram = histograms + uint64_t{blockIdx.y} * kHistogramBins;
   const uint64_t positions = segment->positions;
   const uint64_t begin = blockIdx.x * uint64_t{kHistPositions};
   if (begin >= positions) return;  // uniform across the block
@@ -67,32 +76,44 @@ __global__ void SymbolHistogramKernel(const Segment* segment, const uint16_t* sy
 
 }  // namespace
 
-cudaError_t LaunchFillByteMask(int elem_size, const Segment* segment, const Item* items,
-                               uint64_t n, uint8_t* mask, cudaStream_t stream) {
-  const uint64_t blocks = std::min<uint64_t>((n + kThreads - 1) / kThreads, 132 * 16);
+cudaError_t LaunchFillByteMask(int elem_size, const Segment* segments, uint32_t count,
+                               const Item* items, uint64_t n, uint8_t* mask, uint64_t mask_stride,
+                               cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const dim3 grid(
+      static_cast<uint32_t>(std::min<uint64_t>((n + kThreads - 1) / kThreads, 132 * 16)), count);
   if (elem_size == 4) {
-    FillByteMaskKernel<float><<<blocks, kThreads, 0, stream>>>(segment, items, n, mask);
+    FillByteMaskKernel<float><<<grid, kThreads, 0, stream>>>(segments, items, n, mask, mask_stride);
   } else {
-    FillByteMaskKernel<double><<<blocks, kThreads, 0, stream>>>(segment, items, n, mask);
+    FillByteMaskKernel<double>
+        <<<grid, kThreads, 0, stream>>>(segments, items, n, mask, mask_stride);
   }
   return cudaGetLastError();
 }
 
-cudaError_t LaunchTakeInterpResults(Segment* segment, const uint32_t* counts,
-                                    const uint32_t* outlier_index, const int32_t* outlier_residual,
+cudaError_t LaunchTakeInterpResults(Segment* segments, uint32_t count, const uint32_t* counts,
+                                    uint64_t counts_stride, const uint32_t* outlier_index,
+                                    const int32_t* outlier_residual, uint64_t outlier_stride,
                                     uint64_t max_outliers, uint32_t* outlier_mask, int32_t* deltas,
                                     cudaStream_t stream) {
-  const uint64_t blocks =
-      std::max<uint64_t>(1, std::min<uint64_t>((max_outliers + kThreads - 1) / kThreads, 1024));
-  TakeInterpResultsKernel<<<blocks, kThreads, 0, stream>>>(
-      segment, counts, outlier_index, outlier_residual, max_outliers, outlier_mask, deltas);
+  if (count == 0) return cudaSuccess;
+  const dim3 grid(static_cast<uint32_t>(std::max<uint64_t>(
+                      1, std::min<uint64_t>((max_outliers + kThreads - 1) / kThreads, 1024))),
+                  count);
+  TakeInterpResultsKernel<<<grid, kThreads, 0, stream>>>(segments, counts, counts_stride,
+                                                         outlier_index, outlier_residual,
+                                                         outlier_stride, max_outliers,
+                                                         outlier_mask, deltas);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchSymbolHistogram(const Segment* segment, const uint16_t* symbols, uint64_t n,
-                                  uint32_t* histogram, cudaStream_t stream) {
-  const uint64_t blocks = std::max<uint64_t>(1, (n + kHistPositions - 1) / kHistPositions);
-  SymbolHistogramKernel<<<blocks, kThreads, 0, stream>>>(segment, symbols, histogram);
+cudaError_t LaunchSymbolHistogram(const Segment* segments, uint32_t count, const uint16_t* symbols,
+                                  uint64_t n, uint32_t* histograms, cudaStream_t stream) {
+  if (count == 0) return cudaSuccess;
+  const dim3 grid(
+      static_cast<uint32_t>(std::max<uint64_t>(1, (n + kHistPositions - 1) / kHistPositions)),
+      count);
+  SymbolHistogramKernel<<<grid, kThreads, 0, stream>>>(segments, symbols, histograms);
   return cudaGetLastError();
 }
 

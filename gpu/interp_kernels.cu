@@ -154,6 +154,19 @@ __global__ void HeadersKernel(Geometry g, KeyHeader* headers) {
   interp::ComputeHeaders(g, headers);
 }
 
+// The key headers as the host computed them (ComputeHeaders on one thread of
+// the device takes ~90 us on an H100), passed by value: 16 headers fit the
+// 32 KB a kernel's parameters may take (CUDA 12.1 on, sm_70 on).
+struct HeaderTable {
+  KeyHeader h[interp::kMaxKeys];
+};
+static_assert(sizeof(HeaderTable) <= 32000);
+__global__ void CopyHeadersKernel(const HeaderTable table, KeyHeader* headers) {
+  const uint32_t* from = reinterpret_cast<const uint32_t*>(&table);
+  uint32_t* to = reinterpret_cast<uint32_t*>(headers);
+  for (uint32_t w = threadIdx.x; w < sizeof(HeaderTable) / 4; w += blockDim.x) to[w] = from[w];
+}
+
 __global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* entries) {
   const KeyHeader& h = headers[blockIdx.y];
   const uint32_t p = blockIdx.x;
@@ -177,11 +190,15 @@ __global__ void StartsKernel(Geometry g, uint32_t* tile_start) {
   }
 }
 
+// Frame blockIdx.y of a batch: its mask at fill + y * fill_step, its counts
+// at counts + y * counts_step.
 __global__ void __launch_bounds__(kInterpBlockThreads)
     CountKernel(Geometry g, const KeyHeader* headers, const uint8_t* fill, uint32_t* counts,
-                uint32_t bytes) {
+                uint32_t bytes, uint64_t fill_step, uint64_t counts_step) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, bytes, &base);
+  fill += blockIdx.y * fill_step;
+  counts += blockIdx.y * counts_step;
   if (blockIdx.x == 0 && threadIdx.x == 0) counts[g.num_tiles] = 0;
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
@@ -190,8 +207,30 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   }
 }
 
+// Subtracts each frame's first entry from its entries (a batch's frames
+// scanned as one array: each frame's scan then starts at 0 again; unsigned
+// wrap-around leaves the differences exact).
+__global__ void RebaseKernel(const uint32_t* raw, uint32_t* out, uint64_t per_frame) {
+  const uint64_t first = blockIdx.y * per_frame;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < per_frame;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    out[first + i] = raw[first + i] - raw[first];
+  }
+}
+
 // ---------------------------------------------------------------------------
-// Anchors.
+// Anchors. The encoding kernels take a batch of frames of one geometry, frame
+// blockIdx.y's arrays at these steps from frame 0's (its per-anchor scratch
+// at multiples of num_tiles, num_tiles + 1 and num_anchor_blocks).
+struct BatchStep {
+  uint64_t x = 0;           // elements
+  uint64_t fill = 0;        // bytes
+  uint64_t symbols = 0;     // elements
+  uint64_t verbatim = 0;    // words
+  uint64_t outliers = 0;    // entries
+  uint64_t counts = 0;      // words
+  uint64_t tile_start = 0;  // num_tiles + 1 with a fill mask; 0: one table for all
+};
 
 #define EBZIP_FOR_EACH(i, count)                                                  \
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < (count); \
@@ -199,8 +238,14 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 
 template <typename T>
 __global__ void AnchorQuantizeKernel(Geometry g, const T* x, const uint8_t* fill, int32_t* q,
-                                     uint8_t* quantized, uint32_t* verbatim_mask) {
+                                     uint8_t* quantized, uint32_t* verbatim_mask, BatchStep step) {
   SubBlock sb{0, 1, 0, nullptr};
+  const uint64_t f = blockIdx.y;
+  x += f * step.x;
+  if (fill != nullptr) fill += f * step.fill;
+  q += f * g.num_tiles;
+  quantized += f * g.num_tiles;
+  verbatim_mask += f * step.verbatim;
   EBZIP_FOR_EACH(t, g.num_tiles) {
     interp::AnchorQuantize<T>(sb, g, t, x, fill, q, quantized, verbatim_mask);
   }
@@ -208,6 +253,10 @@ __global__ void AnchorQuantizeKernel(Geometry g, const T* x, const uint8_t* fill
 
 __global__ void AnchorPlaceholderKernel(Geometry g, const int32_t* q, const uint8_t* quantized,
                                         int32_t* placeholder) {
+  const uint64_t f = blockIdx.y;
+  q += f * g.num_tiles;
+  quantized += f * g.num_tiles;
+  placeholder += f * g.num_anchor_blocks;
   EBZIP_FOR_EACH(b, g.num_anchor_blocks) {
     interp::AnchorPlaceholder(g, b, q, quantized, placeholder);
   }
@@ -217,6 +266,14 @@ template <typename T>
 __global__ void AnchorResidualKernel(Geometry g, const int32_t* q, const uint8_t* quantized,
                                      const int32_t* placeholder, T* anchor_w, uint16_t* anchor_sym,
                                      uint32_t* flag, int32_t* residual) {
+  const uint64_t f = blockIdx.y;
+  q += f * g.num_tiles;
+  quantized += f * g.num_tiles;
+  placeholder += f * g.num_anchor_blocks;
+  anchor_w += f * g.num_tiles;
+  anchor_sym += f * g.num_tiles;
+  flag += f * (g.num_tiles + 1);
+  residual += f * g.num_tiles;
   if (blockIdx.x == 0 && threadIdx.x == 0) flag[g.num_tiles] = 0;
   EBZIP_FOR_EACH(t, g.num_tiles) {
     interp::AnchorResidual<T>(g, t, q, quantized, placeholder, anchor_w, anchor_sym, flag,
@@ -227,7 +284,15 @@ __global__ void AnchorResidualKernel(Geometry g, const int32_t* q, const uint8_t
 __global__ void AnchorOutlierKernel(Geometry g, const uint32_t* flag, const uint32_t* at,
                                     const int32_t* residual, uint32_t* outlier_index,
                                     int32_t* outlier_residual, const uint32_t* tile_start,
-                                    uint32_t* counts) {
+                                    uint32_t* counts, BatchStep step) {
+  const uint64_t f = blockIdx.y;
+  flag += f * (g.num_tiles + 1);
+  at += f * (g.num_tiles + 1);
+  residual += f * g.num_tiles;
+  outlier_index += f * step.outliers;
+  outlier_residual += f * step.outliers;
+  tile_start += f * step.tile_start;
+  counts += f * step.counts;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     counts[0] = tile_start[g.num_tiles];
     counts[1] = at[g.num_tiles];
@@ -277,7 +342,15 @@ __global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint6
 template <typename T, bool kFill>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     EncodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                      interp::EncodeTileArgs<T> args, SubLayout layout) {
+                      interp::EncodeTileArgs<T> args, SubLayout layout, BatchStep step) {
+  const uint64_t f = blockIdx.y;
+  args.x += f * step.x;
+  if (kFill) args.fill += f * step.fill;
+  args.tile_start += f * step.tile_start;
+  args.anchor_w += f * g.num_tiles;
+  args.anchor_sym += f * g.num_tiles;
+  args.symbols += f * step.symbols;
+  args.verbatim_mask += f * step.verbatim;
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   const interp::EncodeTileSmem<T> sm{
@@ -339,34 +412,53 @@ struct Scratch {
   uint32_t* flag = nullptr;
   uint32_t* at = nullptr;
   int32_t* residual = nullptr;
+  uint32_t* raw = nullptr;  // a batch's scans before RebaseKernel
   // Decoding.
   uint16_t* sym_elem = nullptr;
   uint32_t* anchor_zeros = nullptr;
 };
 
-Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c) {
+// `frames`: an encoding batch's (decoding takes one); each frame has its own
+// per-anchor arrays, one after another, and shares the key tables (and the
+// tile starts, without a fill mask). `cub_bytes`: for a scan over every
+// frame's num_tiles + 1 entries.
+Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c, uint64_t frames,
+              size_t cub_bytes) {
   const Geometry& g = plan.geo;
   const uint64_t tiles = g.num_tiles;
+  const uint64_t f = frames;
   Scratch s;
   s.headers = c.Take<KeyHeader>(interp::kMaxKeys);
   s.entries = c.Take<uint32_t>(plan.table_entries);
-  s.tile_start = c.Take<uint32_t>(tiles + 1);
-  if (plan.has_fill) s.counts = c.Take<uint32_t>(tiles + 1);
-  s.q = c.Take<int32_t>(tiles);
-  s.anchor_w = c.Take<uint8_t>(tiles * plan.elem_size);
-  s.cub_temp = c.Take<uint8_t>(plan.cub_bytes);
+  s.tile_start = c.Take<uint32_t>((tiles + 1) * (plan.has_fill ? f : 1));
+  if (plan.has_fill) s.counts = c.Take<uint32_t>((tiles + 1) * f);
+  s.q = c.Take<int32_t>(tiles * f);
+  s.anchor_w = c.Take<uint8_t>(tiles * plan.elem_size * f);
+  s.cub_temp = c.Take<uint8_t>(cub_bytes);
   if (!decode) {
-    s.quantized = c.Take<uint8_t>(tiles);
-    s.placeholder = c.Take<int32_t>(g.num_anchor_blocks);
-    s.anchor_sym = c.Take<uint16_t>(tiles);
-    s.flag = c.Take<uint32_t>(tiles + 1);
-    s.at = c.Take<uint32_t>(tiles + 1);
-    s.residual = c.Take<int32_t>(tiles);
+    s.quantized = c.Take<uint8_t>(tiles * f);
+    s.placeholder = c.Take<int32_t>(g.num_anchor_blocks * f);
+    s.anchor_sym = c.Take<uint16_t>(tiles * f);
+    s.flag = c.Take<uint32_t>((tiles + 1) * f);
+    s.at = c.Take<uint32_t>((tiles + 1) * f);
+    s.residual = c.Take<int32_t>(tiles * f);
+    if (f > 1) s.raw = c.Take<uint32_t>((tiles + 1) * f);
   } else {
     s.sym_elem = c.Take<uint16_t>(g.n);
     s.anchor_zeros = c.Take<uint32_t>(1);
   }
   return s;
+}
+
+// CUB's scratch for a scan over `frames` frames' num_tiles + 1 entries.
+cudaError_t BatchCubBytes(const InterpPlan& plan, uint64_t frames, size_t* bytes) {
+  if (frames == 1) {
+    *bytes = plan.cub_bytes;
+    return cudaSuccess;
+  }
+  return cub::DeviceScan::ExclusiveSum(nullptr, *bytes, static_cast<uint32_t*>(nullptr),
+                                       static_cast<uint32_t*>(nullptr),
+                                       (plan.geo.num_tiles + 1) * frames);
 }
 
 template <typename Kernel>
@@ -379,7 +471,8 @@ cudaError_t AllowShared(Kernel kernel, size_t bytes) {
 uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
 uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
 
-// Tables and tile starts: what both directions begin with.
+// Tables and tile starts, as decoding begins (encoding does the same for a
+// batch: EncodeT).
 absl::Status LaunchCommon(const InterpPlan& plan, const uint8_t* fill_mask, const Scratch& s,
                           cudaStream_t stream) {
   const Geometry& g = plan.geo;
@@ -396,7 +489,7 @@ absl::Status LaunchCommon(const InterpPlan& plan, const uint8_t* fill_mask, cons
   const SubLayout l = LayoutFor(TileKernel::kCount, g, plan.elem_size, true);
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CountKernel<<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, fill_mask,
-                                                                    s.counts, l.bytes);
+                                                                    s.counts, l.bytes, 0, 0);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   size_t temp = plan.cub_bytes;
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(s.cub_temp, temp, s.counts, s.tile_start,
@@ -404,42 +497,101 @@ absl::Status LaunchCommon(const InterpPlan& plan, const uint8_t* fill_mask, cons
   return absl::OkStatus();
 }
 
+// Exclusive sums of `frames` frames' num_tiles + 1 entries each, frame by
+// frame: one scan over all of them, rebased per frame (one frame: directly).
+absl::Status ScanFrames(const InterpPlan& plan, uint64_t frames, const Scratch& s,
+                        size_t cub_bytes, const uint32_t* in, uint32_t* out,
+                        cudaStream_t stream) {
+  const uint64_t per_frame = plan.geo.num_tiles + 1;
+  size_t temp = cub_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(s.cub_temp, temp, in, frames == 1 ? out : s.raw,
+                                                     per_frame * frames, stream));
+  if (frames > 1) {
+    RebaseKernel<<<dim3(GridFor(per_frame, kSmallThreads), static_cast<uint32_t>(frames)),
+                   kSmallThreads, 0, stream>>>(s.raw, out, per_frame);
+    CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  }
+  return absl::OkStatus();
+}
+
 template <typename T>
-absl::Status EncodeT(const InterpPlan& plan, const T* x, const uint8_t* fill, const Scratch& s,
-                     const InterpEncodeOutputs& out, cudaStream_t stream) {
+absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, const Scratch& s,
+                     size_t cub_bytes, cudaStream_t stream) {
   const Geometry& g = plan.geo;
-  if (absl::Status st = LaunchCommon(plan, fill, s, stream); !st.ok()) return st;
-  CUDA_RETURN_IF_ERROR(
-      cudaMemsetAsync(out.verbatim_mask, 0, CeilDiv(g.n, 32) * sizeof(uint32_t), stream));
+  const uint32_t frames = batch.frames;
+  const T* x = static_cast<const T*>(batch.input);
+  const uint8_t* fill = batch.fill_mask;
+  const InterpEncodeOutputs& out = batch.out;
+  BatchStep step;
+  step.x = batch.input_stride / sizeof(T);
+  step.fill = batch.fill_stride;
+  step.symbols = batch.symbols_stride;
+  step.verbatim = batch.verbatim_stride;
+  step.outliers = batch.outlier_stride;
+  step.counts = batch.counts_stride;
+  step.tile_start = plan.has_fill ? g.num_tiles + 1 : 0;
+
+  // Tables and tile starts.
+  HeaderTable table;
+  interp::ComputeHeaders(g, table.h);
+  CopyHeadersKernel<<<1, 256, 0, stream>>>(table, s.headers);
+  EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
+                  stream>>>(g, s.headers, s.entries);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  if (!plan.has_fill) {
+    StartsKernel<<<GridFor(g.num_tiles + 1, kSmallThreads), kSmallThreads, 0, stream>>>(
+        g, s.tile_start);
+    CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  } else {
+    const SubLayout l = LayoutFor(TileKernel::kCount, g, plan.elem_size, true);
+    const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+    CountKernel<<<dim3(TileGrid(g), frames), TileBlockThreads(g), shared, stream>>>(
+        g, s.headers, fill, s.counts, l.bytes, step.fill, g.num_tiles + 1);
+    CUDA_RETURN_IF_ERROR(cudaGetLastError());
+    if (absl::Status st = ScanFrames(plan, frames, s, cub_bytes, s.counts, s.tile_start, stream);
+        !st.ok()) {
+      return st;
+    }
+  }
+
+  const uint64_t mask_words = CeilDiv(g.n, 32);
+  if (frames == 1) {
+    CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(out.verbatim_mask, 0, mask_words * sizeof(uint32_t), stream));
+  } else {
+    CUDA_RETURN_IF_ERROR(cudaMemset2DAsync(out.verbatim_mask, step.verbatim * sizeof(uint32_t), 0,
+                                           mask_words * sizeof(uint32_t), frames, stream));
+  }
   T* anchor_w = static_cast<T*>(s.anchor_w);
-  const uint32_t anchor_grid = GridFor(g.num_tiles, kSmallThreads);
-  AnchorQuantizeKernel<T>
-      <<<anchor_grid, kSmallThreads, 0, stream>>>(g, x, fill, s.q, s.quantized, out.verbatim_mask);
-  AnchorPlaceholderKernel<<<GridFor(g.num_anchor_blocks, kSmallThreads), kSmallThreads, 0,
-                            stream>>>(g, s.q, s.quantized, s.placeholder);
+  const dim3 anchor_grid(GridFor(g.num_tiles, kSmallThreads), frames);
+  AnchorQuantizeKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(
+      g, x, fill, s.q, s.quantized, out.verbatim_mask, step);
+  AnchorPlaceholderKernel<<<dim3(GridFor(g.num_anchor_blocks, kSmallThreads), frames),
+                            kSmallThreads, 0, stream>>>(g, s.q, s.quantized, s.placeholder);
   AnchorResidualKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(
       g, s.q, s.quantized, s.placeholder, anchor_w, s.anchor_sym, s.flag, s.residual);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  size_t temp = plan.cub_bytes;
-  CUDA_RETURN_IF_ERROR(
-      cub::DeviceScan::ExclusiveSum(s.cub_temp, temp, s.flag, s.at, g.num_tiles + 1, stream));
+  if (absl::Status st = ScanFrames(plan, frames, s, cub_bytes, s.flag, s.at, stream); !st.ok()) {
+    return st;
+  }
   AnchorOutlierKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(
       g, s.flag, s.at, s.residual, out.outlier_index, out.outlier_residual, s.tile_start,
-      out.counts);
+      out.counts, step);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   const interp::EncodeTileArgs<T> args{
       x, fill, s.tile_start, anchor_w, s.anchor_sym, out.symbols, out.verbatim_mask};
   const SubLayout l = LayoutFor(TileKernel::kEncode, g, sizeof(T), fill != nullptr);
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+  const dim3 tile_grid(TileGrid(g), frames);
   if (fill != nullptr) {
     CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, true>, shared));
-    EncodeTilesKernel<T, true>
-        <<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, args, l);
+    EncodeTilesKernel<T, true><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
+        g, s.headers, s.entries, args, l, step);
   } else {
     CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, false>, shared));
-    EncodeTilesKernel<T, false>
-        <<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, args, l);
+    EncodeTilesKernel<T, false><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
+        g, s.headers, s.entries, args, l, step);
   }
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
@@ -618,25 +770,51 @@ absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill)
       cub::DeviceScan::ExclusiveSum(nullptr, plan.cub_bytes, static_cast<uint32_t*>(nullptr),
                                     static_cast<uint32_t*>(nullptr), plan.geo.num_tiles + 1));
   WorkspaceCarver measure_encode, measure_decode;
-  Carve(plan, false, measure_encode);
-  Carve(plan, true, measure_decode);
+  Carve(plan, false, measure_encode, 1, plan.cub_bytes);
+  Carve(plan, true, measure_decode, 1, plan.cub_bytes);
   plan.encode_scratch = measure_encode.size();
   plan.decode_scratch = measure_decode.size();
   return plan;
 }
 
+absl::StatusOr<size_t> InterpEncodeBatchScratch(const InterpPlan& plan, uint32_t frames) {
+  if (frames == 0 || frames > kMaxInterpBatchFrames) {
+    return absl::InvalidArgumentError("interpolation: batch of 0 or too many frames");
+  }
+  size_t cub_bytes = 0;
+  CUDA_RETURN_IF_ERROR(BatchCubBytes(plan, frames, &cub_bytes));
+  WorkspaceCarver measure;
+  Carve(plan, false, measure, frames, cub_bytes);
+  return measure.size();
+}
+
+absl::Status LaunchInterpEncodeBatch(const InterpPlan& plan, const InterpEncodeBatch& batch,
+                                     void* scratch, cudaStream_t stream) {
+  if ((batch.fill_mask != nullptr) != plan.has_fill) {
+    return absl::InvalidArgumentError("interpolation: fill mask and plan disagree");
+  }
+  if (batch.frames == 0 || batch.frames > kMaxInterpBatchFrames) {
+    return absl::InvalidArgumentError("interpolation: batch of 0 or too many frames");
+  }
+  if (batch.input_stride % plan.elem_size != 0) {
+    return absl::InvalidArgumentError("interpolation: input stride not whole elements");
+  }
+  size_t cub_bytes = 0;
+  CUDA_RETURN_IF_ERROR(BatchCubBytes(plan, batch.frames, &cub_bytes));
+  WorkspaceCarver carver(scratch);
+  const Scratch s = Carve(plan, false, carver, batch.frames, cub_bytes);
+  if (plan.elem_size == 4) return EncodeT<float>(plan, batch, s, cub_bytes, stream);
+  return EncodeT<double>(plan, batch, s, cub_bytes, stream);
+}
+
 absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const uint8_t* fill_mask,
                                 void* scratch, const InterpEncodeOutputs& out,
                                 cudaStream_t stream) {
-  if ((fill_mask != nullptr) != plan.has_fill) {
-    return absl::InvalidArgumentError("interpolation: fill mask and plan disagree");
-  }
-  WorkspaceCarver carver(scratch);
-  const Scratch s = Carve(plan, false, carver);
-  if (plan.elem_size == 4) {
-    return EncodeT(plan, static_cast<const float*>(input), fill_mask, s, out, stream);
-  }
-  return EncodeT(plan, static_cast<const double*>(input), fill_mask, s, out, stream);
+  InterpEncodeBatch batch;
+  batch.input = input;
+  batch.fill_mask = fill_mask;
+  batch.out = out;
+  return LaunchInterpEncodeBatch(plan, batch, scratch, stream);
 }
 
 absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs& in, void* output,
@@ -645,7 +823,7 @@ absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs
     return absl::InvalidArgumentError("interpolation: fill mask and plan disagree");
   }
   WorkspaceCarver carver(scratch);
-  const Scratch s = Carve(plan, true, carver);
+  const Scratch s = Carve(plan, true, carver, 1, plan.cub_bytes);
   if (plan.elem_size == 4) {
     return DecodeT(plan, in, static_cast<float*>(output), s, error, stream);
   }

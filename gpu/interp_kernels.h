@@ -79,6 +79,30 @@ struct InterpEncodeOutputs {
 absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const uint8_t* fill_mask,
                                 void* scratch, const InterpEncodeOutputs& out, cudaStream_t stream);
 
+// Several frames of one plan (one geometry, bound and fill flag: frames of
+// one array, or the samples of a candidate), in one set of launches: frame
+// f's arrays lie at f times these strides from frame 0's, which `input`,
+// `fill_mask` and `out` give. Each frame's results are LaunchInterpEncode's
+// for it. The verbatim masks are zeroed here (ceil(n / 32) words each).
+inline constexpr uint32_t kMaxInterpBatchFrames = 65535;  // a grid's y extent
+struct InterpEncodeBatch {
+  uint32_t frames = 1;
+  const void* input = nullptr;
+  uint64_t input_stride = 0;  // bytes
+  const uint8_t* fill_mask = nullptr;
+  uint64_t fill_stride = 0;  // bytes
+  InterpEncodeOutputs out;
+  uint64_t symbols_stride = 0;   // elements
+  uint64_t verbatim_stride = 0;  // words, >= ceil(n / 32)
+  uint64_t outlier_stride = 0;   // entries, >= num_tiles
+  uint64_t counts_stride = 0;    // words, >= 2
+};
+// Scratch bytes for a batch of `frames` (1: plan.encode_scratch); the key
+// tables are shared, the per-anchor arrays are each frame's.
+absl::StatusOr<size_t> InterpEncodeBatchScratch(const InterpPlan& plan, uint32_t frames);
+absl::Status LaunchInterpEncodeBatch(const InterpPlan& plan, const InterpEncodeBatch& batch,
+                                     void* scratch, cudaStream_t stream);
+
 struct InterpDecodeInputs {
   const uint16_t* symbols = nullptr;  // num_symbols, in symbol order, zero-run tokens expanded
   uint64_t num_symbols = 0;

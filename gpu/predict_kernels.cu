@@ -109,6 +109,16 @@ struct RowLayout {
   }
 };
 
+// Shared memory of PredictTile::Blocks: the blocks it takes at once, where
+// each one's elements start in q and kind (offset[count] ends the last), and
+// each one's first quantized element.
+struct MultiBlock {
+  BlockView view[32];
+  uint32_t offset[33];
+  uint32_t first[32];
+  uint32_t count;
+};
+
 // What every Lorenzo block of one prediction tile shares: the tile's segment
 // (and, in registers, what the hot loops read of it), its quantization rule,
 // and the shared-memory histogram window.
@@ -145,54 +155,101 @@ struct PredictTile {
     atomicOr(&mask[mask_base + i / 32], 1u << (i % 32));
   }
 
-  // Lorenzo block b, of any shape, alone.
-  template <typename T>
-  __device__ void Block(uint64_t b, int32_t* q, uint8_t* kind, uint32_t& first_quantized) const {
+  // Lorenzo blocks of any shape, several at a time: ids(0), ids(1), ... of
+  // the `available` given (at most 32), as many as fit the kernel's shared
+  // block (kMaxBlockVolume elements, which one block never exceeds), laid one
+  // after another in q and kind; each coded exactly as it would be alone.
+  // Returns how many it took (at least one), the same in every thread.
+  template <typename T, class Ids>
+  __device__ uint32_t Blocks(Ids ids, uint32_t available, int32_t* q, uint8_t* kind,
+                             MultiBlock& mb) const {
     const T* x = static_cast<const T*>(seg.input);
-    BlockView view;
-    view.Init(seg.geo, b);
-    const uint32_t v = view.volume;
-    if (threadIdx.x == 0) first_quantized = v;
-    __syncthreads();  // also orders the previous block's reads before these writes
+    __syncthreads();  // the previous blocks' readers of q, kind and mb are done
+    if (threadIdx.x < 32) {
+      const uint32_t k = threadIdx.x;
+      uint32_t v = 0;
+      if (k < available) {
+        mb.view[k].Init(seg.geo, ids(k));
+        v = mb.view[k].volume;
+      }
+      uint32_t end = v;  // inclusive sum of the volumes
+#pragma unroll
+      for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t up = __shfl_up_sync(0xFFFFFFFFu, end, d);
+        if (k >= d) end += up;
+      }
+      // The sums ascend, so the blocks that fit are a prefix.
+      const bool fits = k < available && end <= kMaxBlockVolume;
+      const uint32_t n = __popc(__ballot_sync(0xFFFFFFFFu, fits));
+      if (fits) {
+        mb.offset[k] = end - v;
+        mb.first[k] = v;
+        if (k == n - 1) mb.offset[n] = end;
+      }
+      if (k == 0) mb.count = n;
+    }
+    __syncthreads();
+    const uint32_t n = mb.count;
+    const uint32_t total = mb.offset[n];
+    // The block holding shared element j: the last whose offset is <= j.
+    auto block_of = [&](uint32_t j) {
+      uint32_t lo = 0, hi = n;
+      while (hi - lo > 1) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (mb.offset[mid] <= j) {
+          lo = mid;
+        } else {
+          hi = mid;
+        }
+      }
+      return lo;
+    };
 
     bool special = false;
-    for (uint32_t j = threadIdx.x; j < v; j += kThreads) {
+    for (uint32_t j = threadIdx.x; j < total; j += kThreads) {
+      const uint32_t k = block_of(j);
+      const uint32_t jj = j - mb.offset[k];
       uint32_t c[kDims];
-      view.Coords(j, c);
-      const uint64_t i = view.Index(c);
+      mb.view[k].Coords(jj, c);
+      const uint64_t i = mb.view[k].Index(c);
       int32_t qi;
-      const PointKind k = QuantizePoint<T>(x[i], rule, &qi);
+      const PointKind pk = QuantizePoint<T>(x[i], rule, &qi);
       q[j] = qi;
-      kind[j] = static_cast<uint8_t>(k);
-      if (k == PointKind::kQuantized) {
-        atomicMin(&first_quantized, j);
+      kind[j] = static_cast<uint8_t>(pk);
+      if (pk == PointKind::kQuantized) {
+        atomicMin(&mb.first[k], jj);
       } else {
         special = true;
-        MarkSpecial(k, i);
+        MarkSpecial(pk, i);
       }
     }
-    // Placeholders (FORMAT.md §10.2): the block's first quantized value.
+    // Placeholders (FORMAT.md §10.2): each block's first quantized value
+    // (an element this loop never writes).
     if (__syncthreads_or(special)) {
-      const int32_t placeholder = first_quantized < v ? q[first_quantized] : 0;
-      __syncthreads();
-      for (uint32_t j = threadIdx.x; j < v; j += kThreads) {
-        if (kind[j] != static_cast<uint8_t>(PointKind::kQuantized)) q[j] = placeholder;
+      for (uint32_t j = threadIdx.x; j < total; j += kThreads) {
+        if (kind[j] == static_cast<uint8_t>(PointKind::kQuantized)) continue;
+        const uint32_t k = block_of(j);
+        const uint32_t first = mb.first[k];
+        q[j] = first < mb.view[k].volume ? q[mb.offset[k] + first] : 0;
       }
       __syncthreads();
     }
 
     // Residual: the N-D Lorenzo difference over in-block neighbours, as the
     // alternating sum over the corners of the unit cube behind the element.
-    uint32_t inner[kDims];
-    for (int d = 0; d < kDims; ++d) inner[d] = view.InnerStride(d);
-    for (uint32_t base = 0; base < v; base += kThreads) {
+    for (uint32_t base = 0; base < total; base += kThreads) {
       const uint32_t j = base + threadIdx.x;
-      const bool valid = j < v;
+      const bool valid = j < total;
       int32_t delta = 0;
       uint64_t i = 0;
       if (valid) {
+        const uint32_t k = block_of(j);
+        const BlockView& view = mb.view[k];
+        const uint32_t jj = j - mb.offset[k];
         uint32_t c[kDims];
-        view.Coords(j, c);
+        view.Coords(jj, c);
+        uint32_t inner[kDims];
+        for (int d = 0; d < kDims; ++d) inner[d] = view.InnerStride(d);
         uint32_t active = 0;
         for (int d = 0; d < kDims; ++d) active |= (c[d] > 0 ? 1u : 0u) << d;
         for (uint32_t m = 0; m < 16; ++m) {
@@ -205,6 +262,7 @@ struct PredictTile {
       }
       Emit(valid, i, delta);
     }
+    return n;
   }
 
   // The n whole blocks of a group (StartGroup), all at once, in rows of 8
@@ -405,10 +463,10 @@ struct PredictTile {
   }
 
   // The tile's blocks RunGroups leaves (edge blocks), found by all threads at
-  // once, then taken one at a time.
+  // once, then taken several at a time.
   template <typename T, class Shape>
   __device__ void RunEdges(uint64_t b_begin, uint64_t b_end, int32_t* q, uint8_t* kind,
-                           uint32_t* list, uint32_t& count, uint32_t& first_quantized) const {
+                           uint32_t* list, uint32_t& count, MultiBlock& mb) const {
     for (uint64_t base = b_begin; base < b_end; base += kThreads) {
       if (threadIdx.x == 0) count = 0;
       __syncthreads();
@@ -420,7 +478,10 @@ struct PredictTile {
       }
       __syncthreads();
       const uint32_t n = count;
-      for (uint32_t i = 0; i < n; ++i) Block<T>(base + list[i], q, kind, first_quantized);
+      for (uint32_t i = 0; i < n;) {
+        i += Blocks<T>([&](uint32_t k) { return base + list[i + k]; }, min(n - i, 32u), q, kind,
+                       mb);
+      }
       __syncthreads();
     }
   }
@@ -492,18 +553,22 @@ __global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
     __shared__ uint8_t kind[kMaxBlockVolume];
     __shared__ uint32_t list[kThreads];
     __shared__ uint32_t count;
+    __shared__ MultiBlock mb;
     switch (shape) {
       case BlockShape::k3D:
-        tile.RunEdges<T, Block3D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        tile.RunEdges<T, Block3D>(b_begin, b_end, q, kind, list, count, mb);
         break;
       case BlockShape::k2D:
-        tile.RunEdges<T, Block2D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        tile.RunEdges<T, Block2D>(b_begin, b_end, q, kind, list, count, mb);
         break;
       case BlockShape::k1D:
-        tile.RunEdges<T, Block1D>(b_begin, b_end, q, kind, list, count, st.first[0]);
+        tile.RunEdges<T, Block1D>(b_begin, b_end, q, kind, list, count, mb);
         break;
       case BlockShape::kOther:
-        for (uint64_t b = b_begin; b < b_end; ++b) tile.Block<T>(b, q, kind, st.first[0]);
+        for (uint64_t b = b_begin; b < b_end;) {
+          b += tile.Blocks<T>([&](uint32_t k) { return b + k; },
+                              static_cast<uint32_t>(min(b_end - b, uint64_t{32})), q, kind, mb);
+        }
         break;
     }
   }

@@ -1,0 +1,42 @@
+// A stage's Huffman code built on the host from a frame's used symbols, as
+// codec/entropy_coder.cc builds it from the whole histogram (the same
+// lengths, the same code-length section, the same size in bits). The
+// compressor builds the codes it writes this way (version 2), and the
+// predictor survey (gpu/predictor_survey.h) the codes it only counts.
+#ifndef EBZIP_GPU_HOST_CODE_H_
+#define EBZIP_GPU_HOST_CODE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "codec/huffman_code.h"
+
+namespace ebzip::gpu {
+
+// The worst-case code-length section of a 65536-symbol alphabet, with room.
+inline constexpr uint64_t kCodeSectionStride = 2 * 65536 + 16;
+
+// Bytes a code-length section of `used` symbols can take: each symbol's
+// length, and before each of the at most used + 1 zero runs a 0 and a LEB128
+// count of 1 byte, 2 for the at most 512 runs of 128 or more of 65536 bins,
+// 3 for the at most 4 of 16384 or more.
+inline uint64_t SectionRoom(uint64_t used) {
+  return std::min(3 * used + 2 + 512 + 4, kCodeSectionStride);
+}
+
+// One stage's code for a segment's used symbols (ascending): lengths in list
+// order, the code-length section, and the stage's size in bits (payload,
+// `extra_bits` and 8 per section byte).
+struct HostCode {
+  std::vector<uint8_t> lengths;
+  std::vector<uint8_t> section;
+  uint64_t bits = 0;
+};
+HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
+                       uint64_t extra_bits);
+
+}  // namespace ebzip::gpu
+
+#endif  // EBZIP_GPU_HOST_CODE_H_
