@@ -733,8 +733,8 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
   for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
   std::vector<T> w(g.n);
   std::vector<T> box(g.box_volume);
-  interp::NeighborPass nb[2];
-  const interp::DirectSmem<T> sm{box.data(), nb};
+  interp::Neighbors nb;
+  const interp::DirectSmem<T> sm{box.data(), &nb};
   RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
     interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), t, args,
                                 anchor_w.data(), w.data(), sm);
