@@ -357,6 +357,61 @@ absl::Status DecodeFillMasks(const Plan& plan, const Buffers& b, cudaStream_t st
   return absl::OkStatus();
 }
 
+// Side streams forked from a caller's stream and joined back to it: work
+// enqueued on them runs after what the caller's stream had before Fork, and
+// what the caller's stream gets after Join runs after all of it. Streams and
+// events are released at destruction (CUDA frees them once their work is
+// done), so no error path leaks them.
+class StreamFork {
+ public:
+  StreamFork() = default;
+  StreamFork(const StreamFork&) = delete;
+  StreamFork& operator=(const StreamFork&) = delete;
+  ~StreamFork() {
+    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  }
+
+  absl::Status Fork(cudaStream_t parent, size_t count) {
+    cudaEvent_t forked = nullptr;
+    CUDA_RETURN_IF_ERROR(NewEvent(&forked));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(forked, parent));
+    for (size_t i = 0; i < count; ++i) {
+      cudaStream_t s = nullptr;
+      CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      streams_.push_back(s);
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, forked, 0));
+    }
+    return absl::OkStatus();
+  }
+  cudaStream_t operator[](size_t i) const { return streams_[i % streams_.size()]; }
+  absl::Status Join(cudaStream_t parent) {
+    for (cudaStream_t s : streams_) {
+      cudaEvent_t done = nullptr;
+      CUDA_RETURN_IF_ERROR(NewEvent(&done));
+      CUDA_RETURN_IF_ERROR(cudaEventRecord(done, s));
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(parent, done, 0));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  cudaError_t NewEvent(cudaEvent_t* e) {
+    const cudaError_t err = cudaEventCreateWithFlags(e, cudaEventDisableTiming);
+    if (err == cudaSuccess) events_.push_back(*e);
+    return err;
+  }
+  std::vector<cudaStream_t> streams_;
+  std::vector<cudaEvent_t> events_;
+};
+
+// Interpolation frames decoded at once: a frame's launches are a dozen small
+// kernels (tables, anchors) and one tile kernel whose last wave leaves most
+// of the GPU idle, so frames on side streams fill each other's gaps. Each
+// frame has its own scratch. On the H100 (16 frames of 64 MiB, REL 1e-4)
+// the frames took 6.2 ms on one stream, 4.7 on 4, 4.5 on 8 and on 16.
+constexpr size_t kInterpStreams = 8;
+
 // The interpolation frames' values (§15.7 steps 1-3): outlier lists, then
 // each frame's decoder; its checks (S against the mask among them) become
 // kErrInterp.
@@ -367,7 +422,11 @@ absl::Status DecodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t
   CUDA_RETURN_IF_ERROR(LaunchUnpackInterpOutliers(b.segments, S, plan.outliers, b.items,
                                                   b.outlier_index, b.outlier_residual, b.status,
                                                   st));
-  for (size_t k = 0; k < plan.interp.size(); ++k) {
+  // Whatever was enqueued on the side streams is joined back, errors too:
+  // the caller's stream must not run ahead of work still using its buffers.
+  StreamFork side;
+  absl::Status launched = side.Fork(st, std::min(kInterpStreams, plan.interp.size()));
+  for (size_t k = 0; launched.ok() && k < plan.interp.size(); ++k) {
     const InterpFrame& f = plan.interp[k];
     const Segment& seg = plan.segments[f.segment];
     InterpDecodeInputs in;
@@ -377,12 +436,12 @@ absl::Status DecodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t
     in.outlier_residual = b.outlier_residual + seg.outlier_base;
     in.num_outliers = seg.outlier_count;
     in.fill_mask = f.mask >= 0 ? b.masks[f.mask] : nullptr;
-    if (absl::Status s = LaunchInterpDecode(f.plan, in, seg.output, b.interp_scratch[k],
-                                            b.interp_errors + f.segment, st);
-        !s.ok()) {
-      return s;
-    }
+    launched.Update(LaunchInterpDecode(f.plan, in, seg.output, b.interp_scratch[k],
+                                       b.interp_errors + f.segment, side[k]));
   }
+  const absl::Status joined = side.Join(st);
+  if (!launched.ok()) return launched;
+  if (!joined.ok()) return joined;
   CUDA_RETURN_IF_ERROR(LaunchReportInterpErrors(b.interp_errors, S, b.status, st));
   return absl::OkStatus();
 }

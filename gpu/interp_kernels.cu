@@ -34,10 +34,10 @@ uint32_t GridFor(uint64_t threads, uint32_t per_block) {
 // Shared memory of one tile in each tile kernel: 8 words for the scan's warp
 // sums, then its arrays, each 16-byte aligned.
 
-enum class TileKernel { kEncode, kDecode, kScatter, kCount };
+enum class TileKernel { kEncode, kDecode, kScatter, kCount, kDecodeDirect };
 
 struct SubLayout {
-  uint32_t box = 0, fbox = 0, srank = 0, keep = 0;  // byte offsets
+  uint32_t box = 0, fbox = 0, srank = 0, keep = 0, nb = 0;  // byte offsets
   uint32_t bytes = 0;                               // per tile
 };
 
@@ -75,6 +75,12 @@ __host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& 
       }
       break;
     case TileKernel::kCount:
+      break;
+    case TileKernel::kDecodeDirect:
+      l.box = at;
+      at = Align16(at + uint64_t{elem} * g.box_volume);
+      l.nb = at;
+      at = Align16(at + sizeof(interp::Neighbors));
       break;
   }
   l.bytes = at;
@@ -324,6 +330,21 @@ __global__ void AnchorDequantizeKernel(Geometry g, const int32_t* q, T* anchor_w
   EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorDequantize<T>(g, t, q, anchor_w); }
 }
 
+// Without a fill mask, from symbol order (no scatter): the anchors' checks,
+// residuals and outliers.
+__global__ void AnchorLoadDirectKernel(Geometry g, interp::DirectArgs args, int32_t* q) {
+  SubBlock sb{0, 1, 0, nullptr};
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorLoadDirect(sb, g, t, args, q); }
+}
+
+__global__ void ApplyOutliersDirectKernel(Geometry g, const uint32_t* index, const int32_t* value,
+                                          uint64_t count, interp::DirectArgs args, int32_t* q) {
+  SubBlock sb{0, 1, 0, nullptr};
+  EBZIP_FOR_EACH(j, count) {
+    interp::AnchorApplyOutlierDirect(sb, g, j, index, value, args, q);
+  }
+}
+
 // S and the outlier count against what the decoder was given.
 __global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint64_t num_symbols,
                                    const uint32_t* anchor_zeros, uint64_t num_outliers,
@@ -393,6 +414,24 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   }
 }
 
+// 48 registers, 5 blocks of 256 threads an SM: forcing 6 or 8 (spilling)
+// measured slower on the H100.
+template <typename T>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                            interp::DirectArgs args, const T* anchor_w, T* out,
+                            SubLayout layout) {
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
+                                 reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::DecodeTileDirect<T>(sb, g, headers, entries, t, args, anchor_w, out, sm);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Host side.
 
@@ -444,7 +483,7 @@ Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c, uint64_t 
     s.residual = c.Take<int32_t>(tiles * f);
     if (f > 1) s.raw = c.Take<uint32_t>((tiles + 1) * f);
   } else {
-    s.sym_elem = c.Take<uint16_t>(g.n);
+    s.sym_elem = c.Take<uint16_t>(plan.decode_direct ? 0 : g.n);
     s.anchor_zeros = c.Take<uint32_t>(1);
   }
   return s;
@@ -597,9 +636,48 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   return absl::OkStatus();
 }
 
+// Without a fill mask: tables and starts, the anchors from their tiles' first
+// symbols (S and the outlier count checked once the zeros are counted), then
+// the tiles straight from symbol order.
+template <typename T>
+absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in, T* output,
+                           const Scratch& s, uint32_t* error, cudaStream_t stream) {
+  const Geometry& g = plan.geo;
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
+  if (absl::Status st = LaunchCommon(plan, nullptr, s, stream); !st.ok()) return st;
+  const interp::DirectArgs args{in.symbols, in.num_symbols, s.tile_start, error, s.anchor_zeros};
+  const uint32_t anchor_grid = GridFor(g.num_tiles, kSmallThreads);
+  AnchorLoadDirectKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, args, s.q);
+  if (in.num_outliers > 0) {
+    ApplyOutliersDirectKernel<<<GridFor(in.num_outliers, kSmallThreads), kSmallThreads, 0,
+                                stream>>>(g, in.outlier_index, in.outlier_residual,
+                                          in.num_outliers, args, s.q);
+  }
+  DecodeChecksKernel<<<1, 1, 0, stream>>>(g, s.tile_start, in.num_symbols, s.anchor_zeros,
+                                          in.num_outliers, error);
+  for (int d = interp::kIDims - 1; d >= 0; --d) {
+    if (g.tiles[d] > 1 && g.ablock[d] > 1) {
+      AnchorPrefixKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, d, s.q);
+    }
+  }
+  T* anchor_w = static_cast<T*>(s.anchor_w);
+  AnchorDequantizeKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(g, s.q, anchor_w);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  const SubLayout l = LayoutFor(TileKernel::kDecodeDirect, g, sizeof(T), false);
+  const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+  CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesDirectKernel<T>, shared));
+  DecodeTilesDirectKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
+      g, s.headers, s.entries, args, anchor_w, output, l);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
 template <typename T>
 absl::Status DecodeT(const InterpPlan& plan, const InterpDecodeInputs& in, T* output,
                      const Scratch& s, uint32_t* error, cudaStream_t stream) {
+  if (plan.decode_direct) return DecodeDirectT(plan, in, output, s, error, stream);
   const Geometry& g = plan.geo;
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
@@ -764,6 +842,12 @@ absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill)
   plan.geo = *g;
   plan.elem_size = static_cast<int>(DTypeSize(params.dtype));
   plan.has_fill = has_fill;
+  // The direct decoder's box shares its tile's shared memory with its
+  // Neighbors; where that does not fit, the scatter path decodes.
+  plan.decode_direct =
+      !has_fill && size_t{LayoutFor(TileKernel::kDecodeDirect, plan.geo, static_cast<uint32_t>(plan.elem_size), false)
+                                  .bytes} * plan.geo.tiles_per_block <=
+                       static_cast<size_t>(shared);
   KeyHeader headers[interp::kMaxKeys];
   plan.table_entries = interp::ComputeHeaders(plan.geo, headers);
   CUDA_RETURN_IF_ERROR(

@@ -10,9 +10,10 @@
 // 8; Lorenzo residuals, symbols, outliers; a scan for the outlier list), then
 // the tiles: a sub-block of threads per tile, its closed box in shared memory,
 // pass by pass with a barrier between passes, symbols written at their
-// positions. Decoding: the symbols to element order (checked), the anchors
-// (residuals, outliers, prefix sums in blocks of 8, dequantization), then
-// the tiles.
+// positions. Decoding: the anchors (residuals, outliers, prefix sums in
+// blocks of 8, dequantization), then the tiles, each reading its symbols
+// (and its far faces' from its neighbours) straight from symbol order; with
+// a fill mask, the symbols first go to element order (checked).
 #ifndef EBZIP_GPU_INTERP_KERNELS_H_
 #define EBZIP_GPU_INTERP_KERNELS_H_
 
@@ -57,7 +58,11 @@ struct InterpPlan {
   uint64_t table_entries = 0;  // key tables' entries (u32 each)
   size_t cub_bytes = 0;        // DeviceScan's temporary storage
   size_t encode_scratch = 0;   // bytes of scratch LaunchInterpEncode needs
-  size_t decode_scratch = 0;   // ... and LaunchInterpDecode (n u16 more: symbols by element)
+  size_t decode_scratch = 0;   // ... and LaunchInterpDecode
+  // Decoding reads the symbols in symbol order, tile by tile (no fill mask,
+  // and the tile's box with its far-face lookup fits shared memory); else
+  // it first scatters them to element order (n u16 more scratch).
+  bool decode_direct = false;
 };
 
 // Plans a frame for the current device (its shared memory limit; CUB's

@@ -727,6 +727,155 @@ EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
 }
 
 // ---------------------------------------------------------------------------
+// Decoding a frame without a fill mask straight from symbol order, with no
+// scatter to element order in between (what codec/interp_predictor.cc does
+// tile by tile). Tile t's own element j of pass p has position
+// tile_start[t] + pass_rank[p] + j (its table slot is its C-order rank). A
+// far-face element is the own element of the same pass of a neighbour tile
+// (DecodeTileDirect says how it is found).
+
+struct DirectArgs {
+  const uint16_t* symbols;  // in symbol order
+  uint64_t num_symbols;
+  const uint32_t* tile_start;
+  uint32_t* error;
+  uint32_t* anchor_zeros;  // counts anchors with symbol 0
+};
+
+// The symbol at position `at`, or radius (residual 0) past the end.
+EBZIP_HD inline uint16_t SymbolAt(const DirectArgs& a, uint64_t at, uint16_t zero_residual) {
+  return at < a.num_symbols ? a.symbols[at] : zero_residual;
+}
+
+// A tile's far neighbours, per mask w in [1, 2^k) (bit e: the next tile
+// along position e): first symbol position and key. Positions are 32-bit
+// here: without a fill mask each of the frame's n < 2^32 elements has its
+// own, below n.
+struct Neighbors {
+  uint32_t start[kMaxKeys];
+  uint32_t key[kMaxKeys];
+};
+
+// Elements first, first + step, ... below extent, step = 2^shift.
+EBZIP_HD inline uint32_t LatticeCountPow2(uint32_t extent, uint32_t first, uint32_t shift) {
+  return extent > first ? (extent - first + (1u << shift) - 1) >> shift : 0;
+}
+
+template <typename T>
+struct DirectSmem {
+  T* box;        // box_volume values: residuals, then working values
+  Neighbors* nb;
+};
+
+// Tile t from symbol order and the anchors' working values, with the
+// results of DecodeTile; its own symbols are checked as ScatterTile checks
+// them (the anchor's by AnchorLoadDirect). First every symbol the box needs
+// goes in, as its residual, to its slot (one sweep over the passes' entries
+// with no barrier, so the global loads overlap), then the passes run on
+// shared memory alone, as DecodeTile's.
+template <typename T, class Exec>
+EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* headers,
+                               const uint32_t* entries, uint64_t t, const DirectArgs& a,
+                               const T* anchor_w, T* out, const DirectSmem<T>& sm) {
+  const TileView v = MakeTile(g, t);
+  const KeyHeader& h = headers[v.key];
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  const uint32_t alphabet = 2 * static_cast<uint32_t>(g.radius);
+  const uint16_t zero_residual = static_cast<uint16_t>(g.radius);
+  const uint32_t masks = 1u << g.k;
+  const uint32_t start = a.tile_start[t];
+  // The box's corners are anchors; a far corner, or a far face, exists
+  // only along positions where the tile is not the last.
+  for (uint32_t m = lane; m < masks; m += threads) {
+    if ((m & v.key) != 0) continue;
+    uint32_t o = 0;
+    uint64_t u = t;
+    for (uint32_t e = 0; e < g.k; ++e) {
+      if ((m >> e) & 1) {
+        o += g.E * g.bstride[e];
+        u += g.astride[g.idim[e]];
+      }
+    }
+    sm.box[o] = anchor_w[u];
+    sm.nb->start[m] = a.tile_start[u];
+    sm.nb->key[m] = MakeTile(g, u).key;
+  }
+  ex.Sync();
+  uint32_t error = 0;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t level = p / g.k, pos = p % g.k;
+    const uint32_t log2h = g.log2E - level - 1;
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    const uint32_t own = h.pass_own[p];
+    const uint32_t first = start + h.pass_rank[p];
+    for (uint32_t j = lane; j < count; j += threads) {
+      const uint32_t o = list[j] & 0xFFFFu;
+      uint16_t sym;
+      if (j < own) {
+        const uint32_t at = first + j;
+        sym = SymbolAt(a, at, zero_residual);
+        if (at >= a.num_symbols) error |= kErrSymbolCount;
+        if (sym >= alphabet) error |= kErrAlphabet;
+        if (sym == 0) error |= kErrZeroAtNonAnchor;
+      } else {
+        // A far-face element, coordinate E along the positions of w: the
+        // neighbour's own element of this pass at coordinate 0 there (a
+        // multiple of 2h, as E is); its rank is the C-order index in the
+        // neighbour's own lattice. The neighbour checks its symbol.
+        uint32_t c[kIDims];
+        BoxCoords(g, o, c);
+        uint32_t w = 0;
+        EBZIP_UNROLL
+        for (int e = 0; e < kIDims; ++e) {
+          if (static_cast<uint32_t>(e) < g.k && c[e] == g.E) w |= 1u << e;
+        }
+        const KeyHeader& hn = headers[sm.nb->key[w]];
+        uint32_t at = sm.nb->start[w] + hn.pass_rank[p];
+        uint32_t stride = 1;
+        EBZIP_UNROLL
+        for (int e = kIDims - 1; e >= 0; --e) {
+          const uint32_t u = static_cast<uint32_t>(e);
+          if (u >= g.k) continue;
+          // Lattice along e: first h at the pass's position, else 0; step
+          // h before it, else 2h.
+          const uint32_t first_e = u == pos ? 1u << log2h : 0;
+          const uint32_t shift = u < pos ? log2h : log2h + 1;
+          if (((w >> e) & 1) == 0) at += ((c[e] - first_e) >> shift) * stride;
+          stride *= LatticeCountPow2(hn.own[e], first_e, shift);
+        }
+        sym = SymbolAt(a, at, zero_residual);
+      }
+      sm.box[o] = static_cast<T>(static_cast<int32_t>(sym) - g.radius);
+    }
+  }
+  if (error != 0) ex.AtomicOr(a.error, error);
+  ex.Sync();
+  const bool cubic = g.cubic != 0;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t level = p / g.k, pos = p % g.k;
+    const uint32_t hh = g.E >> (level + 1);
+    const uint32_t s = hh * g.bstride[pos];
+    const uint32_t bx = h.box[pos];
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    for (uint32_t j = lane; j < count; j += threads) {
+      const uint32_t entry = list[j];
+      const uint32_t o = entry & 0xFFFFu;
+      const double pred = Predict(sm.box, o, s, entry >> 16, hh, bx, cubic);
+      sm.box[o] = Reconstruct<T>(pred, static_cast<int32_t>(sm.box[o]), g.step);
+    }
+    ex.Sync();
+  }
+  for (uint32_t j = lane; j < h.own_volume; j += threads) {
+    uint32_t c[kIDims];
+    Decompose(j, h.own_div, g.k, c);
+    out[ElementOf(g, v, c)] = sm.box[BoxOffset(g, c)];
+  }
+  ex.Sync();  // the next tile reuses the shared memory
+}
+
+// ---------------------------------------------------------------------------
 // Anchors: the anchor grid, C order = increasing element index.
 
 EBZIP_HD inline void AnchorCoords(const Geometry& g, uint64_t t, uint64_t* k) {
@@ -876,6 +1025,47 @@ EBZIP_HD void AnchorApplyOutlier(Exec& ex, const Geometry& g, uint64_t j, const 
   }
   if (sym_elem[i] != 0) {
     ex.AtomicOr(error, kErrOutlier);
+    return;
+  }
+  q[t] = value[j];
+}
+
+// Steps 1 and 2 straight from symbol order (no fill mask: DecodeTileDirect):
+// anchor t's symbol is its tile's first, checked as ScatterTile checks it.
+template <class Exec>
+EBZIP_HD void AnchorLoadDirect(Exec& ex, const Geometry& g, uint64_t t, const DirectArgs& a,
+                               int32_t* q) {
+  const uint64_t at = a.tile_start[t];
+  const uint16_t sym = SymbolAt(a, at, static_cast<uint16_t>(g.radius));
+  uint32_t error = at < a.num_symbols ? 0u : uint32_t{kErrSymbolCount};
+  if (sym >= 2 * static_cast<uint32_t>(g.radius)) error |= kErrAlphabet;
+  if (sym == 0) ex.AtomicAdd(a.anchor_zeros, 1u);
+  if (error != 0) ex.AtomicOr(a.error, error);
+  q[t] = static_cast<int32_t>(sym) - g.radius;
+}
+template <class Exec>
+EBZIP_HD void AnchorApplyOutlierDirect(Exec& ex, const Geometry& g, uint64_t j,
+                                       const uint32_t* index, const int32_t* value,
+                                       const DirectArgs& a, int32_t* q) {
+  const uint64_t i = index[j];
+  if (i >= g.n) {
+    ex.AtomicOr(a.error, kErrOutlier);
+    return;
+  }
+  uint64_t t = 0;
+  for (int d = 0; d < kIDims; ++d) {
+    uint64_t x = i / g.stride[d] % g.dims[d];
+    if (IsInterpolated(g, d)) {
+      if (x % g.E != 0) {
+        ex.AtomicOr(a.error, kErrOutlier);
+        return;
+      }
+      x /= g.E;
+    }
+    t = t * g.tiles[d] + x;
+  }
+  if (SymbolAt(a, a.tile_start[t], static_cast<uint16_t>(g.radius)) != 0) {
+    ex.AtomicOr(a.error, kErrOutlier);
     return;
   }
   q[t] = value[j];

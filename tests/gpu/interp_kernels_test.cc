@@ -707,6 +707,44 @@ Encoded EmulateEncode(const Frame& f, uint32_t lanes) {
                                       : EmulateEncodeT<double>(f, lanes);
 }
 
+// The decoder without a fill mask: straight from symbol order, as the GPU
+// decodes such frames.
+template <typename T>
+Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint32_t lanes) {
+  const Geometry& g = ht.g;
+  const uint64_t tiles = g.num_tiles;
+  Decoded out;
+  uint32_t error = 0, zeros = 0;
+  const interp::DirectArgs args{e.symbols.data(), e.symbols.size(), ht.tile_start.data(), &error,
+                                &zeros};
+  std::vector<int32_t> q(tiles);
+  std::vector<T> anchor_w(tiles);
+  HostExec one;
+  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorLoadDirect(one, g, t, args, q.data());
+  for (uint64_t j = 0; j < e.outlier_index.size(); ++j) {
+    interp::AnchorApplyOutlierDirect(one, g, j, e.outlier_index.data(),
+                                     e.outlier_residual.data(), args, q.data());
+  }
+  if (ht.tile_start[tiles] != e.symbols.size()) error |= interp::kErrSymbolCount;
+  if (zeros != e.outlier_index.size()) error |= interp::kErrOutlierCount;
+  for (int d = interp::kIDims - 1; d >= 0; --d) {
+    for (uint64_t t = 0; t < tiles; ++t) interp::AnchorPrefix(g, d, t, q.data());
+  }
+  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
+  std::vector<T> w(g.n);
+  std::vector<T> box(g.box_volume);
+  interp::Neighbors nb;
+  const interp::DirectSmem<T> sm{box.data(), &nb};
+  RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
+    interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), t, args,
+                                anchor_w.data(), w.data(), sm);
+  });
+  out.bytes.resize(g.n * sizeof(T));
+  std::memcpy(out.bytes.data(), w.data(), out.bytes.size());
+  out.error = error;
+  return out;
+}
+
 template <typename T>
 Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
   const uint8_t* fill = f.fill();
@@ -715,6 +753,7 @@ Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
   const uint64_t tiles = g.num_tiles;
   Decoded out;
   if (ht.tile_start.empty()) return out;
+  if (fill == nullptr) return EmulateDecodeDirectT<T>(ht, e, lanes);
   std::vector<uint16_t> sym_elem(g.n, 0);
   uint32_t error = 0, zeros = 0;
   const interp::ScatterArgs args{e.symbols.data(), e.symbols.size(), fill,  ht.tile_start.data(),
