@@ -143,13 +143,14 @@ TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
 }
 
 // Issue #6: an array larger than the GPU's memory goes through the GPU
-// frame by frame. Here the device pool (16 MiB per worker) is a small
-// fraction of the 128 MiB array; every frame must still run on a GPU, not
-// fall back to the CPU codec, and the archive must be the local codec's.
+// frame by frame. Here the device pool (32 MiB per worker: a version-2
+// frame's batch holds its five candidates' surveys beside it) is a fraction
+// of the 128 MiB array; every frame must still run on a GPU, not fall back
+// to the CPU codec, and the archive must be the local codec's.
 TEST(ServerStreaming, ArraysLargerThanTheDevicePoolStreamThroughTheGpu) {
   if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
   auto options = TestServerOptions();
-  options.gpu_memory_bytes = uint64_t{32} << 20;
+  options.gpu_memory_bytes = uint64_t{64} << 20;
   options.gpu_workers = 2;
   options.stream_frames = 4;
   START_TEST_SERVER(server, options);
