@@ -40,37 +40,9 @@ CompressOptions Version1() {
 }
 
 using testing_fields::Check;
+using testing_fields::ExpectSameAsCpu;
 using testing_fields::MakeAnyField;
 using testing_fields::MakeField;
-
-// The whole contract for one case: the GPU archive is the CPU archive, and
-// every GPU decoder and the CPU decoder give the same bytes, within bound.
-void ExpectSameAsCpu(const ArraySpec& spec, const std::vector<uint8_t>& data,
-                     const CompressOptions& options) {
-  SCOPED_TRACE(ShapeToString(spec.shape) + " " + DTypeName(spec.dtype) + " " +
-               BoundModeName(options.mode) + " " + std::to_string(options.bound));
-  auto cpu = Compress(spec, data, options);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  auto gpu = CompressHost(spec, data, options);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  ASSERT_EQ(gpu->size(), cpu->size());
-  if (*gpu != *cpu) {
-    uint64_t first = 0;
-    while ((*gpu)[first] == (*cpu)[first]) ++first;
-    FAIL() << "archives differ first at byte " << first << " of " << cpu->size();
-  }
-  auto reference = Decompress(*cpu);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const auto check = Check(spec, data, reference->data, reference->abs_bound, options.fill_value);
-  EXPECT_TRUE(check.ok()) << check.Describe();
-  std::vector<DecoderKind> decoders = {DecoderKind::kChunkParallel, DecoderKind::kSelfSync};
-  if (options.gap_array) decoders.push_back(DecoderKind::kGapArray);
-  for (DecoderKind d : decoders) {
-    auto out = DecompressHost(*cpu, d);
-    ASSERT_TRUE(out.ok()) << DecoderKindName(d) << ": " << out.status();
-    EXPECT_TRUE(out->data == reference->data) << DecoderKindName(d) << " differs from the CPU";
-  }
-}
 
 TEST(GpuCodec, SmallAdversarialCases) {
   SKIP_WITHOUT_GPU();

@@ -17,6 +17,8 @@
 
 #include "absl/status/statusor.h"
 #include "codec/archive.h"
+#include "codec/byte_io.h"
+#include "codec/format.h"
 #include "codec/types.h"
 #include "gpu/gpu_codec.h"
 #include "gtest/gtest.h"
@@ -80,6 +82,78 @@ inline ::ebzip::testing::CheckResult Check(const ArraySpec& spec,
   return ::ebzip::testing::CheckBound(reinterpret_cast<const double*>(original.data()),
                                       reinterpret_cast<const double*>(decoded.data()), n,
                                       abs_bound, fill);
+}
+
+// The options a test case ran with, for its trace.
+inline std::string Describe(const CompressOptions& o) {
+  return std::string(BoundModeName(o.mode)) + " " + std::to_string(o.bound) +
+         " predictor " + std::to_string(static_cast<int>(o.predictor)) + " lossless " +
+         std::to_string(static_cast<int>(o.lossless)) + " order " +
+         std::to_string(o.interp_order) + (o.fill_value ? " fill" : "");
+}
+
+// Where two archives of the same size first differ: the byte, and for the
+// first frame whose sections differ, each differing section's first byte.
+inline std::string WhereTheyDiffer(const std::vector<uint8_t>& cpu,
+                                   const std::vector<uint8_t>& gpu) {
+  uint64_t first = 0;
+  while (gpu[first] == cpu[first]) ++first;
+  std::string out = "archives differ first at byte " + std::to_string(first) + " of " +
+                    std::to_string(cpu.size());
+  auto info = ReadArchiveInfo(cpu);
+  if (!info.ok()) return out;
+  for (uint64_t f = 0; f < info->frames.size(); ++f) {
+    const format::FrameHeader& h = info->frame_headers[f];
+    uint64_t at = info->frames[f].offset + format::kFrameHeaderSize;
+    std::string sections;
+    for (int k = 0; k < format::kSectionCount; ++k) {
+      for (uint64_t i = 0; i < h.sections[k].length; ++i) {
+        if (cpu[at + i] != gpu[at + i]) {
+          sections += " section " + std::to_string(k) + " at " + std::to_string(i) + " of " +
+                      std::to_string(h.sections[k].length) + " (cpu " +
+                      std::to_string(cpu[at + i]) + ", gpu " + std::to_string(gpu[at + i]) + ")";
+          break;
+        }
+      }
+      at += AlignUp(h.sections[k].length, format::kAlignment);
+    }
+    if (!sections.empty()) {
+      return out + "; frame " + std::to_string(f) + " (predictor " +
+             std::to_string(h.predictor) + ", lossless " + std::to_string(h.lossless) +
+             ", fill coding " + std::to_string(h.fill_coding) + ", S " +
+             std::to_string(h.positions) + "):" + sections;
+    }
+  }
+  return out;
+}
+
+// The whole contract for one case: the GPU archive is the CPU archive, it
+// decodes within the bound, and every GPU decoder gives the CPU decoder's
+// bytes (a decoder's failure is reported without stopping the caller's
+// later cases).
+inline void ExpectSameAsCpu(const ArraySpec& spec, const std::vector<uint8_t>& data,
+                            const CompressOptions& options) {
+  SCOPED_TRACE(ShapeToString(spec.shape) + " " + DTypeName(spec.dtype) + " " + Describe(options));
+  auto cpu = Compress(spec, data, options);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto gpu = CompressHost(spec, data, options);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_EQ(gpu->size(), cpu->size());
+  if (*gpu != *cpu) FAIL() << WhereTheyDiffer(*cpu, *gpu);
+  auto reference = Decompress(*cpu);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const auto check = Check(spec, data, reference->data, reference->abs_bound, options.fill_value);
+  EXPECT_TRUE(check.ok()) << check.Describe();
+  std::vector<DecoderKind> decoders = {DecoderKind::kChunkParallel, DecoderKind::kSelfSync};
+  if (options.gap_array) decoders.push_back(DecoderKind::kGapArray);
+  for (DecoderKind d : decoders) {
+    auto out = DecompressHost(*cpu, d);
+    if (!out.ok()) {
+      ADD_FAILURE() << DecoderKindName(d) << ": " << out.status();
+      continue;
+    }
+    EXPECT_TRUE(out->data == reference->data) << DecoderKindName(d) << " differs from the CPU";
+  }
 }
 
 // A real field for a GPU test; nullopt (with a line saying so) where it is

@@ -25,75 +25,8 @@
 namespace ebzip::gpu {
 namespace {
 
-using testing_fields::Check;
+using testing_fields::ExpectSameAsCpu;
 using testing_fields::MakeAnyField;
-
-std::string Describe(const CompressOptions& o) {
-  return std::string(" predictor ") + std::to_string(static_cast<int>(o.predictor)) +
-         " lossless " + std::to_string(static_cast<int>(o.lossless)) + " order " +
-         std::to_string(o.interp_order) + (o.fill_value ? " fill" : "");
-}
-
-// Where two archives of the same size first differ: the byte, and for the
-// first frame whose sections differ, each differing section's first byte.
-std::string WhereTheyDiffer(const std::vector<uint8_t>& cpu, const std::vector<uint8_t>& gpu) {
-  uint64_t first = 0;
-  while (gpu[first] == cpu[first]) ++first;
-  std::string out = "archives differ first at byte " + std::to_string(first) + " of " +
-                    std::to_string(cpu.size());
-  auto info = ReadArchiveInfo(cpu);
-  if (!info.ok()) return out;
-  for (uint64_t f = 0; f < info->frames.size(); ++f) {
-    const format::FrameHeader& h = info->frame_headers[f];
-    uint64_t at = info->frames[f].offset + format::kFrameHeaderSize;
-    std::string sections;
-    for (int k = 0; k < format::kSectionCount; ++k) {
-      for (uint64_t i = 0; i < h.sections[k].length; ++i) {
-        if (cpu[at + i] != gpu[at + i]) {
-          sections += " section " + std::to_string(k) + " at " + std::to_string(i) + " of " +
-                      std::to_string(h.sections[k].length) + " (cpu " +
-                      std::to_string(cpu[at + i]) + ", gpu " + std::to_string(gpu[at + i]) + ")";
-          break;
-        }
-      }
-      at += AlignUp(h.sections[k].length, format::kAlignment);
-    }
-    if (!sections.empty()) {
-      return out + "; frame " + std::to_string(f) + " (predictor " +
-             std::to_string(h.predictor) + ", lossless " + std::to_string(h.lossless) +
-             ", fill coding " + std::to_string(h.fill_coding) + ", S " +
-             std::to_string(h.positions) + "):" + sections;
-    }
-  }
-  return out;
-}
-
-// The GPU archive is the CPU archive; it decodes within the bound, and the
-// GPU decoder gives the CPU decoder's bytes.
-void ExpectSameAsCpu(const ArraySpec& spec, const std::vector<uint8_t>& data,
-                     const CompressOptions& options) {
-  SCOPED_TRACE(ShapeToString(spec.shape) + " " + DTypeName(spec.dtype) + " " +
-               BoundModeName(options.mode) + " " + std::to_string(options.bound) +
-               Describe(options));
-  auto cpu = Compress(spec, data, options);
-  ASSERT_TRUE(cpu.ok()) << cpu.status();
-  auto gpu = CompressHost(spec, data, options);
-  ASSERT_TRUE(gpu.ok()) << gpu.status();
-  ASSERT_EQ(gpu->size(), cpu->size());
-  if (*gpu != *cpu) FAIL() << WhereTheyDiffer(*cpu, *gpu);
-  auto reference = Decompress(*cpu);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const auto check = Check(spec, data, reference->data, reference->abs_bound, options.fill_value);
-  EXPECT_TRUE(check.ok()) << check.Describe();
-  // Not fatal: a decoder failure is reported without stopping the later
-  // cases' comparisons of the archives.
-  auto decoded = DecompressHost(*cpu);
-  if (!decoded.ok()) {
-    ADD_FAILURE() << "the GPU decoder: " << decoded.status();
-    return;
-  }
-  EXPECT_TRUE(decoded->data == reference->data) << "the GPU decoder differs from the CPU's";
-}
 
 // The option sets a user can give: the per-frame choice, and each predictor
 // and stage forced.
@@ -311,7 +244,7 @@ struct ChoiceCase {
 
 std::string Describe(const ChoiceCase& c) {
   return ShapeToString(c.spec.shape) + " " + DTypeName(c.spec.dtype) + " " + KindName(c.kind) +
-         " bound " + std::to_string(c.options.bound) + Describe(c.options);
+         " bound " + std::to_string(c.options.bound) + testing_fields::Describe(c.options);
 }
 
 std::vector<ChoiceCase> ChoiceCases() {
@@ -441,7 +374,7 @@ void ExpectBatchMatchesOneByOne(const std::vector<ArraySpec>& specs,
     ASSERT_EQ(got[i], expected[i].size()) << "array " << i;
     std::vector<uint8_t> archive(got[i]);
     ASSERT_EQ(cudaMemcpy(archive.data(), archives[i], got[i], cudaMemcpyDeviceToHost), cudaSuccess);
-    if (archive != expected[i]) ADD_FAILURE() << "array " << i << ": " << WhereTheyDiffer(expected[i], archive);
+    if (archive != expected[i]) ADD_FAILURE() << "array " << i << ": " << testing_fields::WhereTheyDiffer(expected[i], archive);
     cudaFree(inputs[i]);
     cudaFree(archives[i]);
   }
