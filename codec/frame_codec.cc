@@ -169,15 +169,7 @@ absl::Status DecodeInterp(const FrameHeader& h, const std::vector<uint16_t>& sym
       return Corrupt("outlier index out of order");
     }
   }
-  FrameParams p;
-  p.dtype = h.dtype;
-  p.shape.assign(h.shape.begin(), h.shape.begin() + h.ndim);
-  p.radius = h.radius;
-  p.abs_bound = h.abs_bound;
-  p.quant_step = h.quant_step;
-  p.fill_value = h.fill_value;
-  PredictorConfig config{h.predictor, h.block, h.order};
-  return InterpDecode(InterpParamsFor(p, config), symbols, index, residual, mask, out, cancel);
+  return InterpDecode(InterpParamsFor(h), symbols, index, residual, mask, out, cancel);
 }
 
 template <typename T>

@@ -102,6 +102,17 @@ InterpParams InterpParamsFor(const FrameParams& p, const PredictorConfig& config
   return ip;
 }
 
+InterpParams InterpParamsFor(const format::FrameHeader& h) {
+  FrameParams p;
+  p.dtype = h.dtype;
+  p.shape.assign(h.shape.begin(), h.shape.begin() + h.ndim);
+  p.radius = h.radius;
+  p.abs_bound = h.abs_bound;
+  p.quant_step = h.quant_step;
+  p.fill_value = h.fill_value;
+  return InterpParamsFor(p, PredictorConfig{h.predictor, h.block, h.order});
+}
+
 FrameFill FindFill(const FrameParams& p, const uint8_t* data) {
   const uint64_t n = Elements(p);
   FrameFill fill;

@@ -77,6 +77,7 @@ class FrameContent {
 
 // The interpolation parameters of a frame (the writer's or a header's).
 InterpParams InterpParamsFor(const FrameParams& p, const PredictorConfig& config);
+InterpParams InterpParamsFor(const format::FrameHeader& h);
 
 }  // namespace ebzip
 

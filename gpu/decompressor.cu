@@ -62,20 +62,11 @@ struct Plan {
 };
 
 // The interpolation decoder's plan for a frame, from the parameters the CPU
-// decoder derives from its header (codec/frame_codec.cc's DecodeInterp).
-// UNIMPLEMENTED for tiles the GPU kernels cannot hold (the service then
-// decodes on the CPU).
+// decoder derives from its header. UNIMPLEMENTED for tiles the GPU kernels
+// cannot hold (the service then decodes on the CPU).
 absl::StatusOr<InterpPlan> PlanInterpFrame(const format::FrameHeader& h) {
-  FrameParams p;
-  p.dtype = h.dtype;
-  p.shape.assign(h.shape.begin(), h.shape.begin() + h.ndim);
-  p.radius = h.radius;
-  p.abs_bound = h.abs_bound;
-  p.quant_step = h.quant_step;
-  p.fill_value = h.fill_value;
-  const PredictorConfig config{h.predictor, h.block, h.order};
   absl::StatusOr<InterpPlan> plan =
-      PlanInterp(InterpParamsFor(p, config), h.fill_coding == format::kFillCodingMask);
+      PlanInterp(InterpParamsFor(h), h.fill_coding == format::kFillCodingMask);
   // Parameters ReadArchiveInfo let through but the predictor refuses: the
   // CPU decoder refuses them too.
   if (plan.status().code() == absl::StatusCode::kInvalidArgument) {
