@@ -6,6 +6,8 @@
 #          (MANY_STREAMS may list several counts, e.g. "6 12")
 #   one    one ONE_BYTES round trip (streamed: ABS bound, frames spread
 #          over the GPUs by the shared queue)
+# Without service_bench.sh's limits (LIMITS=0, unless set): only the
+# service rows are kept below; run ebzip_transfer_limits once for them.
 # usage (after scripts/gpu_host_check.sh has unpacked the bundle):
 #   bench/multi_gpu.sh        logs to $OUT (or /tmp)
 set -uo pipefail
@@ -24,11 +26,11 @@ for devices in 0 0,1; do
     status=$((status | rc))
   done
   for streams in ${MANY_STREAMS:-6}; do
-    EBZIP_RUN="$run" EBZIP_BACKEND=gpu WORKLOADS=big BATCHING=true METHOD=both \
+    LIMITS=${LIMITS:-0} EBZIP_RUN="$run" EBZIP_BACKEND=gpu WORKLOADS=big BATCHING=true METHOD=both \
       BIG_REQUESTS=${MANY_REQUESTS:-12} BIG_STREAMS=$streams LOAD_FLAGS="--abs 1e-2" \
       timeout 200 bench/service_bench.sh 2>&1 | grep -E '^(compress|decompress|round trip|server:|ebzip_load: method)'
   done
-  EBZIP_RUN="$run" EBZIP_BACKEND=gpu WORKLOADS=big BATCHING=true METHOD=both \
+  LIMITS=${LIMITS:-0} EBZIP_RUN="$run" EBZIP_BACKEND=gpu WORKLOADS=big BATCHING=true METHOD=both \
     BIG_REQUESTS=1 BIG_STREAMS=1 BIG_BYTES=${ONE_BYTES:-$((16 << 30))} LOAD_FLAGS="--abs 1e-2" \
     timeout 200 bench/service_bench.sh 2>&1 | grep -E '^(compress|decompress|round trip|server:)'
 done

@@ -8,12 +8,22 @@
 # request compresses a generated smooth float32 field, then decompresses the
 # archive it got back) and prints ebzip_load's tables, plus the batches the
 # server ran (from its /metrics) and the CPU time ebzipd and ebzip_load spent
-# per request:
+# per request, and each operation's throughput as a fraction of the host's
+# raw limits (below):
 #   big    BIG_REQUESTS arrays of BIG_BYTES from BIG_STREAMS streams   (3 x 1 GiB, 1)
 #   mid    MID_REQUESTS arrays of MID_BYTES from MID_STREAMS streams   (8 x 256 MiB, 4)
 #   small  SMALL_REQUESTS arrays of SMALL_BYTES from SMALL_STREAMS     (10000 x 256 KiB, 32)
 # The defaults suit a small CPU machine; on a GPU host use e.g.
 #   BIG_REQUESTS=16 BIG_STREAMS=2 MID_REQUESTS=64 SMALL_REQUESTS=50000
+#
+# Limits (issue #24): before starting ebzipd, it runs ebzip_transfer_limits
+# once per workload on this host, moving STREAMS x BYTES over STREAMS
+# loopback TCP connections and Unix-domain sockets (the client's one
+# connection per stream), plus memcpy and, with a CUDA device visible,
+# pinned and pageable H2D/D2H copies. After each workload it prints lines
+#   big compress: 1.05 GB/s (1 x 1073741824 B / p50 1018.0 ms) = 23 % of TCP x1 4.60 GB/s, ...
+# the rate being streams x array bytes / the operation's p50 latency, the
+# limits the tool's medians.
 #
 # Environment:
 #   EBZIP_BACKEND   ebzipd --backend (auto, cpu, gpu; default auto)
@@ -27,6 +37,8 @@
 #   BATCHING        which settings (default "true false")
 #   EBZIPD_FLAGS    more ebzipd flags;  LOAD_FLAGS  more ebzip_load flags
 #   SMALL_WARMUP    warm-up requests before the small workload (default 200)
+#   LIMITS          0: skip ebzip_transfer_limits and the fractions (default 1)
+#   LIMITS_FLAGS    more ebzip_transfer_limits flags (e.g. --repeats=5)
 #   SERVER_CPUS, LOAD_CPUS  taskset -c lists that keep ebzipd and ebzip_load on
 #                   cores of their own (e.g. 0-9 and 10-15): with both on one
 #                   host, what the server does with the cores it would have
@@ -42,12 +54,14 @@ workloads=${WORKLOADS:-big mid small}
 batchings=${BATCHING:-true false}
 read -r -a extra_server <<< "${EBZIPD_FLAGS:-}"
 read -r -a extra_load <<< "${LOAD_FLAGS:-}"
+read -r -a extra_limits <<< "${LIMITS_FLAGS:-}"
 
 # shellcheck source=bench/binaries.sh
 source "$(dirname "$0")/binaries.sh"
 find_binaries "$build"
 if [[ -n ${SERVER_CPUS:-} ]]; then ebzipd=(taskset -c "$SERVER_CPUS" "${ebzipd[@]}"); fi
 if [[ -n ${LOAD_CPUS:-} ]]; then load=(taskset -c "$LOAD_CPUS" "${load[@]}"); fi
+measure_limits=${LIMITS:-1}
 PY=$(command -v python3)
 
 work=$(mktemp -d)
@@ -116,6 +130,65 @@ if requests:
 PYEOF
 }
 
+# WORKLOAD: sets bytes, n (requests), s (streams) and warm (warm-up requests).
+workload_params() {
+  case $1 in
+    big)   bytes=${BIG_BYTES:-$((1 << 30))}; n=${BIG_REQUESTS:-3}; s=${BIG_STREAMS:-1}; warm=${BIG_WARMUP:-0};;
+    mid)   bytes=${MID_BYTES:-$((256 << 20))}; n=${MID_REQUESTS:-8}; s=${MID_STREAMS:-4}; warm=${MID_WARMUP:-0};;
+    small) bytes=${SMALL_BYTES:-$((256 << 10))}; n=${SMALL_REQUESTS:-10000}; s=${SMALL_STREAMS:-32}; warm=${SMALL_WARMUP:-200};;
+    *) echo "unknown workload $1" >&2; exit 2;;
+  esac
+}
+
+# WORKLOAD LOAD_OUTPUT LIMITS_OUTPUT: each operation of ebzip_load's table
+# as a fraction of the socket limits for as many connections as it used,
+# then the host's other limits measured for the workload.
+limit_fractions() {
+  "$PY" - "$@" <<'PYEOF'
+import re, sys
+workload, load_path, limits_path = sys.argv[1:4]
+load = open(load_path).read()
+limits = {}
+for m in re.finditer(r'^limit (\S+) (\S+) bytes=\d+ GB/s=(\S+)', open(limits_path).read(), re.M):
+    limits[(m.group(1), m.group(2))] = float(m.group(3))
+head = re.search(r'method \S+, (\d+) B arrays.*?(\d+) streams over (\d+) channels', load)
+if not head:
+    sys.exit(f"{workload}: no ebzip_load header to relate to the limits")
+array, streams, channels = (int(g) for g in head.groups())
+def of(rate, what, n, label):
+    lim = limits.get((what, f"connections={n}"))
+    if not lim:
+        return f"{label} x{n} not measured"
+    pct = 100 * rate / lim
+    return f"{pct:.0f} % of {label} x{n} {lim:.2f} GB/s" if pct >= 10 else \
+        f"{pct:.1f} % of {label} x{n} {lim:.2f} GB/s"
+for op in ("compress", "decompress"):
+    # op, requests, errors, array GB, seconds, GB/s, req/s, p50 ms, ...
+    row = re.search(r'^' + op + r' +(\d+)(?: +\S+){5} +(\S+) ', load, re.M)
+    if not row or int(row.group(1)) == 0:
+        continue
+    p50_ms = float(row.group(2))
+    rate = streams * array / (p50_ms * 1e-3) * 1e-9
+    print(f"{workload} {op}: {rate:.2f} GB/s ({streams} x {array} B / p50 {p50_ms:.1f} ms) = "
+          f"{of(rate, 'tcp', channels, 'TCP')}, {of(rate, 'uds', channels, 'UDS')}")
+host = []
+wanted = [("memcpy", "threads=1", "memcpy 1 thread")]
+if streams > 1:
+    wanted.append(("memcpy", f"threads={streams}", f"memcpy {streams} threads"))
+# The copies on whichever device the tool measured (its --device).
+device = next((d for w, d in limits if w == "h2d_pinned"), None)
+wanted += [("h2d_pinned", device, "H2D pinned"), ("d2h_pinned", device, "D2H pinned"),
+           ("h2d_pageable", device, "H2D pageable"), ("d2h_pageable", device, "D2H pageable")]
+for what, detail, label in wanted:
+    v = limits.get((what, detail))
+    if v is not None:
+        host.append(f"{label} {v:.2f} GB/s")
+if not any(what.startswith("h2d") for what, _ in limits):
+    host.append("no H2D/D2H copies measured")
+print(f"{workload} host limits: " + ", ".join(host))
+PYEOF
+}
+
 echo "== ebzip service load benchmark"
 echo "date:    $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 echo "commit:  $(git log -1 --format='%h %cd' 2>/dev/null || echo unknown)"
@@ -125,6 +198,31 @@ if command -v nvidia-smi > /dev/null; then
 fi
 echo "backend: $backend, method: $method, REL $rel"
 echo "cores:   ebzipd ${SERVER_CPUS:-any}, ebzip_load ${LOAD_CPUS:-any}"
+
+# The limits, on this host in this run, before ebzipd starts: for each
+# workload, its streams' bytes over as many connections (bench/README.md).
+# No CUDA copies when the backend is the CPU: they limit nothing then.
+if [[ $measure_limits != 0 && -n $limits_missing ]]; then
+  echo
+  echo "limits: $limits_missing; the figures come without their limits (LIMITS=0 to skip)"
+  measure_limits=0
+fi
+if [[ $measure_limits != 0 ]]; then
+  measure=tcp,uds,memcpy,cuda
+  [[ $backend == cpu ]] && measure=tcp,uds,memcpy
+  for w in $workloads; do
+    workload_params "$w"
+    echo
+    echo "==== limits for $w: $s x $bytes B, connections: $s (ebzip_transfer_limits)"
+    rc=0
+    "${limits[@]}" --bytes="$((s * bytes))" --connections="$s" --measure="$measure" \
+        "${extra_limits[@]}" > "$work/limits-$w.txt" || rc=$?
+    grep -v '^limit ' "$work/limits-$w.txt" || true
+    if [[ $rc != 0 ]]; then
+      echo "ebzip_transfer_limits exited $rc: $w's figures come without (some of) their limits"
+    fi
+  done
+fi
 
 status=0
 for batching in $batchings; do
@@ -141,19 +239,20 @@ for batching in $batchings; do
   fi
   grep -m1 "ebzipd serving" "$work/ebzipd.log"
   for w in $workloads; do
-    case $w in
-      big)   bytes=${BIG_BYTES:-$((1 << 30))}; n=${BIG_REQUESTS:-3}; s=${BIG_STREAMS:-1}; warm=${BIG_WARMUP:-0};;
-      mid)   bytes=${MID_BYTES:-$((256 << 20))}; n=${MID_REQUESTS:-8}; s=${MID_STREAMS:-4}; warm=${MID_WARMUP:-0};;
-      small) bytes=${SMALL_BYTES:-$((256 << 10))}; n=${SMALL_REQUESTS:-10000}; s=${SMALL_STREAMS:-32}; warm=${SMALL_WARMUP:-200};;
-      *) echo "unknown workload $w" >&2; exit 2;;
-    esac
+    workload_params "$w"
     echo
     echo "--- $w: $n x $bytes B, $s streams, batching=$batching, load average $(cut -d' ' -f1-3 /proc/loadavg)"
     rc=0
     server_cpu0=$(server_cpu "$server_pid")
     times > "$work/times0"
+    # tee: the table is also wanted for the fractions below (tee's CPU
+    # time, a few kB copied, lands in ebzip_load's).
+    set +e
     "${load[@]}" --server "127.0.0.1:$port" --method "$method" --array_bytes "$bytes" \
-        --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" "${extra_load[@]}" || rc=$?
+        --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" "${extra_load[@]}" |
+      tee "$work/load.out"
+    rc=${PIPESTATUS[0]}
+    set -e
     if [[ $rc != 0 ]]; then
       echo "ebzip_load exited $rc"
       status=1
@@ -163,6 +262,9 @@ for batching in $batchings; do
     batch_summary "$mport" \
         "$(awk -v a="$server_cpu0" -v b="$server_cpu1" 'BEGIN {print b - a}')" \
         "$(awk -v a="$(children_cpu "$work/times0")" -v b="$(children_cpu "$work/times1")" 'BEGIN {print b - a}')"
+    if [[ $measure_limits != 0 ]]; then
+      limit_fractions "$w" "$work/load.out" "$work/limits-$w.txt" || true
+    fi
   done
   kill -TERM "$server_pid"
   rc=0

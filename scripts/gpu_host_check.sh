@@ -3,7 +3,8 @@
 # that has the CUDA driver but none of the project's libraries (the lent H100:
 # see bench/README.md). Expects, built and packed on the development machine:
 #   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
-#                        server_gpu_*_test, ebzipd, ebzip_load), or bundle.txz (xz)
+#                        server_gpu_*_test, ebzipd, ebzip_load, ebzip_transfer_limits),
+#                        or bundle.txz (xz)
 #   .device/data/*.gz    ferret-datasets files, gzipped (or *.xz)
 # usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|
 #                                   soak|soak-start|soak-collect]...

@@ -1,0 +1,39 @@
+#!/bin/bash
+# bench/service_bench.sh with its limits, at a tiny size: ebzip_transfer_limits
+# runs before ebzipd, and each operation's figure is printed as a fraction
+# of the socket limits measured in the same run, for as many connections
+# as ebzip_load used; LIMITS=0 leaves all of that out. Only the lines' form
+# is checked, never a rate.
+# usage: service_bench_limits_test.sh BUILD_DIR   (with ebzipd, ebzip_load and
+#        ebzip_transfer_limits built)
+set -uo pipefail
+build=$1
+bench="$(dirname "$0")/../../bench/service_bench.sh"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$out"; exit 1; }
+num='[0-9]+(\.[0-9]+)?'
+
+# Two streams of 1 MiB: the limits move 2 MiB over 2 connections.
+EBZIP_BACKEND=cpu WORKLOADS=big BATCHING=true BIG_BYTES=$((1 << 20)) BIG_REQUESTS=4 BIG_STREAMS=2 \
+  bash "$bench" "$build" > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "exit $rc"
+grep -q '^==== limits for big: 2 x 1048576 B, connections: 2' "$out" || fail "no limits header"
+grep -qE "^tcp +connections=2 +$num +$num$" "$out" || fail "no TCP x2 row"
+grep -q "^# cuda" "$out" && fail "CUDA copies measured for EBZIP_BACKEND=cpu"
+for op in compress decompress; do
+  grep -qE "^big $op: $num GB/s \(2 x 1048576 B / p50 $num ms\) = $num % of TCP x2 $num GB/s, $num % of UDS x2 $num GB/s$" \
+    "$out" || fail "no fraction line for $op"
+done
+grep -qE "^big host limits: memcpy 1 thread $num GB/s, memcpy 2 threads $num GB/s, no H2D/D2H copies measured$" \
+  "$out" || fail "no host limits line"
+
+LIMITS=0 EBZIP_BACKEND=cpu WORKLOADS=big BATCHING=true BIG_BYTES=$((1 << 20)) BIG_REQUESTS=2 \
+  bash "$bench" "$build" > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "LIMITS=0: exit $rc"
+grep -q "^big decompress:" "$out" && fail "LIMITS=0 still printed fractions"
+grep -q "limits" "$out" && fail "LIMITS=0 still ran the limits"
+grep -q "^decompress " "$out" || fail "LIMITS=0: no ebzip_load table"
+echo "PASS"

@@ -1,0 +1,37 @@
+#!/bin/bash
+# ebzip_transfer_limits at a tiny size (bench/transfer_limits.cc): it runs,
+# prints a table row and a machine-readable line for every measurement asked
+# for, each with a positive rate, and refuses bad flags with exit 2. No
+# rate is compared with anything: timings belong in benchmarks.
+# usage: transfer_limits_test.sh PATH/TO/ebzip_transfer_limits
+set -uo pipefail
+tool=$1
+fail() { echo "FAIL: $*"; echo "--- output"; cat "$out"; exit 1; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+"$tool" --bytes=4M --connections=1,2 --measure=tcp,uds,memcpy > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "exit $rc"
+for want in "tcp connections=1" "tcp connections=2" "uds connections=1" "uds connections=2" \
+            "memcpy threads=1" "memcpy threads=2"; do
+  line=$(grep -E "^limit $want bytes=4194304 GB/s=[0-9.]+ best=[0-9.]+$" "$out") ||
+    fail "no machine-readable line for $want"
+  awk -v l="$line" 'BEGIN {
+    split(l, f, " "); split(f[5], r, "="); split(f[6], b, "=");
+    exit !(r[2] > 0 && b[2] >= r[2]) }' || fail "not a positive rate, or best < median: $line"
+  read -r what detail <<< "$want"
+  grep -qE "^$what +$detail +[0-9.]+ +[0-9.]+$" "$out" || fail "no table row for $want"
+done
+[[ $(grep -c '^limit ' "$out") == 6 ]] || fail "expected exactly 6 limit lines"
+grep -q "cuda" "$out" && fail "cuda measured though not asked for"
+
+# Bad flags: exit 2, nothing measured.
+for bad in "--bytes=3 --connections=4" "--bytes=1X" "--measure=tcp,nfs" "--connections=0" \
+           "--repeats=0"; do
+  # shellcheck disable=SC2086  # split on purpose
+  "$tool" $bad > "$out" 2>&1
+  rc=$?
+  [[ $rc == 2 ]] || fail "$bad: exit $rc, want 2"
+done
+echo "PASS"
