@@ -1,0 +1,207 @@
+// Version 2's predictor choice and interpolation frames
+// (gpu/compress_v2_frames.h).
+#include "gpu/compress_v2_frames.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "codec/archive.h"
+#include "codec/format.h"
+#include "codec/frame_codec.h"
+#include "codec/frame_content.h"
+#include "codec/resolve_bound.h"
+#include "gpu/cuda_status.h"
+#include "gpu/interp_frame_encode.h"
+#include "gpu/interp_kernels.h"
+#include "gpu/run_kernels.h"
+#include "gpu/segment.h"
+#include "gpu/segment_plan.h"
+
+namespace ebzip::gpu::compress {
+
+namespace {
+
+// A CUDA event for the length of a call (none allocates device memory).
+class ScopedEvent {
+ public:
+  ~ScopedEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  cudaError_t Record(cudaStream_t st) {
+    if (event_ == nullptr) {
+      if (cudaError_t e = cudaEventCreateWithFlags(&event_, cudaEventDisableTiming);
+          e != cudaSuccess) {
+        return e;
+      }
+    }
+    return cudaEventRecord(event_, st);
+  }
+  cudaError_t Synchronize() { return cudaEventSynchronize(event_); }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Whether interpolation segment e can join the batch of segments [s, e):
+// one array, shape and candidate, inputs at one stride, room left.
+bool JoinsBatch(const Plan& plan, uint32_t s, uint32_t e) {
+  const Segment& a = plan.segments[s];
+  const Segment& z = plan.segments[e];
+  const FrameV2& fa = plan.frames[s];
+  const FrameV2& fz = plan.frames[e];
+  if (z.predictor != format::kPredictorInterp || z.item != a.item ||
+      fz.params.shape != fa.params.shape || fz.config.order != fa.config.order ||
+      fz.config.block != fa.config.block || z.fill_coding != a.fill_coding) {
+    return false;
+  }
+  const bool fill = a.fill_coding == format::kFillCodingMask;
+  if (e - s >= InterpBatchCap(a.geo.n, fill)) return false;
+  auto at = [&](uint32_t k) { return reinterpret_cast<uint64_t>(plan.segments[k].input); };
+  const uint64_t step = at(e) - at(e - 1);
+  return at(e) > at(e - 1) && (e - s == 1 || step == at(s + 1) - at(s));
+}
+
+}  // namespace
+
+absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, const Buffers& b,
+                              cudaStream_t st, StageTimer* timer) {
+  auto mark = [&](const char* stage) {
+    if (timer) timer->Mark(stage, st);
+  };
+  const uint32_t S = static_cast<uint32_t>(plan->segments.size());
+  const uint32_t I = static_cast<uint32_t>(plan->items.size());
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.host_items, b.items, I * sizeof(Item), cudaMemcpyDeviceToHost, st));
+  ScopedEvent bounds;
+  if (plan->survey.empty()) {
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  } else {
+    CUDA_RETURN_IF_ERROR(bounds.Record(st));
+    if (auto e = plan->survey.LaunchWithoutBounds(b.items, st); !e.ok()) return e;
+    mark("survey: samples, fill, lorenzo");
+    CUDA_RETURN_IF_ERROR(bounds.Synchronize());
+  }
+  for (uint32_t i = 0, s = 0; i < I; ++i) {
+    const ResolvedBound bound{b.host_items[i].abs_bound, b.host_items[i].quant_step};
+    auto archive = PlanArchive(tasks[i].spec, tasks[i].options, bound);
+    if (!archive.ok()) return archive.status();
+    for (uint64_t f = 0; f < archive->frame_count(); ++f) {
+      plan->frames[s++].params = archive->ParamsForFrame(f);
+    }
+  }
+  std::vector<FrameParams> surveyed;
+  for (const FrameV2& f : plan->frames) {
+    if (f.surveyed >= 0) surveyed.push_back(f.params);
+  }
+  if (auto e = plan->survey.LaunchWithBounds(surveyed, st); !e.ok()) return e;
+  if (!plan->survey.empty()) mark("survey: interpolation, histograms");
+  auto chosen = plan->survey.Finish(st, timer);
+  if (!chosen.ok()) return chosen.status();
+  for (FrameV2& f : plan->frames) {
+    f.config = f.surveyed >= 0 ? (*chosen)[f.surveyed] : f.candidates[0];
+  }
+  BatchTotals totals;
+  for (uint32_t s = 0; s < S; ++s) {
+    Segment& seg = plan->segments[s];
+    FrameV2& f = plan->frames[s];
+    seg.predictor = f.config.predictor;
+    seg.order = f.config.order;
+    seg.geo = GeometryFor(f.params, f.config);
+    // Runs are counted wherever they are allowed; the stage is picked later.
+    seg.lossless = f.params.version >= 2 && f.params.lossless != Lossless::kHuffman;
+    seg.fill_coding = format::kFillCodingRuns;
+    seg.positions = 0;
+    if (seg.predictor == format::kPredictorInterp) {
+      const bool has_fill = plan->items[seg.item].has_fill != 0;
+      // The previous frame's plan when it is the same frame's (an array's
+      // frames share their shape, bound and often their winner).
+      const FrameV2* prev = s > 0 ? &plan->frames[s - 1] : nullptr;
+      if (prev != nullptr && plan->segments[s - 1].predictor == format::kPredictorInterp &&
+          plan->segments[s - 1].item == seg.item && prev->params.shape == f.params.shape &&
+          prev->config.order == f.config.order && prev->config.block == f.config.block) {
+        f.interp = prev->interp;
+      } else {
+        auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
+        if (!interp.ok()) return interp.status();
+        if (interp->encode_scratch > plan->interp_scratch ||
+            interp->geo.num_tiles > plan->interp_outliers) {
+          return absl::InternalError("interpolation plan larger than planned");
+        }
+        f.interp = *std::move(interp);
+      }
+      if (has_fill) seg.fill_coding = format::kFillCodingMask;
+    }
+    PlaceSegment(&seg, &totals);
+  }
+  plan->totals = totals;
+  std::memcpy(b.host_segments, plan->segments.data(), S * sizeof(Segment));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
+                                       cudaMemcpyHostToDevice, st));
+  return absl::OkStatus();
+}
+
+absl::Status EncodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  const BatchTotals& t = plan.totals;
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  for (uint32_t s = 0; s < S;) {
+    const Segment& seg = plan.segments[s];
+    if (seg.predictor != format::kPredictorInterp) {
+      ++s;
+      continue;
+    }
+    uint32_t e = s + 1;
+    while (e < S && JoinsBatch(plan, s, e)) ++e;
+    const uint32_t frames = e - s;
+    const FrameV2& f = plan.frames[s];
+    const uint64_t n = seg.geo.n;
+    const uint64_t tiles = f.interp.geo.num_tiles;
+    const bool fill = seg.fill_coding == format::kFillCodingMask;
+    auto scratch = InterpEncodeBatchScratch(f.interp, frames);
+    if (!scratch.ok()) return scratch.status();
+    if (*scratch > plan.interp_scratch || frames * tiles > plan.interp_outliers ||
+        (fill && frames * n > plan.fill_mask_elements)) {
+      return absl::InternalError("interpolation batch larger than planned");
+    }
+    if (fill) {
+      CUDA_RETURN_IF_ERROR(LaunchFillByteMask(plan.elem_size, b.segments + s, frames, b.items, n,
+                                              b.fill_bytes, n, st));
+    }
+    InterpEncodeBatch batch;
+    batch.frames = frames;
+    batch.input = seg.input;
+    batch.input_stride = frames > 1 ? static_cast<const uint8_t*>(plan.segments[s + 1].input) -
+                                          static_cast<const uint8_t*>(seg.input)
+                                    : 0;
+    batch.fill_mask = fill ? b.fill_bytes : nullptr;
+    batch.fill_stride = n;
+    batch.out.symbols = b.symbols + seg.symbol_base;
+    batch.out.verbatim_mask = b.masks + t.mask_words + seg.mask_base;
+    batch.out.outlier_index = b.outlier_index;
+    batch.out.outlier_residual = b.outlier_residual;
+    batch.out.counts = b.interp_counts + 2 * uint64_t{s};
+    batch.symbols_stride = n;  // segments are placed one after another
+    batch.verbatim_stride = seg.mask_tiles * kMaskTileWords;
+    batch.outlier_stride = tiles;
+    batch.counts_stride = 2;
+    if (auto r = LaunchInterpEncodeBatch(f.interp, batch, b.interp_scratch, st); !r.ok()) return r;
+    CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(b.segments + s, frames, batch.out.counts, 2,
+                                                 b.outlier_index, b.outlier_residual, tiles, tiles,
+                                                 b.masks, b.deltas, st));
+    CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(b.segments + s, frames, b.symbols, n,
+                                               b.histogram + uint64_t{s} * kAlphabet, st));
+    for (uint32_t k = s; fill && k < e; ++k) {
+      const FrameV2& fk = plan.frames[k];
+      const uint64_t row = fk.params.shape.size() == 1 ? n : n / fk.params.shape[0];
+      CUDA_RETURN_IF_ERROR(LaunchFillMaskEncodeSizes(
+          b.fill_bytes + (k - s) * n, n, row, b.fill_workspace + fk.fill_workspace_at,
+          fk.fill_workspace_bytes, b.fill_sizes + 2 * k, b.fill_sizes + 2 * k + 1, st));
+    }
+    s = e;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ebzip::gpu::compress
