@@ -17,6 +17,7 @@
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/run_kernels.h"
+#include "gpu/segment_plan.h"
 #include "gpu/workspace_carver.h"
 
 namespace ebzip::gpu::compress {
@@ -163,12 +164,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
         }
       }
       seg.item = static_cast<uint32_t>(i);
-      seg.radius = p.radius;
-      seg.chunk_symbols = p.chunk_symbols;
-      seg.subsequence_bits = p.subsequence_bits;
-      seg.chunk_group = p.chunk_group;
-      seg.gap_array = p.gap_array;
-      seg.max_code_length = static_cast<uint32_t>(p.max_code_length);
+      SetCodingParams(p, &seg);
       seg.frame_index = static_cast<uint32_t>(f);
       const uint64_t max_used = std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius}, seg.geo.n});
       // Halving ends with every weight 1, a tree of ceil(log2(symbols))

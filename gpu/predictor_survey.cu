@@ -14,6 +14,7 @@
 #include "gpu/host_code.h"
 #include "gpu/interp_frame_encode.h"
 #include "gpu/run_kernels.h"
+#include "gpu/segment_plan.h"
 
 namespace ebzip::gpu {
 namespace {
@@ -197,12 +198,7 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
       seg.fill_coding = format::kFillCodingRuns;
     }
     seg.item = f.item;
-    seg.radius = p.radius;
-    seg.chunk_symbols = p.chunk_symbols;
-    seg.subsequence_bits = p.subsequence_bits;
-    seg.chunk_group = p.chunk_group;
-    seg.gap_array = p.gap_array;
-    seg.max_code_length = static_cast<uint32_t>(p.max_code_length);
+    SetCodingParams(p, &seg);
     seg.predictor = c.predictor;
     seg.order = c.order;
     seg.lossless = RunsAllowed(p) ? 1 : 0;  // runs counted wherever they may be chosen

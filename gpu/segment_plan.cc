@@ -26,6 +26,15 @@ Geometry MakeGeometry(absl::Span<const uint64_t> shape, absl::Span<const uint16_
   return g;
 }
 
+void SetCodingParams(const FrameParams& p, Segment* seg) {
+  seg->radius = p.radius;
+  seg->chunk_symbols = p.chunk_symbols;
+  seg->subsequence_bits = p.subsequence_bits;
+  seg->chunk_group = p.chunk_group;
+  seg->gap_array = p.gap_array;
+  seg->max_code_length = static_cast<uint32_t>(p.max_code_length);
+}
+
 absl::Status CheckGpuLimits(const Geometry& geo, uint32_t chunk_symbols, int max_code_length) {
   uint64_t volume = 1;
   for (int d = 0; d < kDims; ++d) volume *= geo.block[d];

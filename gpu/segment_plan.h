@@ -7,11 +7,16 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "codec/frame_codec.h"
 #include "gpu/segment.h"
 
 namespace ebzip::gpu {
 
 Geometry MakeGeometry(absl::Span<const uint64_t> shape, absl::Span<const uint16_t> block);
+
+// The entropy stage's parameters of a frame the compressor codes: radius,
+// chunks, subsequences, gap array, code length limit.
+void SetCodingParams(const FrameParams& p, Segment* seg);
 
 // UNIMPLEMENTED for what the kernels cannot stage in shared memory.
 absl::Status CheckGpuLimits(const Geometry& geo, uint32_t chunk_symbols, int max_code_length);
