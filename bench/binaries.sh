@@ -2,7 +2,7 @@
 # Sourced by the service benchmarks: sets the arrays `ebzipd` and `load` to
 # the commands that run ebzipd and ebzip_load, and `limits` to the one that
 # runs ebzip_transfer_limits, from $EBZIP_RUN (a launcher prefix, e.g. a
-# ../shared/tools/bundle directory's "bundle/run") or from the build
+# bundle directory's "bundle/run", bench/README.md) or from the build
 # directory $1. ebzipd and ebzip_load must be there; ebzip_transfer_limits
 # is optional (the scripts say when it is missing and go on without it):
 # `limits_missing` then says why.

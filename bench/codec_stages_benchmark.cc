@@ -1,4 +1,4 @@
-// Per-stage CPU throughput of the codec (DESIGN §5), on etopo5's ROSE
+// Per-stage CPU throughput of the codec (docs/design.md §5), on etopo5's ROSE
 // (2161x4320 f32, loaded through ebzip_io) and a generated smooth 256^3 f32
 // field, at a relative bound of 1e-4:
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ebzip against its peers' command lines, SZ3 and zfp, on real fields at the
-# same absolute bounds (DESIGN §5: "on the CPU, the codec should beat zfp's
+# same absolute bounds (docs/design.md §5: "on the CPU, the codec should beat zfp's
 # own command line on the same real fields at the same absolute bound, in
 # both ratio and time"; issue 23: ratio against SZ3).
 #

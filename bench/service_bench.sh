@@ -28,8 +28,8 @@
 # Environment:
 #   EBZIP_BACKEND   ebzipd --backend (auto, cpu, gpu; default auto)
 #   EBZIP_RUN       launcher prefix: binaries run as "$EBZIP_RUN ebzipd ARGS" and
-#                   "$EBZIP_RUN ebzip_load ARGS" (e.g. a ../shared/tools/bundle
-#                   directory's "bundle/run"); unset: BUILD_DIR/server/ebzipd and
+#                   "$EBZIP_RUN ebzip_load ARGS" (e.g. a bundle directory's
+#                   "bundle/run", bench/README.md); unset: BUILD_DIR/server/ebzipd and
 #                   BUILD_DIR/bench/ebzip_load
 #   METHOD          ebzip_load --method (default both)
 #   REL             relative error bound (default 1e-4)

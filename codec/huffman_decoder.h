@@ -1,5 +1,5 @@
 // Three decoders for the chunked Huffman bitstream, all giving the same
-// symbols (DESIGN §1): chunk-parallel (each chunk decoded start to end),
+// symbols (docs/design.md §1): chunk-parallel (each chunk decoded start to end),
 // gap-array (each subsequence decoded from the codeword boundary the gap
 // array gives, then counts are scanned and symbols written at their
 // offsets, as Rivera et al. do on the GPU), and self-synchronizing (the same

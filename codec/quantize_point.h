@@ -1,4 +1,4 @@
-// The per-element rule of dual quantization with a strict bound (DESIGN §3,
+// The per-element rule of dual quantization with a strict bound (docs/design.md §3,
 // FORMAT.md §Reconstruction). Shared by the CPU codec and the CUDA kernels.
 #ifndef EBZIP_CODEC_QUANTIZE_POINT_H_
 #define EBZIP_CODEC_QUANTIZE_POINT_H_

@@ -1,5 +1,5 @@
 // Decompression's Huffman side: decode tables from the code-length section,
-// the chunk index, and the three decoders (DESIGN §1): chunk-parallel (a
+// the chunk index, and the three decoders (docs/design.md §1): chunk-parallel (a
 // thread per chunk), gap-array (a thread per run of subsequences starting
 // where the gap array says: count, scan, decode; Rivera et al. — a block per
 // chunk decoding into shared memory and writing coalesced when chunks are

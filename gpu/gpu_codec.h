@@ -1,4 +1,4 @@
-// The GPU codec's device API (DESIGN §1, §4): compress and decompress arrays
+// The GPU codec's device API (docs/design.md §1, §4): compress and decompress arrays
 // that live in device memory, on a caller's CUDA stream, in caller-provided
 // workspace, producing exactly the archive bytes the CPU codec (codec/)
 // produces. Built for the service's worker, which owns streams and pools

@@ -2,7 +2,7 @@
 # Runs the GPU tests, compute-sanitizer and the GPU benchmark on a GPU host
 # that has the CUDA driver but none of the project's libraries (the lent H100:
 # see bench/README.md). Expects, built and packed on the development machine:
-#   .device/bundle.tgz   ../shared/tools/bundle output (gpu_codec_test, ebzip_bench_gpu,
+#   .device/bundle.tgz   a bundle directory (bench/README.md: gpu_codec_test, ebzip_bench_gpu,
 #                        server_gpu_*_test, ebzipd, ebzip_load, ebzip_transfer_limits),
 #                        or bundle.txz (xz)
 #   .device/data/*.gz    ferret-datasets files, gzipped (or *.xz)

@@ -1,5 +1,5 @@
 // Compressor.Compress: a header, the array's bytes, then the archive and a
-// summary back (DESIGN §4).
+// summary back (docs/design.md §4).
 #ifndef EBZIP_SERVER_COMPRESS_CALL_H_
 #define EBZIP_SERVER_COMPRESS_CALL_H_
 

@@ -1,5 +1,5 @@
 // Compressor.Decompress: an archive's bytes, then a header and the array's
-// bytes back (DESIGN §4).
+// bytes back (docs/design.md §4).
 #ifndef EBZIP_SERVER_DECOMPRESS_CALL_H_
 #define EBZIP_SERVER_DECOMPRESS_CALL_H_
 

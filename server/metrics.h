@@ -1,4 +1,4 @@
-// The service's Prometheus metrics (DESIGN §4), all named ebzip_*. Counters
+// The service's Prometheus metrics (docs/design.md §4), all named ebzip_*. Counters
 // and histograms are updated as requests move; gauges of state (bytes held,
 // device memory, busy time) are read from their owners at scrape time, so
 // they cannot drift from the truth.

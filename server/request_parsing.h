@@ -1,5 +1,5 @@
 // From the API's messages to the codec's types, with every check a client
-// deserves a clear INVALID_ARGUMENT for (DESIGN §4): unknown dtype, empty
+// deserves a clear INVALID_ARGUMENT for (docs/design.md §4): unknown dtype, empty
 // shape, zero dimension, bound <= 0 or NaN, unknown mode, bad options.
 #ifndef EBZIP_SERVER_REQUEST_PARSING_H_
 #define EBZIP_SERVER_REQUEST_PARSING_H_

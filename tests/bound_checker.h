@@ -1,4 +1,4 @@
-// The independent checker of the correctness contract (DESIGN §3). It shares
+// The independent checker of the correctness contract (docs/design.md §3). It shares
 // no code with the codec: the error is computed here in double precision,
 // and the special values are checked bit for bit.
 #ifndef EBZIP_TESTS_BOUND_CHECKER_H_

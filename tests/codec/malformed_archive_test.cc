@@ -1,5 +1,5 @@
 // Malformed archives must be rejected with a clear status and never decoded
-// into data, crash, hang or read out of bounds (DESIGN §3). The inputs are
+// into data, crash, hang or read out of bounds (docs/design.md §3). The inputs are
 // truncations, bit flips, wrong magics, versions and reserved fields, frames
 // that are wrong only in meaning (every checksum recomputed, so only the
 // validation logic can catch them) and random garbage, over samples of both

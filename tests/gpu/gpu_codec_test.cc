@@ -1,4 +1,4 @@
-// The GPU codec against the CPU reference (issue: same bytes, DESIGN §3):
+// The GPU codec against the CPU reference (issue: same bytes, docs/design.md §3):
 // archives byte-identical to codec/'s, each side decoding the other's, all
 // three GPU decoders, batches, and corrupt archives. Every test skips where
 // no CUDA device is visible, so CI (no GPU) stays green; on a GPU host they

@@ -1,4 +1,4 @@
-// What ebzipd does with bad input and bad clients (DESIGN §4, issue #4 §3):
+// What ebzipd does with bad input and bad clients (docs/design.md §4, issue #4 §3):
 // clear statuses, nothing lost, nothing leaked, never a crash.
 #include <arpa/inet.h>
 #include <malloc.h>

@@ -29,7 +29,7 @@ CheckResult Check(const ArraySpec& spec, const std::vector<uint8_t>& original,
 }
 
 // Compresses through the server and locally, decompresses through the
-// server, and checks everything DESIGN §3 and §4 promise.
+// server, and checks everything docs/design.md §3 and §4 promise.
 void ExpectRoundTrip(client::RemoteClient& client, const ArraySpec& spec,
                      const std::vector<uint8_t>& data, const CompressOptions& options,
                      const std::string& what) {

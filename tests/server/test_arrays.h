@@ -1,5 +1,5 @@
 // Arrays the service tests send: smooth fields of any shape and dtype, with
-// the special values DESIGN §3 names sprinkled in on request.
+// the special values docs/design.md §3 names sprinkled in on request.
 #ifndef EBZIP_TESTS_SERVER_TEST_ARRAYS_H_
 #define EBZIP_TESTS_SERVER_TEST_ARRAYS_H_
 
