@@ -52,19 +52,14 @@ UploadLayout LayoutUpload(const UsedSymbols* info, uint64_t segments) {
 // lengths and codes go back up: the encoder looks up no other symbol.
 void BuildCodebook(uint64_t s, const Segment& seg, const Buffers& b, const UploadLayout& up) {
   const UsedSymbols u = b.host_info[s];
-  const absl::Span<const SymbolCount> used(b.host_list + u.offset, u.count);
-  const std::vector<uint8_t> lengths =
-      BuildCodeLengths(used, static_cast<int>(seg.max_code_length));
-  const std::vector<uint32_t> codes = CanonicalCodes(lengths);
-  std::vector<uint32_t> symbols(u.count);
-  for (uint32_t i = 0; i < u.count; ++i) symbols[i] = used[i].symbol;
-  std::vector<uint8_t> section;
-  section.reserve(SectionRoom(u.count));
-  AppendCodeLengths(symbols, lengths, 2 * seg.radius, &section);
-  std::memcpy(b.host_upload + up.lengths + u.offset, lengths.data(), u.count);
+  const HostCode code = BuildHostCode({b.host_list + u.offset, u.count}, 2 * seg.radius,
+                                      static_cast<int>(seg.max_code_length), 0);
+  const std::vector<uint32_t> codes = CanonicalCodes(code.lengths);
+  std::memcpy(b.host_upload + up.lengths + u.offset, code.lengths.data(), u.count);
   std::memcpy(b.host_upload + up.codes + 4 * u.offset, codes.data(), 4 * uint64_t{u.count});
-  std::memcpy(b.host_upload + up.sections + up.section_at[s], section.data(), section.size());
-  reinterpret_cast<Codebook*>(b.host_upload)[s] = {up.section_at[s], section.size()};
+  std::memcpy(b.host_upload + up.sections + up.section_at[s], code.section.data(),
+              code.section.size());
+  reinterpret_cast<Codebook*>(b.host_upload)[s] = {up.section_at[s], code.section.size()};
 }
 
 }  // namespace
@@ -86,13 +81,7 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
   Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("wait for the symbol lists", since);
-  const uint64_t listed = b.host_info[S - 1].offset + b.host_info[S - 1].count;
-  if (listed > capacity) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
-                                         (listed - capacity) * sizeof(SymbolCount),
-                                         cudaMemcpyDeviceToHost, st));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  }
+  if (auto rest = CopyRestOfLists(b.host_info, b.host_list, b.list, S, capacity, st); !rest.ok()) return rest.status();
   since = Clock::now();
   const UploadLayout up = LayoutUpload(b.host_info, S);
   std::vector<double> build_ms(timer ? S : 0);
@@ -142,13 +131,9 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_extra_bits, b.extra_bits, S * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  const uint64_t listed = b.host_info[H - 1].offset + b.host_info[H - 1].count;
-  if (listed > capacity) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_list + capacity, b.list + capacity,
-                                         (listed - capacity) * sizeof(SymbolCount),
-                                         cudaMemcpyDeviceToHost, st));
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-  }
+  auto rest = CopyRestOfLists(b.host_info, b.host_list, b.list, H, capacity, st);
+  if (!rest.ok()) return rest.status();
+  const uint64_t listed = *rest;
   std::vector<HostCode> chosen(S);
   std::vector<uint8_t> runs(S);
   auto build = [&](uint64_t s) {

@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/huffman_code.h"
+#include "gpu/kernels.h"
 
 namespace ebzip::gpu {
 
@@ -36,6 +38,15 @@ struct HostCode {
 };
 HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
                        uint64_t extra_bits);
+
+// The host's copy of `lists` histograms' used-symbol lists (LaunchListUsedSymbols:
+// `host_info` holds their UsedSymbols, `host_list` the first `capacity`
+// entries, both already copied and waited for): copies the rest from the
+// device's `list` when there is more, waits, and returns how many entries
+// the lists hold.
+absl::StatusOr<uint64_t> CopyRestOfLists(const UsedSymbols* host_info, SymbolCount* host_list,
+                                         const SymbolCount* list, uint64_t lists,
+                                         uint64_t capacity, cudaStream_t stream);
 
 }  // namespace ebzip::gpu
 

@@ -156,10 +156,6 @@ __device__ inline SubBlock MakeSubBlock(const Geometry& g, uint32_t bytes, unsig
 // ---------------------------------------------------------------------------
 // Tables.
 
-__global__ void HeadersKernel(Geometry g, KeyHeader* headers) {
-  interp::ComputeHeaders(g, headers);
-}
-
 // The key headers as the host computed them (ComputeHeaders on one thread of
 // the device takes ~90 us on an H100), passed by value: 16 headers fit the
 // 32 KB a kernel's parameters may take (CUDA 12.1 on, sm_70 on).
@@ -510,15 +506,22 @@ cudaError_t AllowShared(Kernel kernel, size_t bytes) {
 uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
 uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
 
+// The key headers (computed here, passed by value) and their pass entries.
+cudaError_t LaunchTables(const Geometry& g, const Scratch& s, cudaStream_t stream) {
+  HeaderTable table;
+  interp::ComputeHeaders(g, table.h);
+  CopyHeadersKernel<<<1, 256, 0, stream>>>(table, s.headers);
+  EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
+                  stream>>>(g, s.headers, s.entries);
+  return cudaGetLastError();
+}
+
 // Tables and tile starts, as decoding begins (encoding does the same for a
 // batch: EncodeT).
 absl::Status LaunchCommon(const InterpPlan& plan, const uint8_t* fill_mask, const Scratch& s,
                           cudaStream_t stream) {
   const Geometry& g = plan.geo;
-  HeadersKernel<<<1, 1, 0, stream>>>(g, s.headers);
-  EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
-                  stream>>>(g, s.headers, s.entries);
-  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  CUDA_RETURN_IF_ERROR(LaunchTables(g, s, stream));
   if (!plan.has_fill) {
     StartsKernel<<<GridFor(g.num_tiles + 1, kSmallThreads), kSmallThreads, 0, stream>>>(
         g, s.tile_start);
@@ -571,12 +574,7 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   step.tile_start = plan.has_fill ? g.num_tiles + 1 : 0;
 
   // Tables and tile starts.
-  HeaderTable table;
-  interp::ComputeHeaders(g, table.h);
-  CopyHeadersKernel<<<1, 256, 0, stream>>>(table, s.headers);
-  EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
-                  stream>>>(g, s.headers, s.entries);
-  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  CUDA_RETURN_IF_ERROR(LaunchTables(g, s, stream));
   if (!plan.has_fill) {
     StartsKernel<<<GridFor(g.num_tiles + 1, kSmallThreads), kSmallThreads, 0, stream>>>(
         g, s.tile_start);

@@ -679,6 +679,31 @@ EBZIP_HD void ScatterTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
   ex.Sync();
 }
 
+// The passes (FORMAT.md §15.5.2) over a tile's box, once every slot holds
+// its element's residual and the corners their working values: each slot,
+// in its pass, becomes its working value from the prediction. Block-wide.
+template <typename T, class Exec>
+EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const uint32_t* entries,
+                        T* box) {
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  const bool cubic = g.cubic != 0;
+  for (uint32_t p = 0; p < g.num_passes; ++p) {
+    const uint32_t level = p / g.k, pos = p % g.k;
+    const uint32_t hh = g.E >> (level + 1);
+    const uint32_t s = hh * g.bstride[pos];
+    const uint32_t bx = h.box[pos];
+    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
+    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    for (uint32_t j = lane; j < count; j += threads) {
+      const uint32_t entry = list[j];
+      const uint32_t o = entry & 0xFFFFu;
+      const double pred = Predict(box, o, s, entry >> 16, hh, bx, cubic);
+      box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
+    }
+    ex.Sync();
+  }
+}
+
 // The passes of tile t from element-ordered symbols and the anchors'
 // working values: writes the tile's working values to `out`.
 template <typename T, class Exec>
@@ -702,22 +727,7 @@ EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
     }
   }
   ex.Sync();
-  const bool cubic = g.cubic != 0;
-  for (uint32_t p = 0; p < g.num_passes; ++p) {
-    const uint32_t level = p / g.k, pos = p % g.k;
-    const uint32_t hh = g.E >> (level + 1);
-    const uint32_t s = hh * g.bstride[pos];
-    const uint32_t bx = h.box[pos];
-    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
-    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
-    for (uint32_t j = lane; j < count; j += threads) {
-      const uint32_t entry = list[j];
-      const uint32_t o = entry & 0xFFFFu;
-      const double pred = Predict(box, o, s, entry >> 16, hh, bx, cubic);
-      box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
-    }
-    ex.Sync();
-  }
+  RunPasses<T>(ex, g, h, entries, box);
   for (uint32_t j = lane; j < h.own_volume; j += threads) {
     uint32_t c[kIDims];
     Decompose(j, h.own_div, g.k, c);
@@ -851,22 +861,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
   }
   if (error != 0) ex.AtomicOr(a.error, error);
   ex.Sync();
-  const bool cubic = g.cubic != 0;
-  for (uint32_t p = 0; p < g.num_passes; ++p) {
-    const uint32_t level = p / g.k, pos = p % g.k;
-    const uint32_t hh = g.E >> (level + 1);
-    const uint32_t s = hh * g.bstride[pos];
-    const uint32_t bx = h.box[pos];
-    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
-    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
-    for (uint32_t j = lane; j < count; j += threads) {
-      const uint32_t entry = list[j];
-      const uint32_t o = entry & 0xFFFFu;
-      const double pred = Predict(sm.box, o, s, entry >> 16, hh, bx, cubic);
-      sm.box[o] = Reconstruct<T>(pred, static_cast<int32_t>(sm.box[o]), g.step);
-    }
-    ex.Sync();
-  }
+  RunPasses<T>(ex, g, h, entries, sm.box);
   for (uint32_t j = lane; j < h.own_volume; j += threads) {
     uint32_t c[kIDims];
     Decompose(j, h.own_div, g.k, c);

@@ -426,16 +426,13 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("survey: wait for the device", since);
   SymbolCount* host_list = reinterpret_cast<SymbolCount*>(host_info_ + H);
-  const uint64_t listed = host_info_[H - 1].offset + host_info_[H - 1].count;
-  if (listed > listed_capacity_) return absl::InternalError("survey: more symbols than planned");
-  if (listed > capacity) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_list + capacity, list + capacity,
-                                         (listed - capacity) * sizeof(SymbolCount),
-                                         cudaMemcpyDeviceToHost, st));
-    since = Clock::now();
-    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
-    note("survey: second copy of the lists", since);
+  if (host_info_[H - 1].offset + host_info_[H - 1].count > listed_capacity_) {
+    return absl::InternalError("survey: more symbols than planned");
   }
+  since = Clock::now();
+  auto listed = CopyRestOfLists(host_info_, host_list, list, H, capacity, st);
+  if (!listed.ok()) return listed.status();
+  if (*listed > capacity) note("survey: second copy of the lists", since);
   since = Clock::now();
 
   // Each candidate's estimate (EstimateBits), then each frame's smallest.
