@@ -5,6 +5,7 @@
 namespace ebzip::gpu {
 
 absl::Status CudaStatus(cudaError_t error, const char* what) {
+  if (error == cudaSuccess) return absl::OkStatus();
   const std::string message =
       absl::StrCat("CUDA: ", cudaGetErrorName(error), " (", cudaGetErrorString(error), ") in ", what);
   if (error == cudaErrorMemoryAllocation) return absl::ResourceExhaustedError(message);

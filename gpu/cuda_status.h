@@ -8,7 +8,8 @@
 
 namespace ebzip::gpu {
 
-// INTERNAL (or RESOURCE_EXHAUSTED for out-of-memory) naming the failed call.
+// INTERNAL (or RESOURCE_EXHAUSTED for out-of-memory) naming the failed call;
+// OK for cudaSuccess.
 absl::Status CudaStatus(cudaError_t error, const char* what);
 
 #define CUDA_RETURN_IF_ERROR(expr)                                                    \

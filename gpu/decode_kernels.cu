@@ -567,13 +567,13 @@ __device__ bool GapCheckedRun(bool multi, const Table& table, const RunCode& run
 
 template <bool kRuns>
 __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segments,
-                                    uint64_t num_chunks, const Item* items, DecodeTables tables,
+                                    ChunkRange chunks, const Item* items, DecodeTables tables,
                                     const uint32_t* chunk_bits, const uint64_t* word_prefix,
                                     uint16_t* symbols, uint64_t* zero_symbols,
                                     DeviceStatus* status) {
-  const uint64_t chunk = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const uint64_t chunk = chunks.begin + uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   // An index that failed its checks may point outside the bitstream.
-  if (chunk >= num_chunks || status->error != kNoError) return;
+  if (chunk >= chunks.end || status->error != kNoError) return;
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Table table(tables, *v.seg, v.s);
   const RunCode runs = RunCodeOf<kRuns>(*v.seg);
@@ -612,7 +612,7 @@ constexpr uint32_t kChunksPerBlock = kThreads / 32;
 
 template <bool kRuns>
 __global__ void __launch_bounds__(kThreads)
-    GapArrayWarpKernel(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
+    GapArrayWarpKernel(const Segment* segments, uint32_t num_segments, ChunkRange chunks,
                        const Item* items, DecodeTables tables, const uint32_t* chunk_bits,
                        const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                        uint64_t* zero_symbols, DeviceStatus* status) {
@@ -621,7 +621,7 @@ __global__ void __launch_bounds__(kThreads)
   constexpr unsigned kAll = 0xFFFFFFFFu;
   // A block's chunks nearly always share a segment: its table is staged once
   // and warps of another segment's chunks read theirs in place.
-  const uint64_t first_chunk = uint64_t{blockIdx.x} * kChunksPerBlock;
+  const uint64_t first_chunk = chunks.begin + uint64_t{blockIdx.x} * kChunksPerBlock;
   const uint32_t s0 = SegmentOfChunk(segments, num_segments, first_chunk);
   Table staged(tables, segments[s0], s0);
   staged.Stage(shared_lookup, shared_lengths);
@@ -631,7 +631,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t lane = threadIdx.x % 32;
   // See ChunkParallelKernel; one read per warp, so the whole warp agrees.
   const bool failed = __shfl_sync(kAll, lane == 0 && status->error != kNoError, 0);
-  if (chunk >= num_chunks || failed) return;
+  if (chunk >= chunks.end || failed) return;
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
   const Table table = v.s == s0 ? staged : Table(tables, seg, v.s);
@@ -717,10 +717,10 @@ using decode_steps::kNoEnd;  // a run that met an invalid codeword
 
 template <bool kSelfSync, bool kRuns>
 __global__ void __launch_bounds__(kDecodeThreads)
-    BlockDecodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
-                      DecodeTables tables, const uint32_t* chunk_bits, const uint64_t* word_prefix,
-                      const uint64_t* gap_prefix, uint16_t* symbols, uint64_t* zero_symbols,
-                      DeviceStatus* status) {
+    BlockDecodeKernel(const Segment* segments, uint32_t num_segments, uint64_t first_chunk,
+                      const Item* items, DecodeTables tables, const uint32_t* chunk_bits,
+                      const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
+                      uint64_t* zero_symbols, DeviceStatus* status) {
   using Scan = cub::BlockScan<uint32_t, kDecodeThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ uint32_t start[kDecodeThreads + 1];  // true codeword start of each thread's run
@@ -740,7 +740,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __syncthreads();
   if (skip) return;
 
-  const ChunkView v(segments, num_segments, items, blockIdx.x, chunk_bits, word_prefix, symbols);
+  const uint64_t chunk = first_chunk + blockIdx.x;
+  const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
   Table table(tables, seg, v.s);
   table.Stage(shared_lookup, shared_lengths);
@@ -776,7 +777,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const uint8_t* gaps = nullptr;
   if (!kSelfSync) {
     gaps = items[seg.item].archive + seg.section_offset[format::kGapArray] +
-           (gap_prefix[blockIdx.x] - gap_prefix[seg.chunk_base]);
+           (gap_prefix[chunk] - gap_prefix[seg.chunk_base]);
   }
   if (!kSelfSync && exact) {
     pos = boundary + gaps[boundary / sub];
@@ -945,21 +946,23 @@ namespace {
 
 template <bool kRuns>
 cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                           uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                           ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                            DecodeTables tables, const uint32_t* chunk_bits,
                            const uint64_t* word_prefix, const uint64_t* gap_prefix,
                            uint16_t* symbols, uint64_t* zero_symbols, DeviceStatus* status,
                            cudaStream_t stream) {
+  const uint64_t count = chunks.end - chunks.begin;
+  if (count == 0) return cudaSuccess;
   if (decoder == GpuDecoder::kChunkParallel) {
-    ChunkParallelKernel<kRuns><<<(num_chunks + 127) / 128, 128, 0, stream>>>(
-        segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, symbols,
+    ChunkParallelKernel<kRuns><<<(count + 127) / 128, 128, 0, stream>>>(
+        segments, num_segments, chunks, items, tables, chunk_bits, word_prefix, symbols,
         zero_symbols, status);
     return cudaGetLastError();
   }
-  if (DecodesByWarps(decoder, num_chunks)) {
+  if (DecodesByWarps(decoder, chunks.batch_chunks)) {
     GapArrayWarpKernel<kRuns>
-        <<<(num_chunks + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0, stream>>>(
-            segments, num_segments, num_chunks, items, tables, chunk_bits, word_prefix, gap_prefix,
+        <<<(count + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0, stream>>>(
+            segments, num_segments, chunks, items, tables, chunk_bits, word_prefix, gap_prefix,
             symbols, zero_symbols, status);
     return cudaGetLastError();
   }
@@ -972,31 +975,31 @@ cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<num_chunks, kDecodeThreads, smem, stream>>>(segments, num_segments, items, tables,
-                                                       chunk_bits, word_prefix, gap_prefix, symbols,
-                                                       zero_symbols, status);
+  kernel<<<count, kDecodeThreads, smem, stream>>>(segments, num_segments, chunks.begin, items,
+                                                  tables, chunk_bits, word_prefix, gap_prefix,
+                                                  symbols, zero_symbols, status);
   return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                         ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                          DecodeTables tables, const uint32_t* chunk_bits,
                          const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                          uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream) {
-  return LaunchDecoders<false>(decoder, segments, num_segments, num_chunks, max_chunk_symbols,
-                               items, tables, chunk_bits, word_prefix, gap_prefix, symbols,
-                               zero_symbols, status, stream);
+  return LaunchDecoders<false>(decoder, segments, num_segments, chunks, max_chunk_symbols, items,
+                               tables, chunk_bits, word_prefix, gap_prefix, symbols, zero_symbols,
+                               status, stream);
 }
 
 cudaError_t LaunchDecodeRuns(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                             uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                             ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                              DecodeTables tables, const uint32_t* chunk_bits,
                              const uint64_t* word_prefix, const uint64_t* gap_prefix,
                              uint16_t* symbols, uint64_t* zero_symbols, DeviceStatus* status,
                              cudaStream_t stream) {
-  return LaunchDecoders<true>(decoder, segments, num_segments, num_chunks, max_chunk_symbols, items,
+  return LaunchDecoders<true>(decoder, segments, num_segments, chunks, max_chunk_symbols, items,
                               tables, chunk_bits, word_prefix, gap_prefix, symbols, zero_symbols,
                               status, stream);
 }

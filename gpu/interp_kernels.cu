@@ -182,6 +182,15 @@ __global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* en
   }
 }
 
+__global__ void BoxesKernel(Geometry g, const KeyHeader* headers, uint64_t* boxes) {
+  const KeyHeader& h = headers[blockIdx.y];
+  if (!h.exists) return;
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < h.box_count;
+       j += gridDim.x * blockDim.x) {
+    boxes[h.boxes_begin + j] = interp::BoxEntry(g, h, j);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Tile starts.
 
@@ -359,7 +368,8 @@ __global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint6
 template <typename T, bool kFill>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     EncodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                      interp::EncodeTileArgs<T> args, SubLayout layout, BatchStep step) {
+                      const uint64_t* boxes, interp::EncodeTileArgs<T> args, SubLayout layout,
+                      BatchStep step) {
   const uint64_t f = blockIdx.y;
   args.x += f * step.x;
   if (kFill) args.fill += f * step.fill;
@@ -377,7 +387,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
        t < g.num_tiles; t += stride) {
-    interp::EncodeTile<T, kFill>(sb, g, headers, entries, t, args, sm);
+    interp::EncodeTile<T, kFill>(sb, g, headers, entries, boxes, t, args, sm);
   }
 }
 
@@ -399,14 +409,15 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                      const uint16_t* sym_elem, const T* anchor_w, T* out, SubLayout layout) {
+                      const uint64_t* boxes, const uint16_t* sym_elem, const T* anchor_w, T* out,
+                      SubLayout layout) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   T* box = reinterpret_cast<T*>(base + layout.box);
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
        t < g.num_tiles; t += stride) {
-    interp::DecodeTile<T>(sb, g, headers, entries, t, sym_elem, anchor_w, out, box);
+    interp::DecodeTile<T>(sb, g, headers, entries, boxes, t, sym_elem, anchor_w, out, box);
   }
 }
 
@@ -415,8 +426,8 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                            interp::DirectArgs args, const T* anchor_w, T* out,
-                            SubLayout layout) {
+                            const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
+                            T* out, SubLayout layout) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
@@ -424,7 +435,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
        t < g.num_tiles; t += stride) {
-    interp::DecodeTileDirect<T>(sb, g, headers, entries, t, args, anchor_w, out, sm);
+    interp::DecodeTileDirect<T>(sb, g, headers, entries, boxes, t, args, anchor_w, out, sm);
   }
 }
 
@@ -435,6 +446,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 struct Scratch {
   KeyHeader* headers = nullptr;
   uint32_t* entries = nullptr;
+  uint64_t* boxes = nullptr;
   uint32_t* tile_start = nullptr;
   uint32_t* counts = nullptr;  // per tile, with a fill mask (then scanned)
   int32_t* q = nullptr;
@@ -465,6 +477,7 @@ Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c, uint64_t 
   Scratch s;
   s.headers = c.Take<KeyHeader>(interp::kMaxKeys);
   s.entries = c.Take<uint32_t>(plan.table_entries);
+  s.boxes = c.Take<uint64_t>(plan.box_entries);
   s.tile_start = c.Take<uint32_t>((tiles + 1) * (plan.has_fill ? f : 1));
   if (plan.has_fill) s.counts = c.Take<uint32_t>((tiles + 1) * f);
   s.q = c.Take<int32_t>(tiles * f);
@@ -506,13 +519,16 @@ cudaError_t AllowShared(Kernel kernel, size_t bytes) {
 uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
 uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
 
-// The key headers (computed here, passed by value) and their pass entries.
+// The key headers (computed here, passed by value), their pass entries and
+// their box tables.
 cudaError_t LaunchTables(const Geometry& g, const Scratch& s, cudaStream_t stream) {
   HeaderTable table;
   interp::ComputeHeaders(g, table.h);
   CopyHeadersKernel<<<1, 256, 0, stream>>>(table, s.headers);
   EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
                   stream>>>(g, s.headers, s.entries);
+  BoxesKernel<<<dim3(GridFor(g.box_volume, kSmallThreads), interp::kMaxKeys), kSmallThreads, 0,
+                stream>>>(g, s.headers, s.boxes);
   return cudaGetLastError();
 }
 
@@ -624,11 +640,11 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   if (fill != nullptr) {
     CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, true>, shared));
     EncodeTilesKernel<T, true><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
-        g, s.headers, s.entries, args, l, step);
+        g, s.headers, s.entries, s.boxes, args, l, step);
   } else {
     CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, false>, shared));
     EncodeTilesKernel<T, false><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
-        g, s.headers, s.entries, args, l, step);
+        g, s.headers, s.entries, s.boxes, args, l, step);
   }
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
@@ -667,7 +683,7 @@ absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in,
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesDirectKernel<T>, shared));
   DecodeTilesDirectKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, args, anchor_w, output, l);
+      g, s.headers, s.entries, s.boxes, args, anchor_w, output, l);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -717,7 +733,7 @@ absl::Status DecodeT(const InterpPlan& plan, const InterpDecodeInputs& in, T* ou
   const size_t shared = size_t{ld.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesKernel<T>, shared));
   DecodeTilesKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.sym_elem, anchor_w, output, ld);
+      g, s.headers, s.entries, s.boxes, s.sym_elem, anchor_w, output, ld);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -808,6 +824,8 @@ absl::StatusOr<Geometry> MakeInterpGeometry(const InterpParams& p, bool has_fill
   g.cubic = p.order == InterpOrder::kCubic ? 1 : 0;
   g.abs_bound = p.abs_bound;
   g.step = p.quant_step;
+  const double inv_step = 1.0 / g.step;
+  g.inv_step = std::isnormal(g.step) && std::isnormal(inv_step) ? inv_step : 0.0;
 
   // Policy: threads per tile from the tile's size, then as many tiles per
   // block of kInterpBlockThreads as shared memory allows.
@@ -847,7 +865,7 @@ absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill)
                                   .bytes} * plan.geo.tiles_per_block <=
                        static_cast<size_t>(shared);
   KeyHeader headers[interp::kMaxKeys];
-  plan.table_entries = interp::ComputeHeaders(plan.geo, headers);
+  plan.table_entries = interp::ComputeHeaders(plan.geo, headers, &plan.box_entries);
   CUDA_RETURN_IF_ERROR(
       cub::DeviceScan::ExclusiveSum(nullptr, plan.cub_bytes, static_cast<uint32_t*>(nullptr),
                                     static_cast<uint32_t*>(nullptr), plan.geo.num_tiles + 1));

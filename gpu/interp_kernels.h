@@ -56,6 +56,7 @@ struct InterpPlan {
   int elem_size = 4;
   bool has_fill = false;
   uint64_t table_entries = 0;  // key tables' entries (u32 each)
+  uint64_t box_entries = 0;    // box tables' entries (u64 each)
   size_t cub_bytes = 0;        // DeviceScan's temporary storage
   size_t encode_scratch = 0;   // bytes of scratch LaunchInterpEncode needs
   size_t decode_scratch = 0;   // ... and LaunchInterpDecode

@@ -91,6 +91,7 @@ struct Geometry {
   uint32_t cubic;
   double abs_bound;
   double step;
+  double inv_step;  // QuotientRule's
   // Launch policy: threads per tile and tiles per thread block.
   uint32_t tile_threads;
   uint32_t tiles_per_block;
@@ -102,6 +103,7 @@ struct KeyHeader {
   uint32_t own_volume;     // the tile's elements = its symbol positions without fill
   uint32_t box_count;      // elements of its box
   uint32_t entries_begin;  // its table's first entry
+  uint32_t boxes_begin;    // its box table's first entry (BoxEntry)
   uint32_t own[kIDims];    // own extents per position (1 beyond k)
   uint32_t box[kIDims];    // box extents per position (1 beyond k)
   FastDiv own_div[kIDims];
@@ -201,14 +203,44 @@ struct Decision {
   uint16_t symbol;
   bool verbatim;
 };
+
+// The quotient r = d / step decides two things: |r| <= limit (radius - 1,
+// an integer) and rint(r). With inv = RN(1 / step) a normal double,
+// RN(d * inv) is within 3 * 2^-53 * |r| of r (plus 2^-1074 where it is
+// subnormal): below 2^-33 for |r| <= 2^16. So where it lies more than
+// 2^-24 from limit and, below limit, from every half-integer, it decides
+// both exactly as r does and the division (some 20 instructions on the GPU)
+// is not needed. Everywhere else it runs.
+struct QuotientRule {
+  double step;
+  double inv_step;  // RN(1 / step), or 0 where that is not a normal double
+  double limit;     // radius - 1
+};
+EBZIP_HD inline bool QuotientDecides(double f, double limit) {
+  constexpr double kNear = 0x1p-24;
+  if (f > limit + kNear) return true;
+  if (f >= limit - kNear) return false;
+  const double frac = f - std::floor(f);
+  return frac < 0.5 - kNear || frac > 0.5 + kNear;
+}
+EBZIP_HD inline double Quotient(double d, const QuotientRule& q) {
+  if (q.inv_step != 0) {
+    const double r = Mul(d, q.inv_step);
+    if (QuotientDecides(std::fabs(r), q.limit)) return r;
+  }
+  return Quot(d, q.step);
+}
+
 template <typename T>
-EBZIP_HD inline Decision<T> Encode(T x, double pred, double step, double abs_bound,
+EBZIP_HD inline Decision<T> Encode(T x, double pred, const QuotientRule& q, double abs_bound,
                                    int32_t radius) {
+  const double step = q.step;
   const double xd = static_cast<double>(x);
-  const double r = Quot(Sub(xd, pred), step);
   int32_t rho = 0;
   T y{};
-  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(radius - 1);
+  bool ok = !IsSpecial(x);
+  const double r = ok ? Quotient(Sub(xd, pred), q) : 0.0;
+  ok = ok && std::fabs(r) <= q.limit;
   if (ok) {
     rho = static_cast<int32_t>(std::rint(r));
     y = Reconstruct<T>(pred, rho, step);
@@ -249,11 +281,13 @@ EBZIP_HD inline Pass MakePass(const Geometry& g, uint32_t p) {
   return q;
 }
 
-// Fills the 16 key headers; returns the table's total entries. Key bit e:
-// the tile is the last along position e (its own extent is what remains of
-// the dimension, and its box has no far face there).
-EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers) {
-  uint64_t total = 0;
+// Fills the 16 key headers; returns the pass tables' total entries and, in
+// `box_entries`, the box tables'. Key bit e: the tile is the last along
+// position e (its own extent is what remains of the dimension, and its box
+// has no far face there).
+EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers,
+                                        uint64_t* box_entries = nullptr) {
+  uint64_t total = 0, boxes = 0;
   for (uint32_t key = 0; key < kMaxKeys; ++key) {
     KeyHeader& h = headers[key];
     h.exists = key < (1u << g.k) ? 1 : 0;
@@ -274,6 +308,7 @@ EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers) {
     h.own_volume = 0;
     h.box_count = 0;
     h.entries_begin = static_cast<uint32_t>(total);
+    h.boxes_begin = static_cast<uint32_t>(boxes);
     for (uint32_t p = 0; p <= kMaxPasses; ++p) h.pass_entry[p] = 0;
     for (uint32_t p = 0; p < kMaxPasses; ++p) h.pass_own[p] = h.pass_rank[p] = 0;
     if (!h.exists) continue;
@@ -295,7 +330,9 @@ EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers) {
     }
     h.pass_entry[g.num_passes] = entry;
     total += entry;
+    boxes += h.box_count;
   }
+  if (box_entries != nullptr) *box_entries = boxes;
   return total;
 }
 
@@ -449,6 +486,47 @@ EBZIP_HD inline bool CornerTile(const Geometry& g, const uint32_t* c, uint64_t* 
   return corner;
 }
 
+// Entry j of key h's box table: element j of the box in C order over its
+// extents, fixed for every tile of the key. Bits 0-31: its element index
+// less the tile's first element's; 32-47: its box offset; 48: the tile's
+// own element (not a far face); 49: a corner of the box, whose value is an
+// anchor's; 50-53: that corner (bit e: at E along position e). The tile
+// kernels read it instead of dividing j into coordinates.
+EBZIP_HD inline uint64_t BoxEntry(const Geometry& g, const KeyHeader& h, uint32_t j) {
+  uint32_t c[kIDims];
+  Decompose(j, h.box_div, g.k, c);
+  uint64_t element = 0;
+  bool own = true, corner = true;
+  uint32_t mask = 0;
+  for (uint32_t e = 0; e < g.k; ++e) {
+    element += c[e] * g.stride[g.idim[e]];
+    own = own && c[e] < h.own[e];
+    corner = corner && (c[e] & (g.E - 1)) == 0;
+    if (c[e] != 0) mask |= 1u << e;
+  }
+  return element | uint64_t{BoxOffset(g, c)} << 32 | uint64_t{own} << 48 | uint64_t{corner} << 49 |
+         uint64_t{mask} << 50;
+}
+struct BoxSlot {
+  uint32_t element;  // less the tile's first element's
+  uint32_t offset;   // in the box
+  bool own;
+  bool corner;
+  uint32_t corner_mask;
+};
+EBZIP_HD inline BoxSlot ReadBoxEntry(uint64_t entry) {
+  return {static_cast<uint32_t>(entry), static_cast<uint32_t>(entry >> 32) & 0xFFFFu,
+          ((entry >> 48) & 1) != 0, ((entry >> 49) & 1) != 0,
+          static_cast<uint32_t>(entry >> 50) & 0xFu};
+}
+// The tile whose anchor is corner `mask` of tile t's box.
+EBZIP_HD inline uint64_t CornerAnchor(const Geometry& g, uint64_t t, uint32_t mask) {
+  for (uint32_t e = 0; e < g.k; ++e) {
+    if ((mask >> e) & 1) t += g.astride[g.idim[e]];
+  }
+  return t;
+}
+
 // What a tile driver is run by: `Exec` gives the lane (0 .. Threads()-1) of
 // the calling thread among the threads that share the tile, a barrier among
 // them, an exclusive sum over them (every one of them calls it), and atomics.
@@ -478,25 +556,41 @@ struct EncodeTileSmem {
 
 template <typename T, bool kFill, class Exec>
 EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
-                         const uint32_t* entries, uint64_t t, const EncodeTileArgs<T>& a,
-                         const EncodeTileSmem<T>& sm) {
+                         const uint32_t* entries, const uint64_t* boxes, uint64_t t,
+                         const EncodeTileArgs<T>& a, const EncodeTileSmem<T>& sm) {
   const TileView v = MakeTile(g, t);
   const KeyHeader& h = headers[v.key];
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
   const uint64_t start = a.tile_start[t];
-  for (uint32_t j = lane; j < h.box_count; j += threads) {
-    uint32_t c[kIDims];
-    Decompose(j, h.box_div, g.k, c);
-    const uint32_t o = BoxOffset(g, c);
-    const uint64_t i = ElementOf(g, v, c);
-    uint64_t corner;
-    sm.box[o] = CornerTile(g, c, &corner) ? a.anchor_w[t + corner] : a.x[i];
-    if (kFill) sm.fbox[o] = a.fill[i];
+  const uint64_t* box_table = boxes + h.boxes_begin;
+  // Loads in groups of kLoads per thread, issued before any is stored, so
+  // their latencies overlap.
+  constexpr uint32_t kLoads = 4;
+  for (uint32_t j0 = lane; j0 < h.box_count; j0 += kLoads * threads) {
+    T value[kLoads];
+    uint32_t offset[kLoads];
+    uint8_t fill[kLoads];
+    EBZIP_UNROLL
+    for (uint32_t u = 0; u < kLoads; ++u) {
+      const uint32_t j = j0 + u * threads;
+      if (j >= h.box_count) break;
+      const BoxSlot b = ReadBoxEntry(box_table[j]);
+      offset[u] = b.offset;
+      value[u] =
+          b.corner ? a.anchor_w[CornerAnchor(g, t, b.corner_mask)] : a.x[v.anchor + b.element];
+      if (kFill) fill[u] = a.fill[v.anchor + b.element];
+    }
+    EBZIP_UNROLL
+    for (uint32_t u = 0; u < kLoads; ++u) {
+      if (j0 + u * threads >= h.box_count) break;
+      sm.box[offset[u]] = value[u];
+      if (kFill) sm.fbox[offset[u]] = fill[u];
+    }
   }
   ex.Sync();
   const bool cubic = g.cubic != 0;
-  for (uint32_t p = 0; p < g.num_passes; ++p) {
-    const uint32_t level = p / g.k, pos = p % g.k;
+  const QuotientRule quotient{g.step, g.inv_step, static_cast<double>(g.radius - 1)};
+  for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
     const uint32_t bx = h.box[pos];
@@ -513,7 +607,7 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
         if (j < own) sm.keep[rank + j] = 0;
         continue;
       }
-      const Decision<T> dec = Encode<T>(sm.box[o], pred, g.step, g.abs_bound, g.radius);
+      const Decision<T> dec = Encode<T>(sm.box[o], pred, quotient, g.abs_bound, g.radius);
       sm.box[o] = dec.y;
       if (j >= own) continue;  // a far-face element: its own tile writes it
       if (dec.verbatim) {
@@ -530,6 +624,10 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
       }
     }
     ex.Sync();
+    if (++pos == g.k) {
+      pos = 0;
+      ++level;
+    }
   }
   if (!kFill) {
     if (lane == 0) a.symbols[start] = a.anchor_sym[t];
@@ -687,8 +785,7 @@ EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const u
                         T* box) {
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
   const bool cubic = g.cubic != 0;
-  for (uint32_t p = 0; p < g.num_passes; ++p) {
-    const uint32_t level = p / g.k, pos = p % g.k;
+  for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
     const uint32_t bx = h.box[pos];
@@ -701,39 +798,51 @@ EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const u
       box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
     }
     ex.Sync();
+    if (++pos == g.k) {
+      pos = 0;
+      ++level;
+    }
   }
+}
+
+// The tile's own working values from its box to `out` (its first element at
+// `anchor`), then a barrier: the next tile reuses the box.
+template <typename T, class Exec>
+EBZIP_HD void WriteOwn(Exec& ex, const Geometry& g, const KeyHeader& h, const uint64_t* box_table,
+                       uint64_t anchor, const T* box, T* out) {
+  const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  for (uint32_t j = lane; j < h.box_count; j += threads) {
+    const BoxSlot b = ReadBoxEntry(box_table[j]);
+    if (b.own) out[anchor + b.element] = box[b.offset];
+  }
+  (void)g;
+  ex.Sync();
 }
 
 // The passes of tile t from element-ordered symbols and the anchors'
 // working values: writes the tile's working values to `out`.
 template <typename T, class Exec>
 EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
-                         const uint32_t* entries, uint64_t t, const uint16_t* sym_elem,
-                         const T* anchor_w, T* out, T* box) {
+                         const uint32_t* entries, const uint64_t* boxes, uint64_t t,
+                         const uint16_t* sym_elem, const T* anchor_w, T* out, T* box) {
   const TileView v = MakeTile(g, t);
   const KeyHeader& h = headers[v.key];
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
+  const uint64_t* box_table = boxes + h.boxes_begin;
   // Each slot holds the element's residual (exact in T) until its pass
   // replaces it by the working value; no pass reads a slot of its own pass.
   for (uint32_t j = lane; j < h.box_count; j += threads) {
-    uint32_t c[kIDims];
-    Decompose(j, h.box_div, g.k, c);
-    const uint32_t o = BoxOffset(g, c);
-    uint64_t corner;
-    if (CornerTile(g, c, &corner)) {
-      box[o] = anchor_w[t + corner];
+    const BoxSlot b = ReadBoxEntry(box_table[j]);
+    if (b.corner) {
+      box[b.offset] = anchor_w[CornerAnchor(g, t, b.corner_mask)];
     } else {
-      box[o] = static_cast<T>(static_cast<int32_t>(sym_elem[ElementOf(g, v, c)]) - g.radius);
+      box[b.offset] =
+          static_cast<T>(static_cast<int32_t>(sym_elem[v.anchor + b.element]) - g.radius);
     }
   }
   ex.Sync();
   RunPasses<T>(ex, g, h, entries, box);
-  for (uint32_t j = lane; j < h.own_volume; j += threads) {
-    uint32_t c[kIDims];
-    Decompose(j, h.own_div, g.k, c);
-    out[ElementOf(g, v, c)] = box[BoxOffset(g, c)];
-  }
-  ex.Sync();
+  WriteOwn(ex, g, h, box_table, v.anchor, box, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -785,8 +894,9 @@ struct DirectSmem {
 // shared memory alone, as DecodeTile's.
 template <typename T, class Exec>
 EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* headers,
-                               const uint32_t* entries, uint64_t t, const DirectArgs& a,
-                               const T* anchor_w, T* out, const DirectSmem<T>& sm) {
+                               const uint32_t* entries, const uint64_t* boxes, uint64_t t,
+                               const DirectArgs& a, const T* anchor_w, T* out,
+                               const DirectSmem<T>& sm) {
   const TileView v = MakeTile(g, t);
   const KeyHeader& h = headers[v.key];
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
@@ -812,8 +922,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
   }
   ex.Sync();
   uint32_t error = 0;
-  for (uint32_t p = 0; p < g.num_passes; ++p) {
-    const uint32_t level = p / g.k, pos = p % g.k;
+  for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t log2h = g.log2E - level - 1;
     const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
     const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
@@ -858,16 +967,15 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
       }
       sm.box[o] = static_cast<T>(static_cast<int32_t>(sym) - g.radius);
     }
+    if (++pos == g.k) {
+      pos = 0;
+      ++level;
+    }
   }
   if (error != 0) ex.AtomicOr(a.error, error);
   ex.Sync();
   RunPasses<T>(ex, g, h, entries, sm.box);
-  for (uint32_t j = lane; j < h.own_volume; j += threads) {
-    uint32_t c[kIDims];
-    Decompose(j, h.own_div, g.k, c);
-    out[ElementOf(g, v, c)] = sm.box[BoxOffset(g, c)];
-  }
-  ex.Sync();  // the next tile reuses the shared memory
+  WriteOwn(ex, g, h, boxes + h.boxes_begin, v.anchor, sm.box, out);
 }
 
 // ---------------------------------------------------------------------------

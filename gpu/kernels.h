@@ -193,17 +193,33 @@ inline constexpr uint64_t kWarpGapDecodeMinChunks = 512;
 inline bool DecodesByWarps(GpuDecoder decoder, uint64_t num_chunks) {
   return decoder == GpuDecoder::kGapArray && num_chunks >= kWarpGapDecodeMinChunks;
 }
+// The chunks [begin, end) of a batch of `batch_chunks`: the batch's count
+// picks the decoder's form, so a batch decodes the same way in one launch
+// or in several (the decompressor launches each interpolation frame's
+// chunks apart, on that frame's stream).
+struct ChunkRange {
+  uint64_t begin;
+  uint64_t end;
+  uint64_t batch_chunks;
+  static ChunkRange All(uint64_t chunks) { return {0, chunks, chunks}; }
+};
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                         uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                         ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                          DecodeTables tables, const uint32_t* chunk_bits,
                          const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                          uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream);
 
 // --- reconstruct_kernels.cu: outliers, inverse Lorenzo, fill and verbatim.
+// Lorenzo frames' outliers into `deltas`, each checked against its symbol.
 cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,
                                   uint64_t total_outliers, const Item* items,
-                                  const uint16_t* symbols, const uint64_t* zero_symbols,
-                                  int32_t* deltas, DeviceStatus* status, cudaStream_t stream);
+                                  const uint16_t* symbols, int32_t* deltas, DeviceStatus* status,
+                                  cudaStream_t stream);
+// Every frame's count of symbol 0 (what the decoder counted) against its
+// outlier count: after every frame's Huffman decode.
+cudaError_t LaunchCheckOutlierCounts(const Segment* segments, uint32_t num_segments,
+                                     const uint64_t* zero_symbols, DeviceStatus* status,
+                                     cudaStream_t stream);
 cudaError_t LaunchReconstruct(int elem_size, const Segment* segments, uint32_t num_segments,
                               uint64_t num_tiles, const uint16_t* symbols, const int32_t* deltas,
                               cudaStream_t stream);

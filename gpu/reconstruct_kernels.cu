@@ -278,13 +278,17 @@ uint64_t Blocks(uint64_t threads, uint32_t per_block) {
 
 cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,
                                   uint64_t total_outliers, const Item* items,
-                                  const uint16_t* symbols, const uint64_t* zero_symbols,
-                                  int32_t* deltas, DeviceStatus* status, cudaStream_t stream) {
-  if (total_outliers > 0) {
-    ScatterOutliersKernel<<<Blocks(total_outliers, kThreads), kThreads, 0, stream>>>(
-        segments, num_segments, total_outliers, items, symbols, deltas, status);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  }
+                                  const uint16_t* symbols, int32_t* deltas, DeviceStatus* status,
+                                  cudaStream_t stream) {
+  if (total_outliers == 0) return cudaSuccess;
+  ScatterOutliersKernel<<<Blocks(total_outliers, kThreads), kThreads, 0, stream>>>(
+      segments, num_segments, total_outliers, items, symbols, deltas, status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCheckOutlierCounts(const Segment* segments, uint32_t num_segments,
+                                     const uint64_t* zero_symbols, DeviceStatus* status,
+                                     cudaStream_t stream) {
   CheckOutlierCountKernel<<<Blocks(num_segments, 128), 128, 0, stream>>>(segments, num_segments,
                                                                          zero_symbols, status);
   return cudaGetLastError();

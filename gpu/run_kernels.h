@@ -64,7 +64,7 @@ cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint
 // expanded to positions. LaunchBuildDecodeTables reads the token alphabet of
 // such segments. LaunchDecode itself stays the version-1 kernels.
 cudaError_t LaunchDecodeRuns(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
-                             uint64_t num_chunks, uint32_t max_chunk_symbols, const Item* items,
+                             ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                              DecodeTables tables, const uint32_t* chunk_bits,
                              const uint64_t* word_prefix, const uint64_t* gap_prefix,
                              uint16_t* symbols, uint64_t* zero_symbols, DeviceStatus* status,

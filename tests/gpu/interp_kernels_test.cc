@@ -386,6 +386,7 @@ struct HostTables {
   Geometry g{};
   std::vector<KeyHeader> headers;
   std::vector<uint32_t> entries;
+  std::vector<uint64_t> boxes;
   std::vector<uint32_t> tile_start;
 };
 
@@ -454,7 +455,43 @@ HostTables MakeTables(const InterpParams& p, const uint8_t* fill, uint32_t lanes
   ht.g.tile_threads = lanes;
   ht.g.tiles_per_block = 1;
   ht.headers.resize(interp::kMaxKeys);
-  ht.entries.assign(interp::ComputeHeaders(ht.g, ht.headers.data()), 0xFFFFFFFFu);
+  uint64_t box_entries = 0;
+  ht.entries.assign(interp::ComputeHeaders(ht.g, ht.headers.data(), &box_entries), 0xFFFFFFFFu);
+  ht.boxes.assign(box_entries, 0);
+  for (uint32_t key = 0; key < interp::kMaxKeys; ++key) {
+    const KeyHeader& h = ht.headers[key];
+    if (!h.exists) continue;
+    // The box table against coordinates counted here in C order: element
+    // and box offsets from the strides, own below the own extents, corners
+    // where every coordinate is 0 or E.
+    uint32_t c[interp::kIDims] = {0, 0, 0, 0};
+    for (uint32_t j = 0; j < h.box_count; ++j) {
+      const uint64_t entry = interp::BoxEntry(ht.g, h, j);
+      ht.boxes.at(h.boxes_begin + j) = entry;
+      const interp::BoxSlot b = interp::ReadBoxEntry(entry);
+      uint64_t element = 0, offset = 0;
+      bool own = true, corner = true;
+      uint32_t mask = 0;
+      for (uint32_t e = 0; e < ht.g.k; ++e) {
+        element += c[e] * ht.g.stride[ht.g.idim[e]];
+        offset += c[e] * ht.g.bstride[e];
+        own = own && c[e] < h.own[e];
+        corner = corner && (c[e] == 0 || c[e] == ht.g.E);
+        mask |= (c[e] != 0 ? 1u : 0u) << e;
+      }
+      EXPECT_EQ(b.element, element) << "key " << key << " entry " << j;
+      EXPECT_EQ(b.offset, offset) << "key " << key << " entry " << j;
+      EXPECT_EQ(b.own, own) << "key " << key << " entry " << j;
+      EXPECT_EQ(b.corner, corner) << "key " << key << " entry " << j;
+      if (corner) {
+        EXPECT_EQ(b.corner_mask, mask) << "key " << key << " entry " << j;
+      }
+      for (uint32_t e = ht.g.k; e-- > 0;) {  // the next coordinates, C order
+        if (++c[e] < h.box[e]) break;
+        c[e] = 0;
+      }
+    }
+  }
   for (uint32_t key = 0; key < interp::kMaxKeys; ++key) {
     const KeyHeader& h = ht.headers[key];
     if (!h.exists) continue;
@@ -685,9 +722,11 @@ Encoded EmulateEncodeT(const Frame& f, uint32_t lanes) {
   const interp::EncodeTileSmem<T> sm{box.data(), fbox.data(), srank.data(), keep.data()};
   RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
     if (fill != nullptr) {
-      interp::EncodeTile<T, true>(ex, g, ht.headers.data(), ht.entries.data(), t, args, sm);
+      interp::EncodeTile<T, true>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
+                                  args, sm);
     } else {
-      interp::EncodeTile<T, false>(ex, g, ht.headers.data(), ht.entries.data(), t, args, sm);
+      interp::EncodeTile<T, false>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
+                                   args, sm);
     }
   });
   for (uint64_t i = S; i < symbols.size(); ++i) {
@@ -736,8 +775,8 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
   interp::Neighbors nb;
   const interp::DirectSmem<T> sm{box.data(), &nb};
   RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
-    interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), t, args,
-                                anchor_w.data(), w.data(), sm);
+    interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
+                                args, anchor_w.data(), w.data(), sm);
   });
   out.bytes.resize(g.n * sizeof(T));
   std::memcpy(out.bytes.data(), w.data(), out.bytes.size());
@@ -785,8 +824,8 @@ Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
   std::vector<T> w(g.n);
   std::vector<T> box(g.box_volume);
   RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
-    interp::DecodeTile<T>(ex, g, ht.headers.data(), ht.entries.data(), t, sym_elem.data(),
-                          anchor_w.data(), w.data(), box.data());
+    interp::DecodeTile<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
+                          sym_elem.data(), anchor_w.data(), w.data(), box.data());
   });
   out.bytes.resize(g.n * sizeof(T));
   std::memcpy(out.bytes.data(), w.data(), out.bytes.size());
@@ -928,6 +967,51 @@ TEST(InterpEmulation, FastDivIsExact) {
   interp::FastDiv f;
   f.Init(65536);
   EXPECT_EQ(f.Div(65535), 0u);
+}
+
+// The quotient's shortcut (interp::Quotient) against the division itself:
+// the same rounding and the same radius test, on residuals at and next to
+// every kind of decision point (half-integers, integers, the limit), over
+// steps of every magnitude, subnormal and huge ones included.
+TEST(InterpEmulation, QuotientDecidesAsTheDivision) {
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  uint64_t checked = 0, shortcut = 0;
+  for (double step : {1e-300, 4.9e-324, 3e-310, 1e-12, 0.1, 1.0 / 3, 0.7, 1.0, 3.0, 1e5, 1e300}) {
+    for (int32_t radius : {2, 512, 32768}) {
+      const double limit = radius - 1;
+      const interp::QuotientRule q{
+          step, std::isnormal(1.0 / step) && std::isnormal(step) ? 1.0 / step : 0.0, limit};
+      for (int i = 0; i < 20000; ++i) {
+        // A decision point, then a residual a few ulps (or a random part of
+        // a step) from it, either side.
+        const double k = std::floor(unit(rng) * (limit + 3));
+        const double point = i % 3 == 0 ? k + 0.5 : i % 3 == 1 ? k : limit;
+        double r = point;
+        const int nudge = static_cast<int>(rng() % 9) - 4;
+        for (int u = 0; u < std::abs(nudge); ++u) r = std::nextafter(r, nudge > 0 ? 1e9 : -1e9);
+        if (i % 7 == 0) r = point + (unit(rng) - 0.5);
+        for (double sign : {1.0, -1.0}) {
+          const double d = sign * r * step;
+          if (!std::isfinite(d)) continue;
+          const double exact = d / step;
+          const double got = interp::Quotient(d, q);
+          shortcut += got != exact;
+          ASSERT_EQ(std::fabs(got) <= limit, std::fabs(exact) <= limit)
+              << "step " << step << " d " << d << " radius " << radius;
+          if (std::fabs(exact) <= limit) {
+            ASSERT_EQ(std::rint(got), std::rint(exact))
+                << "step " << step << " d " << d << " radius " << radius;
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  // The shortcut's product differs from the quotient in some cases: the test
+  // exercised it, not only the division.
+  EXPECT_GT(shortcut, 0u);
+  EXPECT_GT(checked, 500000u);
 }
 
 TEST(InterpEmulation, TablesCoverEveryElementOnce) {

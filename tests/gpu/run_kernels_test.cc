@@ -420,13 +420,16 @@ struct DeviceTables {
 };
 
 // Decodes the batch's archive (as on the device) with `decoder`: the
-// symbols, each frame's count of symbol 0 and the device status.
+// symbols, each frame's count of symbol 0 and the device status. With
+// `per_frame`, one launch per frame's chunks, last frame first (as the
+// decompressor launches interpolation frames), else one for all.
 struct Decoded {
   std::vector<uint16_t> symbols;
   std::vector<uint64_t> zeros;
   DeviceStatus status;
 };
-Decoded DecodeOnDevice(const Batch& b, DeviceBatch& d, GpuDecoder decoder, bool version1_launch) {
+Decoded DecodeOnDevice(const Batch& b, DeviceBatch& d, GpuDecoder decoder, bool version1_launch,
+                       bool per_frame = false) {
   Decoded out{};
   const uint32_t S = static_cast<uint32_t>(b.segments.size());
   DeviceTables tables(S);
@@ -440,9 +443,18 @@ Decoded DecodeOnDevice(const Batch& b, DeviceBatch& d, GpuDecoder decoder, bool 
   }
   cudaError_t e = LaunchBuildDecodeTables(d.segments.get(), S, d.items.get(), tables.Get(),
                                           status.get(), nullptr);
-  if (e == cudaSuccess) {
+  std::vector<ChunkRange> launches = {ChunkRange::All(b.totals.chunks)};
+  if (per_frame) {
+    launches.clear();
+    for (uint32_t s = S; s-- > 0;) {
+      const Segment& seg = b.segments[s];
+      launches.push_back({seg.chunk_base, seg.chunk_base + seg.num_chunks, b.totals.chunks});
+    }
+  }
+  for (const ChunkRange& chunks : launches) {
+    if (e != cudaSuccess) break;
     e = (version1_launch ? LaunchDecode : LaunchDecodeRuns)(
-        decoder, d.segments.get(), S, b.totals.chunks, b.totals.max_chunk_symbols, d.items.get(),
+        decoder, d.segments.get(), S, chunks, b.totals.max_chunk_symbols, d.items.get(),
         tables.Get(), d.chunk_bits.get(), d.word_prefix.get(), d.gap_prefix.get(), symbols.get(),
         zeros.get(), status.get(), nullptr);
   }
@@ -473,12 +485,14 @@ void CheckDecode(const std::vector<FrameSpec>& frames) {
   bool all_plain = true;
   for (const FrameSpec& f : frames) all_plain &= !f.runs;
   for (GpuDecoder decoder : DecodersFor(frames)) {
-    for (bool v1 : {false, true}) {
+    for (int launch = 0; launch < 3; ++launch) {
+      const bool v1 = launch == 1, per_frame = launch == 2;
       if (v1 && !all_plain) continue;  // LaunchDecode: version 1 only
       const std::string how = std::string(DecoderName(decoder)) +
                               (v1 ? " (LaunchDecode)" : " (LaunchDecodeRuns)") +
+                              (per_frame ? ", a launch per frame" : "") +
                               (DecodesByWarps(decoder, b.totals.chunks) ? ", warp per chunk" : "");
-      const Decoded got = DecodeOnDevice(b, d, decoder, v1);
+      const Decoded got = DecodeOnDevice(b, d, decoder, v1, per_frame);
       ASSERT_EQ(got.status.error, 0u) << how << ": device error " << got.status.error
                                       << " in frame " << Name(frames[got.status.segment]);
       for (size_t s = 0; s < frames.size(); ++s) {
@@ -853,10 +867,10 @@ TEST(RunKernels, ThroughputOnAGibibyteEquivalent) {
     CUDA_ASSERT(LaunchBuildDecodeTables(d.segments.get(), S, d.items.get(), tables.Get(),
                                         status.get(), nullptr));
     CUDA_ASSERT(cudaEventRecord(ev[5]));
-    CUDA_ASSERT(LaunchDecodeRuns(decoder, d.segments.get(), S, chunks, b.totals.max_chunk_symbols,
-                                 d.items.get(), tables.Get(), d.chunk_bits.get(),
-                                 d.word_prefix.get(), d.gap_prefix.get(), symbols.get(),
-                                 zeros.get(), status.get(), nullptr));
+    CUDA_ASSERT(LaunchDecodeRuns(decoder, d.segments.get(), S, ChunkRange::All(chunks),
+                                 b.totals.max_chunk_symbols, d.items.get(), tables.Get(),
+                                 d.chunk_bits.get(), d.word_prefix.get(), d.gap_prefix.get(),
+                                 symbols.get(), zeros.get(), status.get(), nullptr));
     CUDA_ASSERT(cudaEventRecord(ev[6]));
     CUDA_ASSERT(cudaDeviceSynchronize());
     ASSERT_EQ(status.Download()[0].error, 0u) << DecoderName(decoder);
