@@ -824,8 +824,6 @@ absl::StatusOr<Geometry> MakeInterpGeometry(const InterpParams& p, bool has_fill
   g.cubic = p.order == InterpOrder::kCubic ? 1 : 0;
   g.abs_bound = p.abs_bound;
   g.step = p.quant_step;
-  const double inv_step = 1.0 / g.step;
-  g.inv_step = std::isnormal(g.step) && std::isnormal(inv_step) ? inv_step : 0.0;
 
   // Policy: threads per tile from the tile's size, then as many tiles per
   // block of kInterpBlockThreads as shared memory allows.

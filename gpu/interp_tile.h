@@ -91,7 +91,6 @@ struct Geometry {
   uint32_t cubic;
   double abs_bound;
   double step;
-  double inv_step;  // QuotientRule's
   // Launch policy: threads per tile and tiles per thread block.
   uint32_t tile_threads;
   uint32_t tiles_per_block;
@@ -156,15 +155,24 @@ EBZIP_HD inline bool IsSpecial(T x) {
   return exponent == FloatTraits<T>::kExponent || (exponent == 0 && bits != 0);
 }
 
+// Which of §15.5.2's neighbours along the pass's position e an element has
+// inside its window [0, bx - 1] (bx the box's extent along e), from its
+// in-box coordinate pd there and the pass's h: fixed per table entry.
+inline constexpr uint32_t kHasA = 1;  // at pd - 3h
+inline constexpr uint32_t kHasC = 2;  // at pd + h
+inline constexpr uint32_t kHasZ = 4;  // at pd + 3h
+EBZIP_HD inline uint32_t Neighbours(uint32_t pd, uint32_t h, uint32_t bx) {
+  return (pd >= 3 * h ? kHasA : 0) | (pd + h + 1 <= bx ? kHasC : 0) |
+         (pd + 3 * h + 1 <= bx ? kHasZ : 0);
+}
+
 // §15.5.2's prediction of the element at box offset o, pass (h, position e):
-// s = h * bstride[e], pd its in-box coordinate along e, bx the box's extent
-// along e (the window is [0, bx - 1] in the box).
+// s = h * bstride[e], `has` its Neighbours.
 template <typename T>
-EBZIP_HD inline double Predict(const T* box, uint32_t o, uint32_t s, uint32_t pd, uint32_t h,
-                               uint32_t bx, bool cubic) {
-  const bool a_ok = pd >= 3 * h;
-  const bool c_ok = pd + h + 1 <= bx;
-  const bool z_ok = pd + 3 * h + 1 <= bx;
+EBZIP_HD inline double Predict(const T* box, uint32_t o, uint32_t s, uint32_t has, bool cubic) {
+  const bool a_ok = (has & kHasA) != 0;
+  const bool c_ok = (has & kHasC) != 0;
+  const bool z_ok = (has & kHasZ) != 0;
   const double b = static_cast<double>(box[o - s]);
   double pred;
   if (cubic && a_ok && c_ok && z_ok) {
@@ -204,43 +212,14 @@ struct Decision {
   bool verbatim;
 };
 
-// The quotient r = d / step decides two things: |r| <= limit (radius - 1,
-// an integer) and rint(r). With inv = RN(1 / step) a normal double,
-// RN(d * inv) is within 3 * 2^-53 * |r| of r (plus 2^-1074 where it is
-// subnormal): below 2^-33 for |r| <= 2^16. So where it lies more than
-// 2^-24 from limit and, below limit, from every half-integer, it decides
-// both exactly as r does and the division (some 20 instructions on the GPU)
-// is not needed. Everywhere else it runs.
-struct QuotientRule {
-  double step;
-  double inv_step;  // RN(1 / step), or 0 where that is not a normal double
-  double limit;     // radius - 1
-};
-EBZIP_HD inline bool QuotientDecides(double f, double limit) {
-  constexpr double kNear = 0x1p-24;
-  if (f > limit + kNear) return true;
-  if (f >= limit - kNear) return false;
-  const double frac = f - std::floor(f);
-  return frac < 0.5 - kNear || frac > 0.5 + kNear;
-}
-EBZIP_HD inline double Quotient(double d, const QuotientRule& q) {
-  if (q.inv_step != 0) {
-    const double r = Mul(d, q.inv_step);
-    if (QuotientDecides(std::fabs(r), q.limit)) return r;
-  }
-  return Quot(d, q.step);
-}
-
 template <typename T>
-EBZIP_HD inline Decision<T> Encode(T x, double pred, const QuotientRule& q, double abs_bound,
+EBZIP_HD inline Decision<T> Encode(T x, double pred, double step, double abs_bound,
                                    int32_t radius) {
-  const double step = q.step;
   const double xd = static_cast<double>(x);
+  const double r = Quot(Sub(xd, pred), step);
   int32_t rho = 0;
   T y{};
-  bool ok = !IsSpecial(x);
-  const double r = ok ? Quotient(Sub(xd, pred), q) : 0.0;
-  ok = ok && std::fabs(r) <= q.limit;
+  bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(radius - 1);
   if (ok) {
     rho = static_cast<int32_t>(std::rint(r));
     y = Reconstruct<T>(pred, rho, step);
@@ -338,8 +317,7 @@ EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers,
 
 // Entry j of key h's pass p, in the box lattice's C order: where it goes in
 // the table (own elements by their C-order index, far-face ones after them
-// in C order) and what it says: box offset | in-box coordinate along the
-// pass's position << 16.
+// in C order) and what it says: box offset | its Neighbours << 16.
 EBZIP_HD inline void TableEntry(const Geometry& g, const KeyHeader& h, uint32_t p, uint32_t j,
                                 uint32_t* slot, uint32_t* value) {
   const Pass q = MakePass(g, p);
@@ -359,7 +337,8 @@ EBZIP_HD inline void TableEntry(const Geometry& g, const KeyHeader& h, uint32_t 
     offset += (q.first[e] + idx[e] * q.step[e]) * g.bstride[e];
     own = own && idx[e] < own_count[e];
   }
-  *value = offset | ((q.first[q.pos] + idx[q.pos] * q.step[q.pos]) << 16);
+  *value = offset | Neighbours(q.first[q.pos] + idx[q.pos] * q.step[q.pos], q.h, h.box[q.pos])
+                        << 16;
   uint32_t own_total = 1;
   for (uint32_t e = 0; e < g.k; ++e) own_total *= own_count[e];
   // Own elements before this one in C order (all of them, when it is own).
@@ -589,11 +568,9 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
   }
   ex.Sync();
   const bool cubic = g.cubic != 0;
-  const QuotientRule quotient{g.step, g.inv_step, static_cast<double>(g.radius - 1)};
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
-    const uint32_t bx = h.box[pos];
     const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
     const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
     const uint32_t own = h.pass_own[p];
@@ -601,13 +578,13 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
     for (uint32_t j = lane; j < count; j += threads) {
       const uint32_t entry = list[j];
       const uint32_t o = entry & 0xFFFFu;
-      const double pred = Predict(sm.box, o, s, entry >> 16, hh, bx, cubic);
+      const double pred = Predict(sm.box, o, s, entry >> 16, cubic);
       if (kFill && sm.fbox[o]) {
         sm.box[o] = Reconstruct<T>(pred, 0, g.step);
         if (j < own) sm.keep[rank + j] = 0;
         continue;
       }
-      const Decision<T> dec = Encode<T>(sm.box[o], pred, quotient, g.abs_bound, g.radius);
+      const Decision<T> dec = Encode<T>(sm.box[o], pred, g.step, g.abs_bound, g.radius);
       sm.box[o] = dec.y;
       if (j >= own) continue;  // a far-face element: its own tile writes it
       if (dec.verbatim) {
@@ -788,13 +765,12 @@ EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const u
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
-    const uint32_t bx = h.box[pos];
     const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
     const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
     for (uint32_t j = lane; j < count; j += threads) {
       const uint32_t entry = list[j];
       const uint32_t o = entry & 0xFFFFu;
-      const double pred = Predict(box, o, s, entry >> 16, hh, bx, cubic);
+      const double pred = Predict(box, o, s, entry >> 16, cubic);
       box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
     }
     ex.Sync();
