@@ -41,19 +41,24 @@ MIB = 1 << 20
 # Every variant under deploy/k8s and what it must be. A new overlay must be
 # added here (test_every_overlay_is_checked fails until it is).
 VARIANTS = {
-    ".": {"backend": "gpu", "tls": False, "token": False},
-    "base": {"backend": "gpu", "tls": False, "token": False},
-    "overlays/cpu": {"backend": "cpu", "tls": False, "token": False},
-    "overlays/tls-token": {"backend": "gpu", "tls": True, "token": True},
+    ".": {"backend": "gpu", "tls": False, "token": False, "monitor": False},
+    "base": {"backend": "gpu", "tls": False, "token": False, "monitor": False},
+    "overlays/cpu": {"backend": "cpu", "tls": False, "token": False, "monitor": False},
+    "overlays/tls-token": {"backend": "gpu", "tls": True, "token": True, "monitor": False},
+    "overlays/monitoring": {"backend": "gpu", "tls": False, "token": False, "monitor": True},
 }
 
+# Built-in kinds only: a variant without the ServiceMonitor component applies
+# to a cluster that has no CRDs.
 EXPECTED_KINDS = collections.Counter({
+    ("v1", "Namespace"): 1,
     ("apps/v1", "Deployment"): 1,
     ("v1", "Service"): 2,
     ("policy/v1", "PodDisruptionBudget"): 1,
     ("autoscaling/v2", "HorizontalPodAutoscaler"): 1,
-    ("monitoring.coreos.com/v1", "ServiceMonitor"): 1,
 })
+SERVICE_MONITOR = ("monitoring.coreos.com/v1", "ServiceMonitor")
+NAMESPACE = "ebzip"
 
 # ebzipd's defaults (server/main.cc), for flags a variant leaves unset.
 DEFAULTS = {
@@ -261,11 +266,28 @@ class DeployTest(unittest.TestCase):
         self.assertEqual(variant(".").docs, variant("base").docs,
                          "deploy/k8s should render the GPU base unchanged")
 
-    def check_kinds(self, v, _expect):
-        self.assertEqual(v.kinds, EXPECTED_KINDS)
+    def check_kinds(self, v, expect):
+        want = EXPECTED_KINDS.copy()
+        if expect["monitor"]:
+            want[SERVICE_MONITOR] = 1
+        self.assertEqual(v.kinds, want)
+
+    def check_namespace(self, v, _expect):
+        self.assertEqual(v.one("Namespace")["metadata"]["name"], NAMESPACE)
         for d in v.docs:
-            self.assertNotIn("namespace", d["metadata"],
-                             f"{d['kind']} pins a namespace; apply with -n instead")
+            if d["kind"] != "Namespace":
+                self.assertEqual(d["metadata"].get("namespace"), NAMESPACE,
+                                 f"{d['kind']} {d['metadata']['name']} outside the namespace")
+
+    def check_image_from_the_one_entry(self, v, _expect):
+        # The image is the base kustomization's images entry, in every
+        # variant (README: "Deploying" says to edit that entry).
+        base = yaml.safe_load((K8S / "base" / "kustomization.yaml").read_text())
+        entries = base.get("images") or []
+        self.assertEqual(len(entries), 1, "one images entry in base/kustomization.yaml")
+        entry = entries[0]
+        self.assertEqual(v.container["image"], f"{entry['newName']}:{entry['newTag']}")
+        self.assertIn(entry["name"], (K8S / "base" / "deployment.yaml").read_text())
 
     def check_gpu_or_cpu(self, v, expect):
         limits, requests, env, pod = v.limits(), v.requests(), v.env, v.pod
@@ -470,7 +492,10 @@ class DeployTest(unittest.TestCase):
         self.assertFalse(headless["spec"].get("publishNotReadyAddresses", False),
                          "draining pods must leave DNS")
 
-    def check_service_monitor(self, v, _expect):
+    def check_service_monitor(self, v, expect):
+        if not expect["monitor"]:
+            self.assertEqual(v.all("ServiceMonitor"), [])
+            return
         sm = v.one("ServiceMonitor")
         chosen = [s for s in v.all("Service")
                   if selects(sm["spec"]["selector"], s["metadata"].get("labels", {}))]
