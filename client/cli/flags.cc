@@ -43,7 +43,7 @@ constexpr FlagSpec kFlags[] = {
     {"timeout", 0, "S", "the same as --deadline"},
 };
 
-constexpr int kHelpColumn = 30;
+constexpr size_t kHelpColumn = 32;
 
 std::string Normalize(absl::string_view name) { return absl::StrReplaceAll(name, {{"-", "_"}}); }
 
@@ -193,7 +193,7 @@ std::string FlagHelp(const std::vector<absl::string_view>& taken) {
                                                     f->name)
                                      : absl::StrCat("      --", f->name);
     if (!f->value.empty()) absl::StrAppend(&left, " ", f->value);
-    left.resize(std::max<size_t>(left.size() + 1, kHelpColumn), ' ');
+    left.resize(std::max<size_t>(left.size() + 2, kHelpColumn), ' ');
     absl::StrAppend(&out, left, f->help, "\n");
   }
   return out;
