@@ -12,7 +12,7 @@ std::vector<absl::string_view> Join(std::initializer_list<std::vector<absl::stri
 }
 
 const std::vector<absl::string_view> kRemoteFlags = {"server", "tls",      "tls_server_name",
-                                                    "token",  "deadline", "timeout"};
+                                                     "token",  "deadline", "timeout"};
 
 }  // namespace
 
@@ -24,19 +24,24 @@ const std::vector<Command>& Commands() {
        "FILE.h5:/path)",
        "compress a raw, NetCDF or HDF5 array ('-': raw from standard input)",
        Join({{"output", "force", "quiet", "json", "type", "shape", "abs", "rel", "fill",
-              "predictor", "lossless", "interp_order", "frame_elements", "radius",
-              "chunk_symbols", "subsequence_bits", "gap_array"},
+              "predictor", "lossless", "interp_order", "frame_elements", "radius", "chunk_symbols",
+              "subsequence_bits", "gap_array"},
              kRemoteFlags}),
        CompressCommand},
       {"decompress", "decompress IN.ebz -o OUT.raw",
        "decompress an archive into a raw little-endian array ('-': standard input)",
        Join({{"output", "force", "quiet", "json", "decoder", "max_output_bytes"}, kRemoteFlags}),
        DecompressCommand},
-      {"info", "info IN.ebz", "what an archive holds and where its bytes go", {"json"},
+      {"info",
+       "info IN.ebz",
+       "what an archive holds and where its bytes go",
+       {"json"},
        InfoCommand},
-      {"compare", "compare --type f32|f64 A.raw B.raw [--abs E]",
+      {"compare",
+       "compare --type f32|f64 A.raw B.raw [--abs E]",
        "errors between two raw arrays; exit 1 if --abs E is exceeded",
-       {"json", "type", "abs", "fill"}, CompareCommand},
+       {"json", "type", "abs", "fill"},
+       CompareCommand},
       {"health", "health --server HOST:PORT", "check an ebzipd server (exit 0 when SERVING)",
        Join({{"quiet", "json"}, kRemoteFlags}), HealthCommand},
   };

@@ -115,10 +115,9 @@ absl::Status CompareCommand(const ParsedArgs& args) {
         {"ok", ok},
     });
   } else {
-    std::printf(
-        "values %llu, compared %llu, max error %.9g, rmse %.6g, psnr %.2f dB, range %.9g\n",
-        static_cast<unsigned long long>(s.n), static_cast<unsigned long long>(s.compared),
-        s.max_error, rmse, psnr, range);
+    std::printf("values %llu, compared %llu, max error %.9g, rmse %.6g, psnr %.2f dB, range %.9g\n",
+                static_cast<unsigned long long>(s.n), static_cast<unsigned long long>(s.compared),
+                s.max_error, rmse, psnr, range);
     std::printf("special values (NaN, Inf, -0, fill) not bit-identical: %llu\n",
                 static_cast<unsigned long long>(s.special_mismatches));
     if (bound) {

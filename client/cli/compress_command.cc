@@ -57,8 +57,8 @@ absl::StatusOr<Input> OpenInput(const ParsedArgs& args, const std::string& arg) 
     StandardInput in;
     auto ended = in.ReadToEnd(spec->num_bytes());
     if (!ended.ok()) return ended.status();
-    if (auto s = CheckRawSize(kStandardInputName, in.bytes().size() - (*ended ? 0 : 1), !*ended,
-                              *spec);
+    if (auto s =
+            CheckRawSize(kStandardInputName, in.bytes().size() - (*ended ? 0 : 1), !*ended, *spec);
         !s.ok()) {
       return s;
     }
@@ -156,12 +156,11 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const Input& in,
   auto summary = (*client)->Compress(in.spec, in.bytes, options,
                                      [&](absl::Span<const uint8_t> b) { return out.Write(b); });
   if (!summary.ok()) return summary.status();
-  return Summary{out.bytes_written(), summary->abs_bound, summary->outliers, summary->verbatim,
-                 summary->frames,     summary->backend};
+  return Summary{out.bytes_written(), summary->abs_bound, summary->outliers,
+                 summary->verbatim,   summary->frames,    summary->backend};
 }
 
-absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options,
-                                 OutputFile& out) {
+absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options, OutputFile& out) {
   ValueRange range;
   if (options.mode == BoundMode::kRel) range = FiniteRange(in.spec, in.bytes, options.fill_value);
   auto plan = PlanArchive(in.spec, options, ResolveBound(options, range));
@@ -200,18 +199,19 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   const std::string output = args.Value("output");
   if (output.empty()) return absl::InvalidArgumentError("-o OUTPUT.ebz is required");
   const bool replace = args.Switch("force");
+  // Before the input is read: standard input cannot be read twice.
+  if (auto s = CheckOutputMayBeWritten(output, replace); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
   auto in = OpenInput(args, args.positional()[0]);
   if (!in.ok()) return in.status();
   auto options = CompressOptionsFromFlags(args, in->file_fill);
   if (!options.ok()) return options.status();
   if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
-  if (auto s = CheckOutputMayBeWritten(output, replace); !s.ok()) return s;
 
   auto out = OutputFile::Create(output, replace);
   if (!out.ok()) return out.status();
-  auto summary = RemoteRequested(args) ? RunRemote(args, *in, *options, *out)
-                                       : RunLocal(*in, *options, *out);
+  auto summary =
+      RemoteRequested(args) ? RunRemote(args, *in, *options, *out) : RunLocal(*in, *options, *out);
   if (!summary.ok()) return summary.status();
   if (auto s = out->Commit(); !s.ok()) return s;
   summary->output_bytes = out->bytes_written();

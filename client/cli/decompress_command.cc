@@ -45,17 +45,17 @@ absl::StatusOr<InputFile> ReadArchive(const std::string& path, uint64_t max_outp
   if (auto s = in.ReadAtLeast(format::kFileHeaderSize); !s.ok()) return s;
   auto header = format::ParseFileHeader(in.bytes());
   if (!header.ok()) return header.status();
-  if (auto s = CheckOutputSize(kStandardInputName, {header->dtype, header->shape},
-                               max_output_bytes);
+  if (auto s =
+          CheckOutputSize(kStandardInputName, {header->dtype, header->shape}, max_output_bytes);
       !s.ok()) {
     return s;
   }
   auto ended = in.ReadToEnd(max_output_bytes);
   if (!ended.ok()) return ended.status();
   if (!*ended) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the archive on standard input is longer than --max_output_bytes=",
-                     max_output_bytes, " bytes; raise --max_output_bytes to read it"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the archive on standard input is longer than --max_output_bytes=", max_output_bytes,
+        " bytes; raise --max_output_bytes to read it"));
   }
   return InputFile::FromStandardInput(std::move(in));
 }
@@ -170,12 +170,11 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
         },
         out->SameAsStandardOutput() ? stderr : stdout);
   } else if (!args.Switch("quiet") && !out->SameAsStandardOutput()) {
-    std::printf("%s: %s %s, %s, abs bound %.6g%s\n", output.c_str(), DTypeName(spec.dtype),
-                ShapeToString(spec.shape).c_str(), HumanBytes(spec.num_bytes()).c_str(),
-                summary->abs_bound,
-                remote ? absl::StrCat(" on ", args.Value("server"), " (", summary->backend, ")")
-                             .c_str()
-                       : "");
+    std::printf(
+        "%s: %s %s, %s, abs bound %.6g%s\n", output.c_str(), DTypeName(spec.dtype),
+        ShapeToString(spec.shape).c_str(), HumanBytes(spec.num_bytes()).c_str(), summary->abs_bound,
+        remote ? absl::StrCat(" on ", args.Value("server"), " (", summary->backend, ")").c_str()
+               : "");
   }
   return absl::OkStatus();
 }

@@ -152,10 +152,10 @@ absl::StatusOr<ParsedArgs> ParseArgs(absl::string_view command,
       if (a.size() == 2) spec = FindShort(a[1]);
       if (spec == nullptr) {
         const FlagSpec* long_form = FindFlag(absl::string_view(a).substr(1));
-        return Usage(command, absl::StrCat("unknown flag '", a, "'",
-                                           long_form ? absl::StrCat(": did you mean --",
-                                                                    long_form->name, "?")
-                                                     : ""));
+        return Usage(
+            command,
+            absl::StrCat("unknown flag '", a, "'",
+                         long_form ? absl::StrCat(": did you mean --", long_form->name, "?") : ""));
       }
     }
     if (spec == nullptr) return Usage(command, absl::StrCat("unknown flag ", shown));
@@ -189,9 +189,9 @@ std::string FlagHelp(const std::vector<absl::string_view>& taken) {
   for (absl::string_view name : taken) {
     const FlagSpec* f = FindFlag(name);
     if (f == nullptr) continue;
-    std::string left = f->short_name ? absl::StrCat("  -", std::string(1, f->short_name), ", --",
-                                                    f->name)
-                                     : absl::StrCat("      --", f->name);
+    std::string left = f->short_name
+                           ? absl::StrCat("  -", std::string(1, f->short_name), ", --", f->name)
+                           : absl::StrCat("      --", f->name);
     if (!f->value.empty()) absl::StrAppend(&left, " ", f->value);
     left.resize(std::max<size_t>(left.size() + 2, kHelpColumn), ' ');
     absl::StrAppend(&out, left, f->help, "\n");

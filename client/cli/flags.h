@@ -26,10 +26,10 @@
 namespace ebzip::cli {
 
 struct FlagSpec {
-  absl::string_view name;    // without "--", with '_' between words
+  absl::string_view name;   // without "--", with '_' between words
   char short_name;          // 0: none
-  absl::string_view value;   // what the value is, for --help ("E", "SIZE"); empty: a switch
-  absl::string_view help;    // one line
+  absl::string_view value;  // what the value is, for --help ("E", "SIZE"); empty: a switch
+  absl::string_view help;   // one line
 };
 
 // The flag called `name` ('-' or '_' between words), or nullptr.

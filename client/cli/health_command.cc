@@ -37,8 +37,8 @@ absl::Status HealthCommand(const ParsedArgs& args) {
   }
   std::printf("%s: SERVING\n", server.c_str());
   if (info.ok()) {
-    std::printf("version %s, backend %s, format %u\n", info->version.c_str(),
-                info->backend.c_str(), info->format_version);
+    std::printf("version %s, backend %s, format %u\n", info->version.c_str(), info->backend.c_str(),
+                info->format_version);
     for (const auto& d : info->devices) std::printf("  %s\n", d.c_str());
   }
   return absl::OkStatus();

@@ -128,9 +128,8 @@ absl::Status InfoCommand(const ParsedArgs& args) {
   std::printf(
       "parameters       block %s, radius %u, chunk %u symbols, subsequence %u bits, "
       "max code length %d, gap array %s\n",
-      block.c_str(),
-      first.radius, first.chunk_symbols, first.subsequence_bits, first.max_code_length,
-      first.has_gap_array ? "yes" : "no");
+      block.c_str(), first.radius, first.chunk_symbols, first.subsequence_bits,
+      first.max_code_length, first.has_gap_array ? "yes" : "no");
   for (const auto& [choice, count] : choices) {
     std::printf("predictor        %s (%llu of %llu frames)\n", choice.c_str(),
                 static_cast<unsigned long long>(count),

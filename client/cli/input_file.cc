@@ -88,8 +88,8 @@ absl::StatusOr<InputFile> InputFile::OpenOrRead(const std::string& path, uint64_
   auto ended = in.ReadToEnd(stdin_limit);
   if (!ended.ok()) return ended.status();
   if (!*ended) {
-    return absl::ResourceExhaustedError(absl::StrCat("standard input holds more than ",
-                                                     stdin_limit, " bytes (", limit_name, ")"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("standard input holds more than ", stdin_limit, " bytes (", limit_name, ")"));
   }
   return FromStandardInput(std::move(in));
 }

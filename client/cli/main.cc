@@ -21,8 +21,7 @@ constexpr int kExitUsage = 2;
 std::string Usage() {
   std::string commands;
   for (const ebzip::cli::Command& c : ebzip::cli::Commands()) {
-    absl::StrAppend(&commands, "  ", c.name, std::string(12 - c.name.size(), ' '), c.summary,
-                    "\n");
+    absl::StrAppend(&commands, "  ", c.name, std::string(12 - c.name.size(), ' '), c.summary, "\n");
   }
   return absl::StrCat(
       "usage: ebzip COMMAND [flags] ARGUMENTS\n\n"
@@ -88,8 +87,8 @@ int main(int argc, char** argv) {
   const ebzip::cli::Command* command = ebzip::cli::FindCommand(first);
   if (command == nullptr) return UsageError(absl::StrCat("unknown command '", first, "'"));
 
-  auto parsed = ebzip::cli::ParseArgs(command->name, command->flags, {args.data() + 1,
-                                                                      args.size() - 1});
+  auto parsed =
+      ebzip::cli::ParseArgs(command->name, command->flags, {args.data() + 1, args.size() - 1});
   if (!parsed.ok()) {
     std::fprintf(stderr, "ebzip %s: %s\n", first.c_str(),
                  std::string(parsed.status().message()).c_str());

@@ -88,8 +88,7 @@ absl::StatusOr<std::pair<int, std::string>> CreateTemporary(const std::string& t
 }
 
 absl::Status Exists(const std::string& path) {
-  return absl::AlreadyExistsError(
-      absl::StrCat(path, " exists; pass -f (--force) to replace it"));
+  return absl::AlreadyExistsError(absl::StrCat(path, " exists; pass -f (--force) to replace it"));
 }
 
 }  // namespace

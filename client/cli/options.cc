@@ -31,8 +31,8 @@ absl::StatusOr<T> SizeFlag(const ParsedArgs& args, absl::string_view name, T fal
   auto v = ParseSize(*value, name);
   if (!v.ok()) return v.status();
   if (*v > std::numeric_limits<T>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat("bad --", name, " '", *value,
-                                                   "': at most ", std::numeric_limits<T>::max()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad --", name, " '", *value, "': at most ", std::numeric_limits<T>::max()));
   }
   return static_cast<T>(*v);
 }
