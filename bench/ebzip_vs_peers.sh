@@ -210,9 +210,9 @@ for entry in "${FIELDS[@]}"; do
     ec_wall="" ed_wall="" sc_wall="" sd_wall="" zc_wall="" zc2_wall="" zd_wall=""
     ec_cpu="" ed_cpu="" sc_cpu="" sd_cpu="" zc_cpu="" zc2_cpu="" zd_cpu=""
     for ((r = 0; r < REPS; ++r)); do
-      keep_best ec "$EBZIP" compress --quiet --type f32 --shape "$shape" --abs "$E" \
+      keep_best ec "$EBZIP" compress --quiet -f --type f32 --shape "$shape" --abs "$E" \
         "${fill_args[@]}" "$raw" -o "$ebz"
-      keep_best ed "$EBZIP" decompress --quiet "$ebz" -o "$ebz_out"
+      keep_best ed "$EBZIP" decompress --quiet -f "$ebz" -o "$ebz_out"
       if [[ $HAVE_SZ3 == 1 ]]; then
         keep_best sc "$SZ3" "${sargs[@]}" -i "$peer_in" -z "$sz"
         keep_best sd "$SZ3" "${sargs[@]}" -z "$sz" -o "$sz_out"
@@ -260,9 +260,9 @@ $sz_cells $zr | $zp | $(over "$zm" "$E") | $(viol_text "$zv" "$zs") |")
       csv_row "$name" "$rel" "$E" zfp fills-to-mean "$E" "$zfr" "$fp" "$fm" "$fv" "$fs"
       # The same copy through ebzip (no fill value): what ebzip's own fill
       # handling costs against a smooth stand-in.
-      "$EBZIP" compress --quiet --type f32 --shape "$shape" --abs "$E" "$filled" -o "$ebz" \
+      "$EBZIP" compress --quiet -f --type f32 --shape "$shape" --abs "$E" "$filled" -o "$ebz" \
         >>"$LOG" 2>&1
-      "$EBZIP" decompress --quiet "$ebz" -o "$ebz_out" >>"$LOG" 2>&1
+      "$EBZIP" decompress --quiet -f "$ebz" -o "$ebz_out" >>"$LOG" 2>&1
       efr=$(ratio "$raw_bytes" "$(size_of "$ebz")")
       IFS='|' read -r xp xm xv xs <<<"$(check "$raw" "$ebz_out" "$E" "${fill_args[@]}")"
       csv_row "$name" "$rel" "$E" ebzip fills-to-mean "$E" "$efr" "$xp" "$xm" "$xv" "$xs"

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 build_packages=(
   make cmake ninja-build g++ pkg-config
-  libabsl-dev libnetcdf-dev libhdf5-dev
+  libabsl-dev libnetcdf-dev libhdf5-dev nlohmann-json3-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
 )
 test_packages=(

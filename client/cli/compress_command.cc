@@ -5,11 +5,13 @@
 #include <optional>
 #include <variant>
 
-#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/commands.h"
-#include "client/cli/flags.h"
+#include "client/cli/input_file.h"
+#include "client/cli/json_output.h"
 #include "client/cli/mapped_file.h"
+#include "client/cli/options.h"
 #include "client/cli/progress.h"
 #include "client/cli/remote.h"
 #include "client/io/array_source.h"
@@ -23,13 +25,49 @@ struct Input {
   ArraySpec spec;
   std::optional<double> file_fill;
   std::string name;
-  std::variant<MappedFile, LoadedArray> storage;
+  std::variant<InputFile, LoadedArray> storage;
   absl::Span<const uint8_t> bytes;
 };
 
-absl::StatusOr<Input> OpenInput(const std::string& arg) {
+// A raw input's size must be the one --type and --shape give.
+absl::Status CheckRawSize(const std::string& name, uint64_t bytes, bool more,
+                          const ArraySpec& spec) {
+  if (bytes == spec.num_bytes() && !more) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, " holds ", more ? "more than " : "", bytes, " bytes, but --shape ",
+      ShapeToString(spec.shape), " of ", DTypeName(spec.dtype), " needs ", spec.num_bytes()));
+}
+
+absl::StatusOr<ArraySpec> RawSpec(const ParsedArgs& args) {
+  auto dtype = DTypeFromFlags(args);
+  if (!dtype.ok()) return dtype.status();
+  auto shape = ShapeFromFlags(args);
+  if (!shape.ok()) return shape.status();
+  ArraySpec spec{*dtype, *shape};
+  if (auto s = ValidateArraySpec(spec); !s.ok()) return s;
+  return spec;
+}
+
+absl::StatusOr<Input> OpenInput(const ParsedArgs& args, const std::string& arg) {
+  if (arg == "-") {
+    // A pipe has no size: --type and --shape say how much to read, and
+    // reading stops one byte past that.
+    auto spec = RawSpec(args);
+    if (!spec.ok()) return spec.status();
+    StandardInput in;
+    auto ended = in.ReadToEnd(spec->num_bytes());
+    if (!ended.ok()) return ended.status();
+    if (auto s =
+            CheckRawSize(kStandardInputName, in.bytes().size() - (*ended ? 0 : 1), !*ended, *spec);
+        !s.ok()) {
+      return s;
+    }
+    InputFile file = InputFile::FromStandardInput(std::move(in));
+    const absl::Span<const uint8_t> bytes = file.bytes();
+    return Input{*spec, std::nullopt, kStandardInputName, std::move(file), bytes};
+  }
   if (LooksLikeArraySource(arg)) {
-    if (!absl::GetFlag(FLAGS_type).empty() || !absl::GetFlag(FLAGS_shape).empty()) {
+    if (args.Has("type") || args.Has("shape")) {
       return absl::InvalidArgumentError(
           "--type and --shape are for raw input; NetCDF and HDF5 files carry their own");
     }
@@ -45,113 +83,140 @@ absl::StatusOr<Input> OpenInput(const std::string& arg) {
   }
   // Open first: a missing input (raw, or "missing.nc:VAR") is a failure to
   // report as such, not a request for --type and --shape.
-  auto file = MappedFile::Open(arg);
+  auto file = InputFile::Open(arg);
   if (!file.ok()) return file.status();
-  auto dtype = DTypeFromFlag();
-  if (!dtype.ok()) return dtype.status();
-  auto shape = ShapeFromFlag();
-  if (!shape.ok()) return shape.status();
-  ArraySpec spec{*dtype, *shape};
-  if (auto s = ValidateArraySpec(spec); !s.ok()) return s;
-  if (file->bytes().size() != spec.num_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        arg, " holds ", file->bytes().size(), " bytes, but --shape ", ShapeToString(spec.shape),
-        " of ", DTypeName(spec.dtype), " needs ", spec.num_bytes()));
+  auto spec = RawSpec(args);
+  if (!spec.ok()) return spec.status();
+  if (auto s = CheckRawSize(arg, file->bytes().size(), false, *spec); !s.ok()) return s;
+  const absl::Span<const uint8_t> bytes = file->bytes();
+  return Input{*spec, std::nullopt, arg, *std::move(file), bytes};
+}
+
+// What a compress did, for the summary line or --json.
+struct Summary {
+  uint64_t output_bytes = 0;
+  double abs_bound = 0;
+  uint64_t outliers = 0;
+  uint64_t verbatim = 0;
+  uint64_t frames = 0;
+  std::string backend;  // remote only
+};
+
+void PrintSummary(const ParsedArgs& args, const Input& in, const CompressOptions& options,
+                  const std::string& output, bool output_is_stdout, const Summary& s,
+                  std::chrono::steady_clock::time_point start) {
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const uint64_t n = in.spec.num_elements();
+  const double ratio = static_cast<double>(in.bytes.size()) / static_cast<double>(s.output_bytes);
+  const bool remote = RemoteRequested(args);
+  if (args.Switch("json")) {
+    // Standard output carries the archive when it is the output.
+    PrintJson(
+        {
+            {"input", in.name},
+            {"output", output},
+            {"dtype", DTypeName(in.spec.dtype)},
+            {"shape", in.spec.shape},
+            {"input_bytes", in.bytes.size()},
+            {"output_bytes", s.output_bytes},
+            {"ratio", ratio},
+            {"bound_mode", absl::AsciiStrToLower(BoundModeName(options.mode))},
+            {"bound", options.bound},
+            {"abs_bound", s.abs_bound},
+            {"outliers", s.outliers},
+            {"verbatim", s.verbatim},
+            {"frames", s.frames},
+            {"seconds", seconds},
+            {"server", remote ? Json(args.Value("server")) : Json()},
+            {"backend", remote ? Json(s.backend) : Json()},
+        },
+        output_is_stdout ? stderr : stdout);
+    return;
   }
-  absl::Span<const uint8_t> bytes = file->bytes();
-  return Input{spec, std::nullopt, arg, *std::move(file), bytes};
+  if (args.Switch("quiet") || output_is_stdout) return;
+  std::printf(
+      "%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
+      "verbatim %.3f%%, %.2f s%s\n",
+      in.name.c_str(), DTypeName(in.spec.dtype), ShapeToString(in.spec.shape).c_str(),
+      HumanBytes(in.bytes.size()).c_str(), HumanBytes(s.output_bytes).c_str(), ratio, s.abs_bound,
+      100.0 * static_cast<double>(s.outliers) / static_cast<double>(n),
+      100.0 * static_cast<double>(s.verbatim) / static_cast<double>(n), seconds,
+      remote ? absl::StrCat(" on ", args.Value("server"), " (", s.backend, ")").c_str() : "");
 }
 
 // The same file, compressed by ebzipd: the archive streams into the output
 // as it arrives.
-absl::Status RunRemote(const Input& in, const CompressOptions& options, const std::string& output,
-                       std::chrono::steady_clock::time_point start) {
-  auto client = ConnectFromFlags();
+absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const Input& in,
+                                  const CompressOptions& options, OutputFile& out) {
+  // Compress replies are bounded by the client library (MaxArchiveBytes),
+  // not by --max_output_bytes, which is decompress's.
+  auto client = ConnectFromFlags(args, client::PhysicalMemoryBytes());
   if (!client.ok()) return client.status();
-  auto out = OutputFile::Create(output);
-  if (!out.ok()) return out.status();
   auto summary = (*client)->Compress(in.spec, in.bytes, options,
-                                     [&](absl::Span<const uint8_t> b) { return out->Write(b); });
+                                     [&](absl::Span<const uint8_t> b) { return out.Write(b); });
   if (!summary.ok()) return summary.status();
-  if (auto s = out->Commit(); !s.ok()) return s;
-  if (!absl::GetFlag(FLAGS_quiet) && !out->SameAsStandardOutput()) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t n = in.spec.num_elements();
-    std::printf(
-        "%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
-        "verbatim %.3f%%, %.2f s on %s (%s)\n",
-        in.name.c_str(), DTypeName(in.spec.dtype), ShapeToString(in.spec.shape).c_str(),
-        HumanBytes(in.bytes.size()).c_str(), HumanBytes(out->bytes_written()).c_str(),
-        static_cast<double>(in.bytes.size()) / static_cast<double>(out->bytes_written()),
-        summary->abs_bound, 100.0 * static_cast<double>(summary->outliers) / n,
-        100.0 * static_cast<double>(summary->verbatim) / n, seconds,
-        absl::GetFlag(FLAGS_server).c_str(), summary->backend.c_str());
-  }
-  return absl::OkStatus();
+  return Summary{out.bytes_written(), summary->abs_bound, summary->outliers,
+                 summary->verbatim,   summary->frames,    summary->backend};
 }
 
-absl::Status Run(const Args& args) {
-  if (args.size() != 1) {
-    return absl::InvalidArgumentError("usage: ebzip compress [flags] INPUT -o OUTPUT.ebz");
-  }
-  const std::string output = absl::GetFlag(FLAGS_o);
-  if (output.empty()) return absl::InvalidArgumentError("-o OUTPUT.ebz is required");
-  const auto start = std::chrono::steady_clock::now();
-  auto in = OpenInput(args[0]);
-  if (!in.ok()) return in.status();
-  auto options = CompressOptionsFromFlags(in->file_fill);
-  if (!options.ok()) return options.status();
-  if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
-  if (RemoteRequested()) return RunRemote(*in, *options, output, start);
-
+absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options, OutputFile& out) {
   ValueRange range;
-  if (options->mode == BoundMode::kRel)
-    range = FiniteRange(in->spec, in->bytes, options->fill_value);
-  auto plan = PlanArchive(in->spec, *options, ResolveBound(*options, range));
+  if (options.mode == BoundMode::kRel) range = FiniteRange(in.spec, in.bytes, options.fill_value);
+  auto plan = PlanArchive(in.spec, options, ResolveBound(options, range));
   if (!plan.ok()) return plan.status();
-
-  auto out = OutputFile::Create(output);
-  if (!out.ok()) return out.status();
   ArchiveWriter writer(*plan);
-  if (auto s = out->Write(writer.Begin()); !s.ok()) return s;
-  uint64_t outliers = 0, verbatim = 0;
-  {
-    Progress progress("compressing", in->bytes.size());
-    std::vector<uint8_t> frame;
-    for (uint64_t i = 0; i < plan->frame_count(); ++i) {
-      frame.clear();
-      EncodeFrame(plan->ParamsForFrame(i), in->bytes.data() + plan->FrameDataOffset(i), &frame);
-      auto header = format::ParseFrameHeader(frame);
-      if (!header.ok()) return header.status();
-      outliers += header->outlier_count;
-      verbatim += header->verbatim_count;
-      writer.AddFrame(frame.size());
-      if (auto s = out->Write(frame); !s.ok()) return s;
-      progress.Advance(plan->FrameDataBytes(i));
-    }
+  if (auto s = out.Write(writer.Begin()); !s.ok()) return s;
+  Summary summary;
+  summary.abs_bound = plan->header.abs_bound;
+  summary.frames = plan->frame_count();
+  Progress progress("compressing", in.bytes.size());
+  std::vector<uint8_t> frame;
+  for (uint64_t i = 0; i < plan->frame_count(); ++i) {
+    frame.clear();
+    EncodeFrame(plan->ParamsForFrame(i), in.bytes.data() + plan->FrameDataOffset(i), &frame);
+    auto header = format::ParseFrameHeader(frame);
+    if (!header.ok()) return header.status();
+    summary.outliers += header->outlier_count;
+    summary.verbatim += header->verbatim_count;
+    writer.AddFrame(frame.size());
+    if (auto s = out.Write(frame); !s.ok()) return s;
+    progress.Advance(plan->FrameDataBytes(i));
   }
-  if (auto s = out->Write(writer.Finish()); !s.ok()) return s;
-  if (auto s = out->Commit(); !s.ok()) return s;
-
-  if (!absl::GetFlag(FLAGS_quiet) && !out->SameAsStandardOutput()) {
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t n = in->spec.num_elements();
-    std::printf(
-        "%s: %s %s, %s -> %s, ratio %.2f, abs bound %.6g, outliers %.3f%%, "
-        "verbatim %.3f%%, %.2f s\n",
-        in->name.c_str(), DTypeName(in->spec.dtype), ShapeToString(in->spec.shape).c_str(),
-        HumanBytes(in->bytes.size()).c_str(), HumanBytes(out->bytes_written()).c_str(),
-        static_cast<double>(in->bytes.size()) / static_cast<double>(out->bytes_written()),
-        plan->header.abs_bound, 100.0 * static_cast<double>(outliers) / n,
-        100.0 * static_cast<double>(verbatim) / n, seconds);
-  }
-  return absl::OkStatus();
+  if (auto s = out.Write(writer.Finish()); !s.ok()) return s;
+  return summary;
 }
 
 }  // namespace
 
-absl::Status CompressCommand(const Args& args) { return Run(args); }
+absl::Status CompressCommand(const ParsedArgs& args) {
+  if (args.positional().size() != 1) {
+    return absl::InvalidArgumentError("usage: ebzip compress [flags] INPUT -o OUTPUT.ebz");
+  }
+  if (args.Switch("json") && args.Switch("quiet")) {
+    return absl::InvalidArgumentError("--json and --quiet contradict each other");
+  }
+  const std::string output = args.Value("output");
+  if (output.empty()) return absl::InvalidArgumentError("-o OUTPUT.ebz is required");
+  const bool replace = args.Switch("force");
+  // Before the input is read: standard input cannot be read twice.
+  if (auto s = CheckOutputMayBeWritten(output, replace); !s.ok()) return s;
+  const auto start = std::chrono::steady_clock::now();
+  auto in = OpenInput(args, args.positional()[0]);
+  if (!in.ok()) return in.status();
+  auto options = CompressOptionsFromFlags(args, in->file_fill);
+  if (!options.ok()) return options.status();
+  if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
+
+  auto out = OutputFile::Create(output, replace);
+  if (!out.ok()) return out.status();
+  auto summary =
+      RemoteRequested(args) ? RunRemote(args, *in, *options, *out) : RunLocal(*in, *options, *out);
+  if (!summary.ok()) return summary.status();
+  if (auto s = out->Commit(); !s.ok()) return s;
+  summary->output_bytes = out->bytes_written();
+  PrintSummary(args, *in, *options, output, out->SameAsStandardOutput(), *summary, start);
+  return absl::OkStatus();
+}
 
 }  // namespace ebzip::cli

@@ -1,178 +1,232 @@
 #include "client/cli/flags.h"
 
-#include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 
-#include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "client/remote/remote_client.h"
-
-ABSL_FLAG(std::string, type, "", "element type of a raw input: f32 or f64");
-ABSL_FLAG(std::string, shape, "",
-          "shape of a raw input, C order, slowest dimension first: e.g. 2161,4320");
-ABSL_FLAG(std::optional<std::string>, abs, std::nullopt, "absolute error bound");
-ABSL_FLAG(std::optional<std::string>, rel, std::nullopt,
-          "error bound relative to the range of the finite values");
-ABSL_FLAG(std::string, fill, "auto",
-          "fill value restored exactly and left out of --rel's range: a number, 'none', or "
-          "'auto' (the variable's _FillValue/missing_value for NetCDF/HDF5 inputs)");
-ABSL_FLAG(std::string, o, "", "output file ('-' for standard output)");
-ABSL_FLAG(bool, gap_array, true, "write a gap array for parallel Huffman decoding");
-ABSL_FLAG(uint64_t, frame_elements, uint64_t{1} << 24, "target elements per frame");
-ABSL_FLAG(uint32_t, radius, 32768, "quantization radius (symbols per sign)");
-ABSL_FLAG(uint32_t, chunk_symbols, 16384, "symbols per Huffman chunk");
-ABSL_FLAG(uint32_t, subsequence_bits, 1024, "bits per gap-array subsequence");
-ABSL_FLAG(std::string, predictor, "auto",
-          "compress: auto (each frame picks the smaller), lorenzo or interp (FORMAT.md §15.9)");
-ABSL_FLAG(std::string, lossless, "auto",
-          "compress: auto, huffman or runs (Huffman with zero-run tokens); --predictor lorenzo "
-          "--lossless huffman writes format version 1");
-ABSL_FLAG(int, interp_order, 0, "compress: interpolation order, 1 (linear) or 3 (cubic); 0 chooses");
-ABSL_FLAG(std::string, decoder, "auto", "Huffman decoder: auto, chunk, gap or selfsync");
-ABSL_FLAG(bool, quiet, false, "print nothing on success");
-ABSL_FLAG(std::string, max_output_bytes, "",
-          "decompress: refuse an array of more bytes than this, before any output is written "
-          "(default: the machine's physical memory)");
+#include "absl/strings/str_replace.h"
 
 namespace ebzip::cli {
-
-absl::StatusOr<DType> DTypeFromFlag() {
-  const std::string t = absl::GetFlag(FLAGS_type);
-  if (t == "f32" || t == "float32" || t == "float") return DType::kFloat32;
-  if (t == "f64" || t == "float64" || t == "double") return DType::kFloat64;
-  if (t.empty()) return absl::InvalidArgumentError("--type is required for raw input (f32 or f64)");
-  return absl::InvalidArgumentError(absl::StrCat("unknown --type '", t, "': use f32 or f64"));
-}
-
-absl::StatusOr<std::vector<uint64_t>> ShapeFromFlag() {
-  const std::string s = absl::GetFlag(FLAGS_shape);
-  if (s.empty()) return absl::InvalidArgumentError("--shape is required for raw input");
-  std::vector<uint64_t> shape;
-  for (absl::string_view part : absl::StrSplit(s, absl::ByAnyChar(",x"))) {
-    uint64_t d;
-    if (!absl::SimpleAtoi(part, &d) || d == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("bad --shape '", s, "': use positive integers, e.g. 2161,4320"));
-    }
-    shape.push_back(d);
-  }
-  return shape;
-}
-
-absl::StatusOr<DecoderKind> DecoderFromFlag() {
-  const std::string d = absl::GetFlag(FLAGS_decoder);
-  if (d == "auto") return DecoderKind::kAuto;
-  if (d == "chunk") return DecoderKind::kChunkParallel;
-  if (d == "gap") return DecoderKind::kGapArray;
-  if (d == "selfsync") return DecoderKind::kSelfSync;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown --decoder '", d, "': use auto, chunk, gap or selfsync"));
-}
-
 namespace {
 
-absl::StatusOr<std::optional<double>> NumberFlag(const std::optional<std::string>& value,
-                                                 absl::string_view name) {
-  if (!value) return std::optional<double>();
-  double v;
-  if (!absl::SimpleAtod(*value, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad --", name, " '", *value, "': expected a number"));
+// Every flag of every command; commands.cc says which command takes which.
+constexpr FlagSpec kFlags[] = {
+    {"help", 'h', "", "print this help and exit"},
+    {"output", 'o', "FILE", "output file; '-' is standard output"},
+    {"force", 'f', "", "replace an existing output file"},
+    {"quiet", 'q', "", "print nothing on success"},
+    {"json", 0, "", "print the result as one JSON object"},
+    {"type", 0, "T", "element type of a raw input: f32 or f64"},
+    {"shape", 0, "N,N,...", "shape of a raw input, C order, slowest dimension first"},
+    {"abs", 0, "E", "absolute error bound"},
+    {"rel", 0, "E", "error bound relative to the range of the finite values"},
+    {"fill", 0, "V", "fill value, restored exactly: a number, 'none' or 'auto' (default)"},
+    {"predictor", 0, "P", "auto (default), lorenzo or interp"},
+    {"lossless", 0, "L", "auto (default), huffman or runs"},
+    {"interp_order", 0, "N", "interpolation order: 1 linear, 3 cubic, 0 chooses (default)"},
+    {"frame_elements", 0, "N", "target elements per frame (default 16M)"},
+    {"radius", 0, "N", "quantization radius, symbols per sign (default 32K)"},
+    {"chunk_symbols", 0, "N", "symbols per Huffman chunk (default 16K)"},
+    {"subsequence_bits", 0, "N", "bits per gap-array subsequence (default 1024)"},
+    {"gap_array", 0, "", "write a gap array for parallel decoding (default; =false: none)"},
+    {"decoder", 0, "D", "Huffman decoder: auto (default), chunk, gap or selfsync"},
+    {"max_output_bytes", 0, "SIZE", "refuse a larger array (default: physical memory)"},
+    {"server", 0, "HOST:PORT", "run on this ebzipd instead of locally"},
+    {"tls", 0, "CA.pem", "use TLS, trusting the CA in this PEM file"},
+    {"tls_server_name", 0, "NAME", "name expected in the server's certificate"},
+    {"token", 0, "T", "bearer token (default: $EBZIP_TOKEN)"},
+    {"deadline", 0, "S", "seconds before a server call is abandoned; 0: none (default 300)"},
+    {"timeout", 0, "S", "the same as --deadline"},
+};
+
+constexpr size_t kHelpColumn = 32;
+
+std::string Normalize(absl::string_view name) { return absl::StrReplaceAll(name, {{"-", "_"}}); }
+
+const FlagSpec* FindShort(char c) {
+  for (const FlagSpec& f : kFlags) {
+    if (f.short_name == c) return &f;
   }
-  return std::optional<double>(v);
+  return nullptr;
+}
+
+absl::Status Usage(absl::string_view command, absl::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(message, " (ebzip ", command, " --help lists its flags)"));
 }
 
 }  // namespace
 
-absl::StatusOr<std::optional<double>> AbsBoundFromFlag() {
-  return NumberFlag(absl::GetFlag(FLAGS_abs), "abs");
+const FlagSpec* FindFlag(absl::string_view name) {
+  const std::string normalized = Normalize(name);
+  for (const FlagSpec& f : kFlags) {
+    if (f.name == normalized) return &f;
+  }
+  return nullptr;
 }
 
-absl::StatusOr<std::optional<double>> ExplicitFillFromFlag() {
-  const std::string f = absl::GetFlag(FLAGS_fill);
-  if (f == "auto" || f == "none") return std::optional<double>();
-  double v;
-  if (!absl::SimpleAtod(f, &v) || !std::isfinite(v)) {
+void ParsedArgs::CheckTaken(absl::string_view name) const {
+  if (taken_.count(name) == 0) {
+    std::fprintf(stderr, "ebzip: internal error: flag --%.*s read but not declared\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+}
+
+bool ParsedArgs::Has(absl::string_view name) const {
+  CheckTaken(name);
+  return values_.count(name) != 0;
+}
+
+std::string ParsedArgs::Value(absl::string_view name, absl::string_view fallback) const {
+  CheckTaken(name);
+  auto it = values_.find(name);
+  return it == values_.end() ? std::string(fallback) : it->second;
+}
+
+std::optional<std::string> ParsedArgs::OptionalValue(absl::string_view name) const {
+  CheckTaken(name);
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+bool ParsedArgs::Switch(absl::string_view name, bool fallback) const {
+  CheckTaken(name);
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second == "true";
+}
+
+absl::StatusOr<ParsedArgs> ParseArgs(absl::string_view command,
+                                     const std::vector<absl::string_view>& taken,
+                                     absl::Span<const std::string> args) {
+  ParsedArgs parsed;
+  parsed.taken_.insert(taken.begin(), taken.end());
+  // Help wins over any mistake in the rest of the line.
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "-h" || a == "--help") {
+      parsed.help_ = true;
+      return parsed;
+    }
+  }
+  bool only_arguments = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_arguments || a == "-" || a.empty() || a[0] != '-') {
+      parsed.positional_.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_arguments = true;
+      continue;
+    }
+    const FlagSpec* spec = nullptr;
+    std::optional<std::string> value;
+    std::string shown;  // the flag as typed, for messages
+    if (a[1] == '-') {
+      absl::string_view body = absl::string_view(a).substr(2);
+      const size_t eq = body.find('=');
+      if (eq != absl::string_view::npos) {
+        value = std::string(body.substr(eq + 1));
+        body = body.substr(0, eq);
+      }
+      shown = absl::StrCat("--", body);
+      spec = FindFlag(body);
+      // --noname: a switch set to false.
+      const std::string normalized = Normalize(body);
+      if (spec == nullptr && !value && normalized.rfind("no", 0) == 0) {
+        const std::string rest = normalized.substr(normalized.rfind("no_", 0) == 0 ? 3 : 2);
+        const FlagSpec* negated = FindFlag(rest);
+        if (negated != nullptr && negated->value.empty()) {
+          spec = negated;
+          value = "false";
+        }
+      }
+    } else {
+      shown = a.substr(0, 2);
+      if (a.size() == 2) spec = FindShort(a[1]);
+      if (spec == nullptr) {
+        const FlagSpec* long_form = FindFlag(absl::string_view(a).substr(1));
+        return Usage(
+            command,
+            absl::StrCat("unknown flag '", a, "'",
+                         long_form ? absl::StrCat(": did you mean --", long_form->name, "?") : ""));
+      }
+    }
+    if (spec == nullptr) return Usage(command, absl::StrCat("unknown flag ", shown));
+    if (parsed.taken_.count(spec->name) == 0) {
+      return Usage(command, absl::StrCat(shown, " does not apply to ebzip ", command));
+    }
+    if (spec->value.empty()) {
+      if (!value) value = "true";
+      const std::string v = absl::AsciiStrToLower(*value);
+      if (v == "true" || v == "1") {
+        value = "true";
+      } else if (v == "false" || v == "0") {
+        value = "false";
+      } else {
+        return Usage(command, absl::StrCat(shown, " is a switch: give it alone or as ", shown,
+                                           "=true or ", shown, "=false, not '", *value, "'"));
+      }
+    } else if (!value) {
+      if (i + 1 == args.size()) {
+        return Usage(command, absl::StrCat(shown, " needs a value (", spec->value, ")"));
+      }
+      value = args[++i];
+    }
+    parsed.values_[std::string(spec->name)] = *value;
+  }
+  return parsed;
+}
+
+std::string FlagHelp(const std::vector<absl::string_view>& taken) {
+  std::string out;
+  for (absl::string_view name : taken) {
+    const FlagSpec* f = FindFlag(name);
+    if (f == nullptr) continue;
+    std::string left = f->short_name
+                           ? absl::StrCat("  -", std::string(1, f->short_name), ", --", f->name)
+                           : absl::StrCat("      --", f->name);
+    if (!f->value.empty()) absl::StrAppend(&left, " ", f->value);
+    left.resize(std::max<size_t>(left.size() + 2, kHelpColumn), ' ');
+    absl::StrAppend(&out, left, f->help, "\n");
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> ParseSize(absl::string_view text, absl::string_view flag) {
+  auto bad = [&] {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad --fill '", f, "': use a finite number, 'none' or 'auto'"));
+        absl::StrCat("bad --", flag, " '", text,
+                     "': expected a whole number, optionally with K, M, G or T (x1024)"));
+  };
+  size_t digits = 0;
+  while (digits < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[digits]))) {
+    ++digits;
   }
-  return std::optional<double>(v);
-}
-
-absl::StatusOr<uint64_t> MaxOutputBytesFromFlag() {
-  const std::string s = absl::GetFlag(FLAGS_max_output_bytes);
-  if (s.empty()) return client::PhysicalMemoryBytes();
-  uint64_t v;
-  if (!absl::SimpleAtoi(s, &v) || v == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad --max_output_bytes '", s, "': expected a positive number of bytes"));
+  uint64_t number;
+  if (digits == 0 || !absl::SimpleAtoi(text.substr(0, digits), &number)) return bad();
+  std::string suffix = absl::AsciiStrToUpper(text.substr(digits));
+  if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix.resize(1);
+  int shift = 0;
+  if (suffix == "K") {
+    shift = 10;
+  } else if (suffix == "M") {
+    shift = 20;
+  } else if (suffix == "G") {
+    shift = 30;
+  } else if (suffix == "T") {
+    shift = 40;
+  } else if (!suffix.empty()) {
+    return bad();
   }
-  return v;
-}
-
-absl::Status CheckOutputSize(const std::string& source, const ArraySpec& spec, uint64_t limit) {
-  if (spec.num_bytes() <= limit) return absl::OkStatus();
-  return absl::ResourceExhaustedError(
-      absl::StrCat(source, " holds a ", DTypeName(spec.dtype), " ", ShapeToString(spec.shape),
-                   " array of ", spec.num_bytes(), " bytes, more than --max_output_bytes=", limit,
-                   "; raise --max_output_bytes to decompress it"));
-}
-
-absl::StatusOr<CompressOptions> CompressOptionsFromFlags(std::optional<double> file_fill) {
-  auto abs_or = AbsBoundFromFlag();
-  if (!abs_or.ok()) return abs_or.status();
-  auto rel_or = NumberFlag(absl::GetFlag(FLAGS_rel), "rel");
-  if (!rel_or.ok()) return rel_or.status();
-  const std::optional<double> abs = *abs_or, rel = *rel_or;
-  if (abs.has_value() == rel.has_value()) {
-    return absl::InvalidArgumentError("give exactly one of --abs E or --rel E");
-  }
-  CompressOptions o;
-  o.mode = abs ? BoundMode::kAbs : BoundMode::kRel;
-  o.bound = abs ? *abs : *rel;
-  auto fill = ExplicitFillFromFlag();
-  if (!fill.ok()) return fill.status();
-  const std::string f = absl::GetFlag(FLAGS_fill);
-  o.fill_value = f == "auto" ? file_fill : *fill;
-  o.gap_array = absl::GetFlag(FLAGS_gap_array);
-  o.frame_elements = absl::GetFlag(FLAGS_frame_elements);
-  o.radius = absl::GetFlag(FLAGS_radius);
-  o.chunk_symbols = absl::GetFlag(FLAGS_chunk_symbols);
-  o.subsequence_bits = absl::GetFlag(FLAGS_subsequence_bits);
-  const std::string predictor = absl::GetFlag(FLAGS_predictor);
-  if (predictor == "auto") {
-    o.predictor = Predictor::kAuto;
-  } else if (predictor == "lorenzo") {
-    o.predictor = Predictor::kLorenzo;
-  } else if (predictor == "interp") {
-    o.predictor = Predictor::kInterp;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --predictor '", predictor, "': use auto, lorenzo or interp"));
-  }
-  const std::string lossless = absl::GetFlag(FLAGS_lossless);
-  if (lossless == "auto") {
-    o.lossless = Lossless::kAuto;
-  } else if (lossless == "huffman") {
-    o.lossless = Lossless::kHuffman;
-  } else if (lossless == "runs") {
-    o.lossless = Lossless::kZeroRuns;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --lossless '", lossless, "': use auto, huffman or runs"));
-  }
-  o.interp_order = absl::GetFlag(FLAGS_interp_order);
-  return o;
-}
-
-std::string HumanBytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  return u == 0 ? absl::StrCat(bytes, " B") : absl::StrFormat("%.2f %s", v, units[u]);
+  if (number > (std::numeric_limits<uint64_t>::max() >> shift)) return bad();
+  return number << shift;
 }
 
 }  // namespace ebzip::cli

@@ -1,36 +1,49 @@
-// ebzip: the command line. `ebzip help` lists the commands.
+// ebzip: the command line. `ebzip --help` lists the commands,
+// `ebzip COMMAND --help` a command's flags.
 #include <cstdio>
-#include <map>
 #include <string>
+#include <vector>
 
 #ifdef __GLIBC__  // defined by the headers above
 #include <malloc.h>
 #endif
 
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "client/cli/build_info.h"
 #include "client/cli/commands.h"
 
 namespace {
 
-constexpr char kUsage[] = R"(ebzip: error-bounded compression of float arrays
-
-  ebzip compress   --type f32 --shape 2161,4320 (--abs E | --rel E) IN.raw -o OUT.ebz
-  ebzip compress   (--abs E | --rel E) file.nc:VARIABLE -o OUT.ebz   (HDF5: file.h5:/path)
-  ebzip decompress IN.ebz -o OUT.raw [--max_output_bytes N]
-  ebzip info       IN.ebz
-  ebzip compare    --type f32 A.raw B.raw [--abs E]
-  ebzip health     --server HOST:PORT
-
-compress and decompress take --server HOST:PORT [--tls CA.pem] [--token T] to run on
-an ebzipd server instead; the files are the same.
-
-Shapes are C order, slowest dimension first. Run with --helpfull for every flag.
-Exit codes: 0 success, 1 failure (corrupt archive, I/O error, bound violated), 2 bad usage.)";
-
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
+
+std::string Usage() {
+  std::string commands;
+  for (const ebzip::cli::Command& c : ebzip::cli::Commands()) {
+    absl::StrAppend(&commands, "  ", c.name, std::string(12 - c.name.size(), ' '), c.summary, "\n");
+  }
+  return absl::StrCat(
+      "usage: ebzip COMMAND [flags] ARGUMENTS\n\n"
+      "Error-bounded compression of float arrays.\n\ncommands:\n",
+      commands,
+      "\n"
+      "ebzip COMMAND --help lists a command's flags; ebzip --version describes the build.\n"
+      "'-' is standard input or output. Sizes take K, M, G or T (powers of 1024).\n"
+      "Exit codes: 0 success; 1 failure (corrupt archive, I/O error, existing output\n"
+      "without -f, bound exceeded in compare, server error); 2 bad usage.\n");
+}
+
+void PrintVersion() {
+  const ebzip::cli::BuildInfo& b = ebzip::cli::GetBuildInfo();
+  std::printf("ebzip %s\ncommit %s\nCUDA %s\nbuild type %s\n", b.version, b.commit,
+              b.cuda ? "on" : "off", b.build_type);
+}
+
+int UsageError(const std::string& message) {
+  std::fprintf(stderr, "ebzip: %s\n\n%s", message.c_str(), Usage().c_str());
+  return kExitUsage;
+}
 
 }  // namespace
 
@@ -46,30 +59,47 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
 #endif
-  absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
   // As ebzipd does (server/main.cc): the deadlock detector Debian's Abseil
   // leaves on makes each of gRPC's locks (--server) cost ~16x.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (positional.size() < 2 || std::string(positional[1]) == "help") {
-    std::fprintf(positional.size() < 2 ? stderr : stdout, "%s\n", kUsage);
-    return positional.size() < 2 ? kExitUsage : 0;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) return UsageError("no command given");
+  const std::string& first = args[0];
+  if (first == "-h" || first == "--help" || first == "help") {
+    if (args.size() > 1) {
+      const ebzip::cli::Command* command = ebzip::cli::FindCommand(args[1]);
+      if (command == nullptr) return UsageError(absl::StrCat("unknown command '", args[1], "'"));
+      std::printf("%s", ebzip::cli::CommandHelp(*command).c_str());
+    } else {
+      std::printf("%s", Usage().c_str());
+    }
+    return 0;
   }
-  const std::map<std::string, absl::Status (*)(const ebzip::cli::Args&)> commands = {
-      {"compress", ebzip::cli::CompressCommand},
-      {"decompress", ebzip::cli::DecompressCommand},
-      {"info", ebzip::cli::InfoCommand},
-      {"compare", ebzip::cli::CompareCommand},
-      {"health", ebzip::cli::HealthCommand},
-  };
-  const std::string name = positional[1];
-  auto it = commands.find(name);
-  if (it == commands.end()) {
-    std::fprintf(stderr, "ebzip: unknown command '%s'\n\n%s\n", name.c_str(), kUsage);
+  if (first == "--version") {
+    if (args.size() > 1) return UsageError("--version takes no arguments");
+    PrintVersion();
+    return 0;
+  }
+  if (!first.empty() && first[0] == '-') {
+    return UsageError(absl::StrCat("'", first, "' before the command: flags follow it (ebzip ",
+                                   "COMMAND [flags])"));
+  }
+  const ebzip::cli::Command* command = ebzip::cli::FindCommand(first);
+  if (command == nullptr) return UsageError(absl::StrCat("unknown command '", first, "'"));
+
+  auto parsed =
+      ebzip::cli::ParseArgs(command->name, command->flags, {args.data() + 1, args.size() - 1});
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "ebzip %s: %s\n", first.c_str(),
+                 std::string(parsed.status().message()).c_str());
     return kExitUsage;
   }
-  const absl::Status status = it->second({positional.begin() + 2, positional.end()});
+  if (parsed->help()) {
+    std::printf("%s", ebzip::cli::CommandHelp(*command).c_str());
+    return 0;
+  }
+  const absl::Status status = command->run(*parsed);
   if (status.ok()) return 0;
-  std::fprintf(stderr, "ebzip %s: %s\n", name.c_str(), std::string(status.message()).c_str());
+  std::fprintf(stderr, "ebzip %s: %s\n", first.c_str(), std::string(status.message()).c_str());
   return status.code() == absl::StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
 }

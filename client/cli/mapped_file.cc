@@ -87,9 +87,21 @@ absl::StatusOr<std::pair<int, std::string>> CreateTemporary(const std::string& t
   return std::make_pair(fd, std::move(temp));
 }
 
+absl::Status Exists(const std::string& path) {
+  return absl::AlreadyExistsError(absl::StrCat(path, " exists; pass -f (--force) to replace it"));
+}
+
 }  // namespace
 
-absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
+absl::Status CheckOutputMayBeWritten(const std::string& path, bool replace) {
+  struct stat st;
+  if (replace || path == "-" || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::OkStatus();  // what Create does then reports any other problem
+  }
+  return Exists(path);
+}
+
+absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path, bool replace) {
   if (path == "-") {
     OutputFile out(STDOUT_FILENO, path, "");
     out.standard_output_ = out.same_as_stdout_ = true;
@@ -107,9 +119,12 @@ absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path) {
     // file reports).
     auto temp = CreateTemporary(path, nullptr);
     if (!temp.ok()) return temp.status();
-    return OutputFile(temp->first, path, std::move(temp->second));
+    OutputFile out(temp->first, path, std::move(temp->second));
+    out.no_replace_ = !replace;
+    return out;
   }
   if (S_ISREG(st.st_mode)) {
+    if (!replace) return Exists(path);
     // Replace the file itself, wherever links lead: beside it and over it.
     char* resolved = ::realpath(path.c_str(), nullptr);
     if (resolved == nullptr) return ErrnoError("cannot resolve", path);
@@ -147,7 +162,8 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
       written_(other.written_),
       committed_(other.committed_),
       standard_output_(other.standard_output_),
-      same_as_stdout_(other.same_as_stdout_) {
+      same_as_stdout_(other.same_as_stdout_),
+      no_replace_(other.no_replace_) {
   other.fd_ = -1;
 }
 
@@ -181,7 +197,22 @@ absl::Status OutputFile::Commit() {
     return s;
   }
   if (temp_.empty()) return absl::OkStatus();
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
+  // Without -f a file that appeared since Create must survive: rename only
+  // if the name is still free. File systems without RENAME_NOREPLACE
+  // (EINVAL) get a plain rename, the check in Create having been made.
+  int renamed = -1;
+  if (no_replace_) {
+    renamed = ::renameat2(AT_FDCWD, temp_.c_str(), AT_FDCWD, path_.c_str(), RENAME_NOREPLACE);
+    if (renamed != 0 && errno == EEXIST) {
+      ::unlink(temp_.c_str());
+      return Exists(path_);
+    }
+  }
+  if (renamed != 0 && (!no_replace_ || errno == EINVAL) &&
+      ::rename(temp_.c_str(), path_.c_str()) == 0) {
+    renamed = 0;
+  }
+  if (renamed != 0) {
     absl::Status s = ErrnoError("cannot rename to", path_);
     ::unlink(temp_.c_str());
     return s;

@@ -1,7 +1,8 @@
 // Files the command line reads whole (mapped, so a 10 GB input costs no
 // copy) and writes: regular files atomically (to a temporary name renamed on
 // Commit, so a failed run never leaves a truncated output behind; like gzip,
-// no fsync: durability is the caller's choice), anything else in place.
+// no fsync: durability is the caller's choice), anything else in place. An
+// existing regular file is replaced only when the caller says so (-f).
 #ifndef EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 #define EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 
@@ -28,12 +29,20 @@ class MappedFile {
   uint64_t size_;
 };
 
+// ALREADY_EXISTS when `path` names an existing regular file (directly or
+// through a symbolic link) and `replace` is false: for a command to ask
+// before it does any work. OutputFile::Create checks again.
+absl::Status CheckOutputMayBeWritten(const std::string& path, bool replace);
+
 class OutputFile {
  public:
   // Opens `path` for writing:
   // - "-": standard output.
-  // - a regular file, or a path that does not exist: a temporary file
-  //   beside it, renamed over it on Commit. Through a symbolic link, the
+  // - a path that does not exist: a temporary file beside it, renamed to
+  //   it on Commit, unless a file has taken the name meanwhile and
+  //   `replace` is false.
+  // - a regular file: ALREADY_EXISTS unless `replace`; then as above,
+  //   renamed over it. Through a symbolic link, the
   //   link's target is replaced (beside the target), not the link; a file
   //   replaced keeps its permission bits (and owner, where we may set it).
   // - anything else that exists (a character or block device such as
@@ -42,7 +51,7 @@ class OutputFile {
   //   a FIFO's open waits for its reader. A failed run cannot take back
   //   what it wrote there.
   // A directory, or a symbolic link to nothing, is refused (as cp does).
-  static absl::StatusOr<OutputFile> Create(const std::string& path);
+  static absl::StatusOr<OutputFile> Create(const std::string& path, bool replace);
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;
   ~OutputFile();  // removes the temporary file unless committed
@@ -66,6 +75,7 @@ class OutputFile {
   bool committed_ = false;
   bool standard_output_ = false;  // "-": fd_ is ours to write, not to close
   bool same_as_stdout_ = false;
+  bool no_replace_ = false;  // Commit must not rename over a file
 };
 
 }  // namespace ebzip::cli

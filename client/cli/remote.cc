@@ -1,39 +1,36 @@
 #include "client/cli/remote.h"
 
-#include "absl/flags/flag.h"
-#include "client/cli/flags.h"
+#include <cmath>
+#include <cstdlib>
 
-ABSL_FLAG(std::string, server, "",
-          "compress/decompress through ebzipd at HOST:PORT instead of locally");
-ABSL_FLAG(std::string, tls, "",
-          "with --server: PEM file of the CA that signed the server's "
-          "certificate (turns TLS on)");
-ABSL_FLAG(std::string, tls_server_name, "",
-          "with --tls: the name to expect in the server's certificate, if not the host's");
-ABSL_FLAG(std::string, token, "", "with --server: bearer token (or $EBZIP_TOKEN)");
-ABSL_FLAG(double, timeout, 0, "with --server: seconds before a call is abandoned (0: none)");
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 
 namespace ebzip::cli {
 
-bool RemoteRequested() { return !absl::GetFlag(FLAGS_server).empty(); }
+bool RemoteRequested(const ParsedArgs& args) { return !args.Value("server").empty(); }
 
-absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags() {
+absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags(const ParsedArgs& args,
+                                                                uint64_t max_output_bytes) {
   RemoteConnection o;
-  o.server = absl::GetFlag(FLAGS_server);
-  o.tls_ca_file = absl::GetFlag(FLAGS_tls);
-  o.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
-  o.token = absl::GetFlag(FLAGS_token);
+  o.server = args.Value("server");
+  o.tls_ca_file = args.Value("tls");
+  o.tls_server_name = args.Value("tls_server_name");
+  o.token = args.Value("token");
   if (o.token.empty()) {
     // The environment keeps the token out of `ps` listings.
     if (const char* t = std::getenv("EBZIP_TOKEN"); t != nullptr) o.token = t;
   }
-  const double timeout = absl::GetFlag(FLAGS_timeout);
-  if (timeout < 0) return absl::InvalidArgumentError("--timeout must not be negative");
-  if (timeout > 0) o.timeout_seconds = timeout;
-  // What the server replies is held to the same limit as a local decompress.
-  auto max_output_bytes = MaxOutputBytesFromFlag();
-  if (!max_output_bytes.ok()) return max_output_bytes.status();
-  o.max_output_bytes = *max_output_bytes;
+  // --timeout is the flag's earlier name.
+  const std::string flag = args.Has("deadline") || !args.Has("timeout") ? "deadline" : "timeout";
+  double deadline = kDefaultDeadlineSeconds;
+  const std::optional<std::string> text = args.OptionalValue(flag);
+  if (text && (!absl::SimpleAtod(*text, &deadline) || !std::isfinite(deadline) || deadline < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad --", flag, " '", *text, "': expected seconds, 0 for none"));
+  }
+  if (deadline > 0) o.timeout_seconds = deadline;
+  o.max_output_bytes = max_output_bytes;
   auto module = LoadRemoteModule();
   if (!module.ok()) return module.status();
   return (*module)->Connect(o);

@@ -195,21 +195,22 @@ class RemoteTestCase(cli_test.CliTestCase):
 
     def compress_both_ways(self, compress_args, server=None, remote_extra=()):
         """Compresses locally into local.ebz and through the server into
-        remote.ebz; asserts the archives are identical."""
-        self.ebzip("compress", *compress_args, "-o", "local.ebz")
-        proc = self.ebzip("compress", *compress_args, "-o", "remote.ebz",
+        remote.ebz (replacing them: -f); asserts the archives are identical."""
+        self.ebzip("compress", *compress_args, "-o", "local.ebz", "-f")
+        proc = self.ebzip("compress", *compress_args, "-o", "remote.ebz", "-f",
                           *self.remote(*remote_extra, server=server))
         self.assert_went_remote(proc, server)
         self.assert_same_file("local.ebz", "remote.ebz")
 
     def decompress_both_ways(self, server=None, remote_extra=()):
         """Decompresses local.ebz and remote.ebz both locally and through the
-        server; asserts all four arrays are identical and returns it."""
-        self.ebzip("decompress", "local.ebz", "-o", "local.raw")
-        self.ebzip("decompress", "remote.ebz", "-o", "local_of_remote.raw")
+        server (replacing them: -f); asserts all four arrays are identical and
+        returns it."""
+        self.ebzip("decompress", "local.ebz", "-o", "local.raw", "-f")
+        self.ebzip("decompress", "remote.ebz", "-o", "local_of_remote.raw", "-f")
         for archive in ("local", "remote"):
             out = "remote_of_%s.raw" % archive
-            proc = self.ebzip("decompress", archive + ".ebz", "-o", out,
+            proc = self.ebzip("decompress", archive + ".ebz", "-o", out, "-f",
                               *self.remote(*remote_extra, server=server))
             self.assert_went_remote(proc, server)
             self.assert_same_file("local.raw", out)
@@ -249,6 +250,61 @@ class SameFilesTest(RemoteTestCase):
 
     def test_f32_abs(self):
         self.raw_same_files("f", self.SHAPE, "--abs", 1e-3)
+
+    def test_json_summaries(self):
+        original = to_bytes(smooth_field(math.prod(self.SHAPE), 4, "f"), "f")
+        self.write("in.raw", original)
+        args = ["--type", "f32", "--shape", "20,30,40", "--abs", "1e-3", "in.raw"]
+        self.ebzip("compress", *args, "-o", "local.ebz")
+        c = json.loads(self.ebzip("compress", *args, "-o", "remote.ebz", "--json",
+                                  *self.remote()).stdout)
+        self.assert_same_file("local.ebz", "remote.ebz")
+        self.assertEqual(c["server"], self.server.address)
+        self.assertEqual(c["backend"], "cpu")
+        self.assertEqual(c["shape"], list(self.SHAPE))
+        self.assertEqual(c["input_bytes"], len(original))
+        self.assertEqual(c["output_bytes"], os.path.getsize(self.path("remote.ebz")))
+        self.assertEqual(c["abs_bound"], 1e-3)
+        d = json.loads(self.ebzip("decompress", "remote.ebz", "-o", "remote.raw", "--json",
+                                  *self.remote()).stdout)
+        self.assertEqual(d["server"], self.server.address)
+        self.assertEqual(d["backend"], "cpu")
+        self.assertEqual(d["output_bytes"], len(original))
+        self.assertEqual(d["output_bytes"], os.path.getsize(self.path("remote.raw")))
+        self.assert_within(original, self.read("remote.raw"), "f", 1e-3)
+
+    def test_standard_streams(self):
+        original = to_bytes(smooth_field(math.prod(self.SHAPE), 5, "f"), "f")
+        args = ["--type", "f32", "--shape", "20,30,40", "--rel", "1e-4"]
+        self.write("in.raw", original)
+        self.ebzip("compress", *args, "in.raw", "-o", "local.ebz")
+        proc = subprocess.run([EBZIP, "compress", *args, "-", "-o", "-", *self.remote()],
+                              input=original, capture_output=True, timeout=120,
+                              env=clean_environment())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stderr, b"")
+        self.assertEqual(proc.stdout, self.read("local.ebz"))
+        self.ebzip("decompress", "local.ebz", "-o", "local.raw")
+        proc = subprocess.run([EBZIP, "decompress", "-", "-o", "-", *self.remote()],
+                              input=self.read("local.ebz"), capture_output=True, timeout=120,
+                              env=clean_environment())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stderr, b"")
+        self.assertEqual(proc.stdout, self.read("local.raw"))
+
+    def test_existing_output_needs_force(self):
+        self.write("in.raw", to_bytes(smooth_field(math.prod(self.SHAPE), 6, "f"), "f"))
+        self.write("out.ebz", b"precious")
+        since = len(self.server.events())
+        proc = self.assert_failed_cleanly(
+            self.path("out.ebz"), EXIT_FAILURE, "compress", "--type", "f32", "--shape",
+            "20,30,40", "--abs", "1e-3", "in.raw", "-o", "out.ebz", *self.remote())
+        self.assertIn("-f", proc.stderr)
+        # Refused before the server was asked.
+        self.assertEqual(self.server.finished_requests(since), [])
+        self.ebzip("compress", "--type", "f32", "--shape", "20,30,40", "--abs", "1e-3",
+                   "in.raw", "-o", "out.ebz", "-f", *self.remote())
+        self.assertNotEqual(self.read("out.ebz"), b"precious")
 
     def test_f32_rel(self):
         self.raw_same_files("f", self.SHAPE, "--rel", 1e-4)
@@ -355,6 +411,40 @@ class HealthTest(RemoteTestCase):
     def test_without_server_is_a_usage_error(self):
         proc = self.ebzip("health", expect=EXIT_USAGE)
         self.assertIn("--server", proc.stderr)
+
+    def test_json(self):
+        proc = self.ebzip("health", "--json", *self.remote())
+        health = json.loads(proc.stdout)
+        self.assertEqual(health["server"], self.server.address)
+        self.assertEqual(health["status"], "SERVING")
+        self.assertEqual(health["backend"], "cpu")
+        self.assertIsInstance(health["format_version"], int)
+        self.assertIsInstance(health["devices"], list)
+
+    def test_deadline_ends_a_call_to_a_silent_server(self):
+        # A listening socket nobody accepts from: the connection opens (the
+        # kernel's backlog) but the server never says a word.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            s.listen(8)
+            address = "127.0.0.1:%d" % s.getsockname()[1]
+            self.write("in.raw", to_bytes(smooth_field(1000, 1, "f"), "f"))
+            for flag in ("--deadline", "--timeout"):
+                with self.subTest(flag):
+                    start = time.monotonic()
+                    proc = self.ebzip("health", "--server", address, flag, "1.5",
+                                      expect=EXIT_FAILURE)
+                    elapsed = time.monotonic() - start
+                    self.assertGreaterEqual(elapsed, 1.4)
+                    self.assertLess(elapsed, 30)
+                    self.assertIn("eadline", proc.stderr)
+            start = time.monotonic()
+            proc = self.assert_failed_cleanly(
+                self.path("out.ebz"), EXIT_FAILURE, "compress", "--type", "f32", "--shape",
+                "1000", "--abs", "0.1", "in.raw", "-o", "out.ebz", "--server", address,
+                "--deadline", "1")
+            self.assertLess(time.monotonic() - start, 30)
+            self.assertIn("eadline", proc.stderr)
 
 
 class TokenFromEnvironmentTest(RemoteTestCase):
@@ -594,8 +684,9 @@ class BadArchiveTest(RemoteTestCase):
         flipped = bytearray(self.archive)
         flipped[len(flipped) * 3 // 4] ^= 0x01
         self.write("flipped.ebz", bytes(flipped))
-        self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "flipped.ebz",
-                                   "-o", self.out, *self.remote())
+        proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "flipped.ebz",
+                                          "-o", self.out, "-f", *self.remote())
+        self.assertNotIn("exists", proc.stderr)
         self.assertEqual(self.read("out"), b"precious")
         # Every frame is whole but the index is cut short: the server streams
         # rows of the first frames before it finds that, so the command line
@@ -603,13 +694,13 @@ class BadArchiveTest(RemoteTestCase):
         self.write("truncated.ebz", self.archive[:-1])
         since = len(self.server.events())
         self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "truncated.ebz",
-                                   "-o", self.out, *self.remote())
+                                   "-o", self.out, "-f", *self.remote())
         self.assertEqual(self.read("out"), b"precious")
         sent = [int(e.get("bytes_out", 0)) for e in self.server.finished_requests(since)]
         self.assertEqual(len(sent), 1, self.server.log_text())
         self.assertGreater(sent[0], 0, "the server sent no rows before failing, so this "
                            "no longer tests a failure after output was written")
-        self.ebzip("decompress", "good.ebz", "-o", self.out, *self.remote())
+        self.ebzip("decompress", "good.ebz", "-o", self.out, "-f", *self.remote())
         self.assertEqual(self.read("out"), self.decoded)
         self.assertEqual(self.partials(), [])
 

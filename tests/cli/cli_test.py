@@ -14,6 +14,7 @@ before the output exists (MaxOutputBytesTest).
 """
 
 import array
+import json
 import math
 import os
 import random
@@ -568,17 +569,43 @@ class ErrorsTest(CliTestCase):
                 self.assertIn(word.lower(), proc.stderr.lower())
 
     def test_existing_output_replaced_only_on_success(self):
+        # With -f (without it the run would stop before trying).
         self.write("out", b"precious")
         self.write("flipped.ebz", self.archive[:100] + bytes([self.archive[100] ^ 1]) +
                    self.archive[101:])
-        self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "flipped.ebz",
-                                   "-o", self.out)
+        proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "flipped.ebz",
+                                          "-o", self.out, "-f")
+        self.assertNotIn("exists", proc.stderr)
         self.assertEqual(self.read("out"), b"precious")
         self.assert_failed_cleanly(self.out, EXIT_USAGE, *self.compress_args("--abs", "0"),
-                                   "-o", self.out)
+                                   "-o", self.out, "-f")
         self.assertEqual(self.read("out"), b"precious")
-        self.ebzip("decompress", "good.ebz", "-o", self.out)
+        self.ebzip("decompress", "good.ebz", "-o", self.out, "-f")
         self.assertEqual(self.read("out"), self.decoded)
+        self.assertEqual(self.partials(), [])
+
+    def test_existing_output_needs_force(self):
+        """An existing regular file (or a link to one) is kept, exit 1, unless
+        -f / --force; a new name needs neither."""
+        self.write("out", b"precious")
+        os.symlink(self.out, self.path("link"))
+        runs = {
+            "decompress": ["decompress", "good.ebz"],
+            "compress": self.compress_args("--abs", "1e-3"),
+        }
+        for what, args in runs.items():
+            for target in (self.out, self.path("link")):
+                with self.subTest(what, target=target):
+                    proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, *args, "-o", target)
+                    self.assertIn("exists", proc.stderr)
+                    self.assertIn("-f", proc.stderr)
+                    self.assertEqual(self.read("out"), b"precious")
+                    self.assertTrue(os.path.islink(self.path("link")))
+        self.ebzip("decompress", "good.ebz", "-o", self.out, "--force")
+        self.assertEqual(self.read("out"), self.decoded)
+        self.ebzip(*self.compress_args("--abs", "1e-3"), "-o", "link", "-f")
+        self.assertTrue(os.path.islink(self.path("link")))
+        self.assertEqual(self.read("out"), self.archive)
         self.assertEqual(self.partials(), [])
 
     def test_every_single_bit_flip_is_rejected_or_harmless(self):
@@ -713,7 +740,7 @@ class SpecialOutputTest(CliTestCase):
             f.write(b"old contents, longer than nothing")
         os.chmod(target, 0o600)
         os.symlink(target, self.path("link.raw"))
-        self.ebzip("decompress", "ref.ebz", "-o", "link.raw")
+        self.ebzip("decompress", "ref.ebz", "-o", "link.raw", "-f")
         self.assertTrue(os.path.islink(self.path("link.raw")), "the link was replaced")
         self.assertEqual(os.readlink(self.path("link.raw")), target)
         self.assertEqual(self.read(target), self.read("ref.raw"))
@@ -754,10 +781,11 @@ class MaxOutputBytesTest(CliTestCase):
                                           "-o", self.out, "--max_output_bytes", str(size - 1))
         self.assertIn("--max_output_bytes", proc.stderr)
         self.assertIn(str(size), proc.stderr)
-        # An existing output is left alone.
+        # An existing output is left alone, even with -f.
         self.write("out.raw", b"precious")
-        self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "a.ebz",
-                                   "-o", self.out, "--max_output_bytes", "1")
+        proc = self.assert_failed_cleanly(self.out, EXIT_FAILURE, "decompress", "a.ebz", "-f",
+                                          "-o", self.out, "--max_output_bytes", "1")
+        self.assertIn("--max_output_bytes", proc.stderr)
         # A FIFO nobody reads is not even opened (opening it would wait).
         fifo = self.path("fifo")
         os.mkfifo(fifo)
@@ -776,6 +804,416 @@ class MaxOutputBytesTest(CliTestCase):
                 proc = self.assert_failed_cleanly(self.out, EXIT_USAGE, "decompress", "a.ebz",
                                                   "-o", self.out, "--max_output_bytes", bad)
                 self.assertIn("--max_output_bytes", proc.stderr)
+
+
+COMMANDS = ("compress", "decompress", "info", "compare", "health")
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def help_flags(text):
+    """The long flag names a --help text lists, from its "flags:" lines."""
+    names = []
+    for line in text.split("flags:\n", 1)[1].splitlines():
+        m = re.match(r"^\s+(?:-\w, )?--(\w+)(?: \S+)?\s{2,}\S", line)
+        if m is None:
+            raise AssertionError("not a one-line flag description: %r" % line)
+        names.append(m.group(1))
+    return names
+
+
+class HelpAndVersionTest(CliTestCase):
+    """ebzip --help lists the commands; ebzip COMMAND --help lists exactly
+    the flags the command accepts; --version describes the build."""
+
+    def assert_clean_help(self, text):
+        # Nothing of Abseil's flags library, and no build path.
+        for leak in ("absl", "helpfull", "flagfile", "fromenv", SOURCE_DIR, ".cc"):
+            self.assertNotIn(leak, text)
+
+    def test_top_level_help_lists_the_commands(self):
+        for args in (["--help"], ["-h"], ["help"]):
+            with self.subTest(args=args):
+                proc = self.ebzip(*args)
+                for command in COMMANDS:
+                    self.assertRegex(proc.stdout, r"(?m)^\s+%s\s" % command)
+                self.assertIn("Exit codes", proc.stdout)
+                self.assert_clean_help(proc.stdout + proc.stderr)
+        # No arguments at all: the same list, as a usage error.
+        proc = self.ebzip(expect=EXIT_USAGE)
+        for command in COMMANDS:
+            self.assertIn(command, proc.stderr)
+
+    def command_help(self, command):
+        proc = self.ebzip(command, "--help")
+        self.assertEqual(proc.stdout, self.ebzip(command, "-h").stdout)
+        self.assertEqual(proc.stdout, self.ebzip("help", command).stdout)
+        self.assertTrue(proc.stdout.startswith("usage: ebzip " + command), proc.stdout)
+        self.assert_clean_help(proc.stdout)
+        return help_flags(proc.stdout)
+
+    def test_command_help_lists_its_own_flags(self):
+        flags = {command: self.command_help(command) for command in COMMANDS}
+        # What each command must offer, and what it must not.
+        expected = {
+            "compress": {"output", "force", "json", "type", "shape", "abs", "rel", "fill",
+                         "server", "deadline", "frame_elements"},
+            "decompress": {"output", "force", "json", "max_output_bytes", "decoder", "server",
+                           "deadline"},
+            "info": {"json"},
+            "compare": {"json", "type", "abs", "fill"},
+            "health": {"server", "deadline", "tls", "token"},
+        }
+        absent = {
+            "compress": {"max_output_bytes", "decoder"},
+            "decompress": {"abs", "rel", "type", "shape"},
+            "info": {"output", "abs", "server"},
+            "compare": {"rel", "shape", "output", "server"},
+            "health": {"output", "abs"},
+        }
+        for command in COMMANDS:
+            with self.subTest(command):
+                self.assertEqual(len(flags[command]), len(set(flags[command])))
+                self.assertLessEqual(expected[command] | {"help"}, set(flags[command]))
+                self.assertFalse(absent[command] & set(flags[command]))
+        # Every flag a command lists, it accepts; every other command's flag
+        # it refuses as a usage error naming the flag.
+        every = set().union(*flags.values())
+        value_of = {"help": None, "force": None, "quiet": None, "json": None,
+                    "gap_array": None}
+        for command in COMMANDS:
+            # health needs no argument: an extra one makes it stop at the
+            # usage check (before connecting anywhere), as the others do
+            # without their arguments.
+            rest = ["extra"] if command == "health" else []
+            for flag in sorted(every - {"help"}):
+                value = value_of.get(flag, "1")
+                args = [command, "--" + flag] + ([] if value is None else [value]) + rest
+                with self.subTest(command=command, flag=flag):
+                    proc = self.ebzip(*args, expect=EXIT_USAGE)
+                    refused = "does not apply" in proc.stderr or "unknown flag" in proc.stderr
+                    self.assertEqual(refused, flag not in flags[command], proc.stderr)
+                    if refused:
+                        self.assertIn("--" + flag, proc.stderr)
+
+    def test_version(self):
+        with open(os.path.join(SOURCE_DIR, "CMakeLists.txt")) as f:
+            m = re.search(r"project\(ebzip VERSION ([0-9.]+)", f.read())
+        self.assertIsNotNone(m)
+        proc = self.ebzip("--version")
+        lines = proc.stdout.splitlines()
+        self.assertEqual(lines[0], "ebzip " + m.group(1))
+        fields = dict(line.split(" ", 1) for line in lines[1:] if line.startswith(("commit",
+                                                                                 "CUDA")))
+        self.assertIn(fields.get("CUDA"), ("on", "off"))
+        self.assertRegex(proc.stdout, r"(?m)^build type \S+$")
+        self.assertNotIn("NDEBUG", proc.stdout)
+        self.assertNotIn("Debug build", proc.stdout)
+        try:
+            head = subprocess.run(["git", "-C", SOURCE_DIR, "rev-parse", "HEAD"],
+                                  capture_output=True, text=True, check=False)
+        except FileNotFoundError:  # no git
+            head = None
+        if head is not None and head.returncode == 0:
+            # The commit built: HEAD, or one HEAD contains when the binary
+            # was built before the latest commits.
+            commit = fields.get("commit", "").replace("-dirty", "")
+            self.assertRegex(commit, r"^[0-9a-f]{7,40}$", proc.stdout)
+            contained = subprocess.run(["git", "-C", SOURCE_DIR, "merge-base", "--is-ancestor",
+                                        commit, "HEAD"], capture_output=True, check=False)
+            self.assertEqual(contained.returncode, 0,
+                             "%s is not HEAD (%s) or before it" % (commit, head.stdout.strip()))
+        else:
+            self.assertEqual(fields.get("commit"), "unknown")
+
+
+class UsageTest(CliTestCase):
+    """Every mistake on the command line is exit 2 with a message, whichever
+    command it is."""
+
+    def setUp(self):
+        super().setUp()
+        self.write("in.raw", to_bytes(smooth_field(600, 2, "f"), "f"))
+        self.ebzip("compress", "--type", "f32", "--shape", "600", "--abs", "0.01", "in.raw",
+                   "-o", "a.ebz")
+        self.out = self.path("out")
+
+    def test_usage_errors_exit_2(self):
+        raw = ["--type", "f32", "--shape", "600"]
+        cases = {
+            "unknown long flag": (["info", "a.ebz", "--bogus"], "--bogus"),
+            "unknown short flag": (["info", "a.ebz", "-x"], "-x"),
+            "single-dash long flag": (["compress", *raw, "-abs", "1", "in.raw", "-o", "out"],
+                                      "--abs"),
+            "compare --rel": (["compare", "--type", "f32", "in.raw", "in.raw", "--rel", "0.1"],
+                              "--rel"),
+            "decompress --abs": (["decompress", "a.ebz", "-o", "out", "--abs", "1"], "--abs"),
+            "info -o": (["info", "a.ebz", "-o", "out"], "-o"),
+            "missing value": (["compress", *raw, "in.raw", "-o", "out", "--abs"], "--abs"),
+            "switch with a value": (["compress", *raw, "--abs", "1", "in.raw", "-o", "out",
+                                     "--gap_array=maybe"], "--gap_array"),
+            "flag before the command": (["--quiet", "info", "a.ebz"], "--quiet"),
+            "version with arguments": (["--version", "info"], "--version"),
+            "bad size suffix": (["compress", *raw, "--abs", "1", "in.raw", "-o", "out",
+                                 "--frame_elements", "4X"], "--frame_elements"),
+            "radius too large": (["compress", *raw, "--abs", "1", "in.raw", "-o", "out",
+                                  "--radius", "8G"], "--radius"),
+            "negative deadline": (["decompress", "a.ebz", "-o", "out", "--server", "127.0.0.1:1",
+                                   "--deadline", "-1"], "--deadline"),
+            "bad timeout": (["decompress", "a.ebz", "-o", "out", "--server", "127.0.0.1:1",
+                             "--timeout", "soon"], "--timeout"),
+            "json and quiet": (["decompress", "a.ebz", "-o", "out", "--json", "-q"], "--json"),
+            "both inputs standard input": (["compare", "--type", "f32", "-", "-"], "standard input"),
+        }
+        for what, (args, word) in cases.items():
+            with self.subTest(what):
+                proc = self.assert_failed_cleanly(self.out, EXIT_USAGE, *args)
+                self.assertIn(word, proc.stderr)
+
+    def test_flag_spellings(self):
+        # --name=value, --name value, dashes for underscores, --noswitch.
+        ref = self.ebzip("info", "a.ebz").stdout
+        for flags in (["--frame_elements=100"], ["--frame-elements", "100"],
+                      ["--gap_array=false"], ["--nogap_array"], ["--no-gap-array"],
+                      ["--gap_array", "--gap_array=0"]):
+            with self.subTest(flags=flags):
+                self.ebzip("compress", "--type", "f32", "--shape", "600", "--abs", "0.01",
+                           "in.raw", "-o", "b.ebz", "-f", *flags)
+                info = self.ebzip("info", "b.ebz").stdout
+                self.assertNotEqual(info.replace("b.ebz", "a.ebz"), ref)
+        # "--" ends the flags: a file named like one is an argument.
+        self.write("--json", self.read("a.ebz"))
+        proc = self.ebzip("info", "--", "--json")
+        self.assertEqual(proc.stdout.replace("--json", "a.ebz"), ref)
+
+
+class SizeSuffixTest(CliTestCase):
+    """Sizes and counts take K, M, G, T as powers of 1024."""
+
+    SHAPE = (30, 70)
+
+    def setUp(self):
+        super().setUp()
+        self.original = to_bytes(smooth_field(math.prod(self.SHAPE), 6, "d"), "d")
+        self.write("in.raw", self.original)
+        self.compress = ["compress", "--type", "f64", "--shape", "30,70", "--abs", "1e-4",
+                         "in.raw"]
+
+    def test_max_output_bytes(self):
+        size = len(self.original)  # 16800 bytes: 16.4 KiB
+        self.assertTrue(16 * 1024 < size < 17 * 1024)
+        self.ebzip(*self.compress, "-o", "a.ebz")
+        out = self.path("out.raw")
+        for limit in ("16K", "16KiB", "16k"):
+            with self.subTest(limit=limit):
+                proc = self.assert_failed_cleanly(out, EXIT_FAILURE, "decompress", "a.ebz",
+                                                  "-o", out, "--max_output_bytes", limit)
+                self.assertIn(str(16 * 1024), proc.stderr)
+        for limit in ("17K", "1M", "1MiB", "4G", "1T"):
+            with self.subTest(limit=limit):
+                self.ebzip("decompress", "a.ebz", "-o", out, "-f", "--max_output_bytes", limit)
+                self.assert_within(self.original, self.read(out), "d", 1e-4)
+        for bad in ("1.5G", "K", "4X", "4GB", "-1K", "99999999999T"):
+            with self.subTest(bad=bad):
+                proc = self.assert_failed_cleanly(out + "2", EXIT_USAGE, "decompress", "a.ebz",
+                                                  "-o", out + "2", "--max_output_bytes", bad)
+                self.assertIn("--max_output_bytes", proc.stderr)
+
+    def test_counts(self):
+        # 1K elements is 1024 elements: the same archive, several frames.
+        self.ebzip(*self.compress, "-o", "k.ebz", "--frame_elements", "1K", "--chunk_symbols",
+                   "4K", "--radius", "1K")
+        self.ebzip(*self.compress, "-o", "n.ebz", "--frame_elements", "1024", "--chunk_symbols",
+                   "4096", "--radius", "1024")
+        self.assertEqual(self.read("k.ebz"), self.read("n.ebz"))
+        self.assertGreater(frames_of(self.info("k.ebz")), 1)
+        self.assertIn("radius 1024, chunk 4096 symbols", self.info("k.ebz"))
+
+
+def frames_of(info):
+    m = re.search(r"frames\s+(\d+) of", info)
+    if m is None:
+        raise AssertionError("ebzip info prints no frame count:\n" + info)
+    return int(m.group(1))
+
+
+class StandardStreamsTest(CliTestCase):
+    """'-' reads standard input and -o - writes standard output, giving the
+    bytes files give, with nothing on standard error."""
+
+    SHAPE = (20, 30, 40)
+
+    def setUp(self):
+        super().setUp()
+        self.original = with_special_values(smooth_field(math.prod(self.SHAPE), 8, "f"), "f")
+        self.write("in.raw", self.original)
+        self.raw = ["--type", "f32", "--shape", "20,30,40"]
+        self.ebzip("compress", *self.raw, "--abs", "1e-3", "in.raw", "-o", "ref.ebz")
+        self.ebzip("decompress", "ref.ebz", "-o", "ref.raw")
+
+    def pipe(self, args, data, expect=EXIT_OK):
+        proc = subprocess.run([EBZIP, *args], input=data, capture_output=True, cwd=self.dir,
+                              timeout=120)
+        self.assertEqual(proc.returncode, expect,
+                         "ebzip %s: exit %d\nstderr: %s" % (" ".join(args), proc.returncode,
+                                                            proc.stderr.decode()))
+        return proc
+
+    def test_compress_and_decompress_through_pipes(self):
+        proc = self.pipe(["compress", *self.raw, "--abs", "1e-3", "-", "-o", "-"],
+                         self.original)
+        self.assertEqual(proc.stdout, self.read("ref.ebz"))
+        self.assertEqual(proc.stderr, b"")
+        proc = self.pipe(["decompress", "-", "-o", "-"], self.read("ref.ebz"))
+        self.assertEqual(proc.stdout, self.read("ref.raw"))
+        self.assertEqual(proc.stderr, b"")
+        self.assert_within(self.original, proc.stdout, "f", 1e-3)
+        # Mixed: a file in, standard output out, and the other way round.
+        proc = self.pipe(["decompress", "ref.ebz", "-o", "-"], b"")
+        self.assertEqual(proc.stdout, self.read("ref.raw"))
+        self.pipe(["compress", *self.raw, "--abs", "1e-3", "-", "-o", "piped.ebz"],
+                  self.original)
+        self.assertEqual(self.read("piped.ebz"), self.read("ref.ebz"))
+        self.assertEqual(self.partials(), [])
+
+    def test_standard_input_of_the_wrong_size(self):
+        for what, data in (("short", self.original[:-1]), ("long", self.original + b"\0"),
+                           ("empty", b"")):
+            with self.subTest(what):
+                proc = self.pipe(["compress", *self.raw, "--abs", "1e-3", "-", "-o", "x.ebz"],
+                                 data, expect=EXIT_USAGE)
+                self.assertIn(b"standard input", proc.stderr)
+                self.assertIn(str(len(self.original)).encode(), proc.stderr)
+                self.assertFalse(os.path.exists(self.path("x.ebz")))
+        self.assertEqual(self.partials(), [])
+
+    def test_decompress_standard_input_is_bounded(self):
+        size = len(self.original)
+        # The header's array is refused before the rest is read.
+        proc = self.pipe(["decompress", "-", "-o", "x.raw", "--max_output_bytes",
+                          str(size - 1)], self.read("ref.ebz"), expect=EXIT_FAILURE)
+        self.assertIn(b"--max_output_bytes", proc.stderr)
+        # An archive longer than the limit (junk after a small header's
+        # array) is refused once the limit is passed.
+        archive = self.read("ref.ebz")
+        proc = self.pipe(["decompress", "-", "-o", "x.raw", "--max_output_bytes", str(size)],
+                         archive + b"\0" * (size - len(archive) + 1), expect=EXIT_FAILURE)
+        self.assertIn(b"--max_output_bytes", proc.stderr)
+        for what, data in (("empty", b""), ("not an archive", self.original),
+                           ("truncated", archive[:-1])):
+            with self.subTest(what):
+                proc = self.pipe(["decompress", "-", "-o", "x.raw"], data, expect=EXIT_FAILURE)
+                self.assertTrue(proc.stderr.strip())
+        self.assertFalse(os.path.exists(self.path("x.raw")))
+        self.assertEqual(self.partials(), [])
+
+    def test_info_and_compare_read_standard_input(self):
+        proc = self.pipe(["info", "-"], self.read("ref.ebz"))
+        self.assertEqual(proc.stdout.decode().replace("standard input", "ref.ebz"),
+                         self.info("ref.ebz"))
+        self.pipe(["compare", "--type", "f32", "in.raw", "-", "--abs", "1e-3"],
+                  self.read("ref.raw"))
+        self.pipe(["compare", "--type", "f32", "-", "in.raw", "--abs", "1e-3"],
+                  self.read("ref.raw"))
+        self.pipe(["compare", "--type", "f32", "in.raw", "-", "--abs", "1e-5"],
+                  self.read("ref.raw"), expect=EXIT_FAILURE)
+        proc = self.pipe(["compare", "--type", "f32", "in.raw", "-"], self.read("ref.raw") + b"1",
+                         expect=EXIT_USAGE)
+        self.assertIn(b"standard input", proc.stderr)
+
+    def test_json_summary_goes_to_stderr_when_stdout_is_the_output(self):
+        proc = self.pipe(["compress", *self.raw, "--abs", "1e-3", "in.raw", "-o", "-",
+                          "--json"], b"")
+        self.assertEqual(proc.stdout, self.read("ref.ebz"))
+        summary = json.loads(proc.stderr)
+        self.assertEqual(summary["output_bytes"], len(self.read("ref.ebz")))
+        proc = self.pipe(["decompress", "-", "-o", "-", "--json"], self.read("ref.ebz"))
+        self.assertEqual(proc.stdout, self.read("ref.raw"))
+        self.assertEqual(json.loads(proc.stderr)["output_bytes"], len(self.original))
+
+
+class JsonTest(CliTestCase):
+    """--json: one object, typed values, checked against what the test
+    itself knows (its shapes and bounds, file sizes, its own error sums)."""
+
+    SHAPE = (16, 25, 30)
+
+    def setUp(self):
+        super().setUp()
+        self.values = smooth_field(math.prod(self.SHAPE), 12, "f")
+        self.values[5] = -9999.0
+        self.original = to_bytes(self.values, "f")
+        self.write("in.raw", self.original)
+
+    def json_of(self, *args, expect=EXIT_OK):
+        proc = self.ebzip(*args, "--json", expect=expect)
+        lines = proc.stdout.splitlines()
+        self.assertEqual(len(lines), 1, proc.stdout)
+        return json.loads(lines[0])
+
+    def test_compress_decompress_info(self):
+        c = self.json_of("compress", "--type", "f32", "--shape", "16,25,30", "--rel", "1e-3",
+                         "--fill", "-9999", "--frame_elements", "3000", "in.raw", "-o", "a.ebz")
+        size = os.path.getsize(self.path("a.ebz"))
+        lo, hi = finite_range([x for x in self.values if x != -9999.0])
+        self.assertEqual(c["input"], "in.raw")
+        self.assertEqual(c["output"], "a.ebz")
+        self.assertEqual(c["dtype"], "f32")
+        self.assertEqual(c["shape"], list(self.SHAPE))
+        self.assertEqual(c["input_bytes"], len(self.original))
+        self.assertEqual(c["output_bytes"], size)
+        self.assertAlmostEqual(c["ratio"], len(self.original) / size)
+        self.assertEqual(c["bound_mode"], "rel")
+        self.assertEqual(c["bound"], 1e-3)
+        self.assertLessEqual(c["abs_bound"], 1e-3 * (hi - lo) * (1 + 1e-9))
+        self.assertGreater(c["abs_bound"], 0)
+        self.assertIsInstance(c["outliers"], int)
+        self.assertGreater(c["frames"], 1)
+        self.assertIsNone(c["server"])
+
+        i = self.json_of("info", "a.ebz")
+        self.assertEqual(i["shape"], list(self.SHAPE))
+        self.assertEqual(i["dtype"], "f32")
+        self.assertEqual(i["archive_bytes"], size)
+        self.assertEqual(i["array_bytes"], len(self.original))
+        self.assertEqual(i["abs_bound"], c["abs_bound"])
+        self.assertEqual(i["bound_mode"], "rel")
+        self.assertEqual(i["fill_value"], -9999.0)
+        self.assertEqual(i["frames"], c["frames"])
+        self.assertEqual(sum(p["frames"] for p in i["predictors"]), i["frames"])
+        self.assertLessEqual(sum(i["sections"].values()), size)
+        self.assertIn(i["format_version"], (1, 2))
+        self.assertIsInstance(i["gap_array"], bool)
+
+        d = self.json_of("decompress", "a.ebz", "-o", "a.raw")
+        self.assertEqual(d["shape"], list(self.SHAPE))
+        self.assertEqual(d["input_bytes"], size)
+        self.assertEqual(d["output_bytes"], os.path.getsize(self.path("a.raw")))
+        self.assertEqual(d["output_bytes"], len(self.original))
+        self.assert_within(self.original, self.read("a.raw"), "f", d["abs_bound"], -9999.0)
+
+    def test_compare(self):
+        b = list(array.array("f", [x + 0.001 * (i % 7) for i, x in enumerate(self.values)]))
+        self.write("b.raw", to_bytes(b, "f"))
+        errors = [abs(x - y) for x, y in zip(self.values, b)]
+        max_error = max(errors)
+        bound = sorted(errors)[len(errors) // 2]  # about half the values exceed it
+        violations = sum(1 for e in errors if e > bound)
+        r = self.json_of("compare", "--type", "f32", "in.raw", "b.raw")
+        self.assertEqual(r["values"], len(self.values))
+        self.assertEqual(r["compared"], len(self.values))
+        self.assertEqual(r["max_error"], max_error)
+        self.assertAlmostEqual(r["rmse"], math.sqrt(sum(e * e for e in errors) / len(errors)))
+        self.assertIsNone(r["bound"])
+        self.assertIsNone(r["violations"])
+        self.assertTrue(r["ok"])
+        r = self.json_of("compare", "--type", "f32", "in.raw", "b.raw", "--abs", repr(bound),
+                         expect=EXIT_FAILURE)
+        self.assertEqual(r["violations"], violations)
+        self.assertFalse(r["ok"])
+        # Identical arrays: no error, and an infinite PSNR as null.
+        r = self.json_of("compare", "--type", "f32", "in.raw", "in.raw")
+        self.assertEqual(r["max_error"], 0)
+        self.assertIsNone(r["psnr"])
 
 
 def main():

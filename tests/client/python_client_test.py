@@ -864,7 +864,7 @@ class InteropTest(ServerTestBase):
 
     def _cli_compress(self, raw_path, x, *bound_and_options):
         out = raw_path + '.cli.ebz'
-        run_cli('compress', '--quiet', '--type', cli_type(x.dtype), '--shape',
+        run_cli('compress', '--quiet', '-f', '--type', cli_type(x.dtype), '--shape',
                 ','.join(map(str, x.shape)), *bound_and_options, raw_path,
                 '-o', out)
         with open(out, 'rb') as f:
@@ -883,7 +883,7 @@ class InteropTest(ServerTestBase):
         # The CLI's archive through the server, and the CLI's decoding.
         y = self.client.decompress(cli_archive)
         cli_out = cli_path + '.raw'
-        run_cli('decompress', '--quiet', cli_path, '-o', cli_out)
+        run_cli('decompress', '--quiet', '-f', cli_path, '-o', cli_out)
         y_cli = np.fromfile(cli_out, dtype=y.dtype).reshape(y.shape)
         self.assertTrue(np.array_equal(_uint_view(y), _uint_view(y_cli)))
         return y
