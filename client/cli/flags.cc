@@ -35,6 +35,8 @@ constexpr FlagSpec kFlags[] = {
     {"gap_array", 0, "", "write a gap array for parallel decoding (default; =false: none)"},
     {"decoder", 0, "D", "Huffman decoder: auto (default), chunk, gap or selfsync"},
     {"max_output_bytes", 0, "SIZE", "refuse a larger array (default: physical memory)"},
+    {"region", 0, "START:STOP[:STEP],...",
+     "decode only this hyperslab, a slice per dimension (':' all of one)"},
     {"server", 0, "HOST:PORT", "run on this ebzipd instead of locally"},
     {"tls", 0, "CA.pem", "use TLS, trusting the CA in this PEM file"},
     {"tls_server_name", 0, "NAME", "name expected in the server's certificate"},

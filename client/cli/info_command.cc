@@ -31,6 +31,22 @@ std::string PredictorChoice(const format::FrameHeader& h) {
   return choice;
 }
 
+// The grid a region is decoded on (codec/region.h): frames of frame_rows
+// rows along dimension 0; inside a frame its predictor's units (Lorenzo
+// blocks or interpolation tiles), as extents per dimension.
+Json GridJson(const ArchiveInfo& info) {
+  Json units = Json::array();
+  std::map<std::string, uint64_t> seen;
+  for (const format::FrameHeader& h : info.frame_headers) {
+    const std::string unit = absl::StrJoin(h.block.begin(), h.block.begin() + h.ndim, "x");
+    const std::string kind =
+        h.predictor == format::kPredictorLorenzo ? "lorenzo block" : "interpolation tile";
+    ++seen[absl::StrCat(kind, " ", unit)];
+  }
+  for (const auto& [unit, frames] : seen) units.push_back({{"unit", unit}, {"frames", frames}});
+  return {{"frame_rows", info.header.frame_rows}, {"frames", info.frames.size()}, {"units", units}};
+}
+
 }  // namespace
 
 absl::Status InfoCommand(const ParsedArgs& args) {
@@ -113,6 +129,7 @@ absl::Status InfoCommand(const ParsedArgs& args) {
         {"verbatim", verbatim},
         {"fill_runs", fill_runs},
         {"sections", sections},
+        {"grid", GridJson(*info)},
     });
     return absl::OkStatus();
   }
@@ -122,9 +139,11 @@ absl::Status InfoCommand(const ParsedArgs& args) {
   std::printf("error bound      %s %.6g -> absolute %.17g\n", BoundModeName(f.bound_mode),
               f.bound_value, f.abs_bound);
   if (f.fill_value) std::printf("fill value       %.9g\n", *f.fill_value);
-  std::printf("frames           %llu of %llu rows\n",
-              static_cast<unsigned long long>(info->frames.size()),
-              static_cast<unsigned long long>(f.frame_rows));
+  std::printf(
+      "frames           %llu of %llu rows along dimension 0 (the grid --region "
+      "decodes on)\n",
+      static_cast<unsigned long long>(info->frames.size()),
+      static_cast<unsigned long long>(f.frame_rows));
   std::printf(
       "parameters       block %s, radius %u, chunk %u symbols, subsequence %u bits, "
       "max code length %d, gap array %s\n",

@@ -1216,6 +1216,72 @@ class JsonTest(CliTestCase):
         self.assertIsNone(r["psnr"])
 
 
+class RegionTest(CliTestCase):
+    """decompress --region: the region's values, exactly the slice of a full
+    decode (sliced here element by element), from an archive of many
+    frames; malformed regions are usage errors."""
+    SHAPE = (24, 18, 20)
+
+    def setUp(self):
+        super().setUp()
+        n = math.prod(self.SHAPE)
+        original = with_special_values(smooth_field(n, 5, "f"), "f")
+        self.write("in.raw", original)
+        self.compress_raw("in.raw", "f", self.SHAPE, "--rel", 1e-3, "a.ebz",
+                          "--frame_elements", str(18 * 20 * 8))
+        self.ebzip("decompress", "a.ebz", "-o", "full.raw")
+        self.full = self.read("full.raw")
+
+    def slice_of(self, starts, stops, steps):
+        rows = []
+        d0, d1, d2 = self.SHAPE
+        for i in range(starts[0], stops[0], steps[0]):
+            for j in range(starts[1], stops[1], steps[1]):
+                for k in range(starts[2], stops[2], steps[2]):
+                    at = ((i * d1) + j) * d2 + k
+                    rows.append(self.full[4 * at:4 * at + 4])
+        return b"".join(rows)
+
+    def test_regions_equal_the_slice(self):
+        cases = [
+            ("10:20,0:18,5:17", (10, 0, 5), (20, 18, 17), (1, 1, 1)),
+            (":,:,:", (0, 0, 0), (24, 18, 20), (1, 1, 1)),
+            ("23,17,19", (23, 17, 19), (24, 18, 20), (1, 1, 1)),
+            ("1:24:7,::5,3:4", (1, 0, 3), (24, 18, 4), (7, 5, 1)),
+            ("5:5,:,:", (5, 0, 0), (5, 18, 20), (1, 1, 1)),
+        ]
+        for text, starts, stops, steps in cases:
+            with self.subTest(region=text):
+                self.ebzip("decompress", "a.ebz", "--region", text, "-o", "r.raw", "-f")
+                self.assertEqual(self.read("r.raw"), self.slice_of(starts, stops, steps))
+
+    def test_json_names_the_region(self):
+        proc = self.ebzip("decompress", "a.ebz", "--region", "2:9:3,1:4,:", "-o", "r.raw",
+                          "--json")
+        r = json.loads(proc.stdout)
+        self.assertEqual(r["shape"], [3, 3, 20])
+        self.assertEqual(r["region"], "2:9:3,1:4,0:20")
+        self.assertEqual(r["output_bytes"], 3 * 3 * 20 * 4)
+        grid = json.loads(self.ebzip("info", "a.ebz", "--json").stdout)["grid"]
+        self.assertEqual(grid["frame_rows"], 8)
+        self.assertEqual(grid["frames"], 3)
+
+    def test_malformed_regions_are_usage_errors(self):
+        for text in ["0:25,:,:", "-1:3,:,:", "0:5:0,:,:", "1:2,3", "x,:,:", "9:3,:,:"]:
+            with self.subTest(region=text):
+                proc = self.assert_failed_cleanly(self.path("r.raw"), EXIT_USAGE, "decompress",
+                                                  "a.ebz", "--region", text, "-o", "r.raw")
+                self.assertIn("region", proc.stderr)
+
+    def test_the_limit_applies_to_the_region(self):
+        # The whole array (34,560 bytes) exceeds the limit; a region under it passes.
+        self.assert_failed_cleanly(self.path("r.raw"), EXIT_FAILURE, "decompress", "a.ebz",
+                                   "--max_output_bytes", "16K", "-o", "r.raw")
+        self.ebzip("decompress", "a.ebz", "--region", "0:8,:,:", "--max_output_bytes", "16K",
+                   "-o", "r.raw")
+        self.assertEqual(len(self.read("r.raw")), 8 * 18 * 20 * 4)
+
+
 def main():
     global EBZIP
     if len(sys.argv) < 2 or not os.access(sys.argv[1], os.X_OK):
