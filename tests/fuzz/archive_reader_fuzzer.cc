@@ -4,7 +4,11 @@
 // answer counts as a finding too: failures are DATA_LOSS or UNIMPLEMENTED
 // (FAILED_PRECONDITION only from the gap-array decoder, for frames written
 // without a gap array), a success has the declared size, and the decoders
-// accept the same archives and produce the same bytes.
+// accept the same archives and produce the same bytes. Regions of an
+// accepted archive (codec/region.h) decode to the slice of the full decode:
+// one parsed from the input's last bytes as text (so the parser is fuzzed
+// too: OK or INVALID_ARGUMENT, nothing else), one picked from them as
+// numbers.
 //
 // A custom mutator recomputes every checksum after most mutations: otherwise
 // almost every mutant fails a CRC and the validation behind the CRCs, the
@@ -14,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -21,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 #include "tests/fuzz/archive_checksums.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
@@ -54,6 +60,61 @@ bool IsRejection(const absl::Status& s, DecoderKind kind) {
     default:
       return false;
   }
+}
+
+// The slice of `full` (the whole array) that region `r` names, element by
+// element.
+std::vector<uint8_t> SliceOf(const std::vector<uint8_t>& full, const std::vector<uint64_t>& shape,
+                             const ebzip::Hyperslab& r, size_t elem) {
+  std::vector<uint8_t> out;
+  const size_t ndim = shape.size();
+  std::vector<uint64_t> idx(ndim, 0);
+  for (uint64_t k = 0; k < r.NumElements(); ++k) {
+    uint64_t at = 0;
+    for (size_t d = 0; d < ndim; ++d) at = at * shape[d] + r.start[d] + idx[d] * r.step[d];
+    out.insert(out.end(), full.begin() + at * elem, full.begin() + (at + 1) * elem);
+    for (size_t d = ndim; d-- > 0;) {
+      if (++idx[d] < r.count[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                 const std::vector<uint8_t>& full, const ebzip::Hyperslab& r) {
+  const ebzip::ArraySpec spec = info.spec();
+  const size_t elem = ebzip::DTypeSize(spec.dtype);
+  std::vector<uint8_t> got(r.NumElements() * elem);
+  const absl::Status s =
+      ebzip::DecompressRegion(info, archive, r, DecoderKind::kAuto, absl::MakeSpan(got));
+  if (!s.ok()) Fail("a region of an accepted archive failed", s);
+  if (got != SliceOf(full, spec.shape, r, elem)) Fail("a region differs from the full decode");
+}
+
+void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                  const std::vector<uint8_t>& full) {
+  const std::vector<uint64_t>& shape = info.header.shape;
+  const size_t tail = std::min<size_t>(archive.size(), 24);
+  const absl::Span<const uint8_t> bytes = archive.subspan(archive.size() - tail);
+  const std::string text(bytes.begin(), bytes.end());
+  auto parsed = ebzip::ParseHyperslab(text, shape);
+  if (parsed.ok()) {
+    CheckRegion(info, archive, full, *parsed);
+  } else if (parsed.status().code() != absl::StatusCode::kInvalidArgument) {
+    Fail("ParseHyperslab", parsed.status());
+  }
+  ebzip::Hyperslab r;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const uint8_t b = bytes.empty() ? 0 : bytes[d % bytes.size()];
+    const uint64_t start = shape[d] == 0 ? 0 : b % shape[d];
+    const uint64_t step = 1 + (b >> 6);
+    r.start.push_back(start);
+    r.step.push_back(step);
+    r.count.push_back(shape[d] == 0 ? 0 : (shape[d] - 1 - start) / step + 1);
+  }
+  if (!ebzip::CheckHyperslab(r, shape).ok()) Fail("a region built inside the array was refused");
+  CheckRegion(info, archive, full, r);
 }
 
 }  // namespace
@@ -113,5 +174,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Fail("auto, chunk-parallel and self-sync decoders disagree on validity");
   }
   if (accepted[2] && !accepted[1]) Fail("gap-array decoder accepted what chunk-parallel rejects");
+  if (have_reference) CheckRegions(*info, archive, reference);
   return 0;
 }
