@@ -511,7 +511,7 @@ int main(int argc, char** argv) {
       "(kernels only), decompress 136 GB/s, Huffman decode 78 GB/s\n");
   if (small_batch) {
     // 256 KiB arrays (64 rows of the field's 1024), as the service batches
-    // them (bench/RESULTS.md: ~7 per batch at 32 streams), and larger batches.
+    // them (5 to 7 per batch at 32 streams), and larger batches.
     for (int count : {1, 8, 32}) RunSmallBatch(fields.front(), count, 64, 9);
     return 0;
   }

@@ -71,12 +71,12 @@ FrameSample SampleOf(const FrameParams& p) {
   const uint64_t n = row * rows;
   if (n <= kWholeSample) return sample;
   // A quarter of the frame at most, so that the five candidates together
-  // cost about as much as predicting the frame once. Measured (bench/
-  // RESULTS.md, version 2): on etopo5, TEMP, UWND and SALT at REL 1e-2 to
-  // 1e-5 the same choices as a sample of up to 2^20 elements, SALT
-  // compressed in half the time. Smaller frames keep the whole frame (a
-  // quarter chose up to 10 % worse on 3-D frames of 2^18 to 2^20 elements
-  // whose rows are few), and two rows at least: one row of three cost 29 %.
+  // cost about as much as predicting the frame once: on etopo5, TEMP, UWND
+  // and SALT at REL 1e-2 to 1e-5 this makes the same choices as a sample of
+  // up to 2^20 elements, and SALT compresses in half the time. Smaller
+  // frames keep the whole frame (a quarter chose up to 10 % worse on 3-D
+  // frames of 2^18 to 2^20 elements whose rows are few), and two rows at
+  // least (one row of three chose 29 % worse).
   const uint64_t budget = std::min(kSampleElements, n / 4);
   const uint64_t m = std::max<uint64_t>(std::min<uint64_t>(2, rows), budget / row);
   const uint64_t g = std::min(m, std::max<uint64_t>(kStripeRows, (kStripeElements + row - 1) / row));

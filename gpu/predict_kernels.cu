@@ -496,7 +496,7 @@ enum class Pass { kGroups, kEdges };
 // Blocks of kThreads an SM should hold at once (the register cap follows):
 // the group pass is latency-bound, and on the H100 float32 ran fastest with
 // 4 (64 registers, a few spills; 2 blocks, 128 registers without spills, was
-// 1.3x slower; GPU_NOTES "Seventh round"). float64 holds twice the bytes per
+// 1.3x slower). float64 holds twice the bytes per
 // element and takes 3 (80 registers).
 template <Pass kPass, typename T>
 inline constexpr int kPredictBlocksPerSm = kPass == Pass::kGroups ? (sizeof(T) == 4 ? 4 : 3) : 1;
