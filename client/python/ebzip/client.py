@@ -42,6 +42,9 @@ from typing import (Any, Callable, Iterable, Iterator, Optional, Sequence,
 import grpc
 import numpy as np
 
+from ebzip import masked as _masked
+from ebzip import safety as _safety
+
 try:
     from ebzip.v1 import ebzip_pb2
     from ebzip.v1 import ebzip_pb2_grpc
@@ -86,6 +89,13 @@ RETRY_ATTEMPTS = 3
 RETRY_INITIAL_BACKOFF = 0.05  # seconds, doubling up to RETRY_MAX_BACKOFF
 RETRY_MAX_BACKOFF = 1.0
 MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
+
+# Seconds a call may take, its retries included, unless the caller says
+# otherwise (timeout=None: no deadline). Without one, a server that stalls
+# (overloaded, or a connection that silently died) would hang the caller for
+# ever; 300 s is far beyond what the codec needs for any array that fits a
+# client's memory at the service's throughput.
+DEFAULT_TIMEOUT = 300.0
 
 _HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
 
@@ -538,7 +548,7 @@ class Client:
                  target: str,
                  tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                  token: Optional[str] = None,
-                 timeout: Optional[float] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT,
                  max_output_bytes: Optional[int] = None):
         """Opens a channel to target (host:port); nothing is sent yet.
 
@@ -553,7 +563,8 @@ class Client:
                 plaintext channels, and a server behind a TLS-terminating
                 proxy, or on localhost, still needs it.
             timeout: Deadline in seconds for each call, its retries
-                included; None waits forever.
+                included (DeadlineExceeded once it passes); default
+                DEFAULT_TIMEOUT (300 s); None waits forever.
             max_output_bytes: The largest array decompress() may return;
                 a reply describing more raises ResourceExhausted before
                 anything is allocated. None: the machine's physical memory.
@@ -647,7 +658,9 @@ class Client:
         Args:
             array: Anything numpy.asarray turns into a float32/float64
                 array, in any byte order or memory layout (a copy is made
-                only when it is not C-contiguous little-endian).
+                only when it is not C-contiguous little-endian). A
+                numpy.ma masked array's mask becomes the fill value
+                (ebzip.masked.unmask), never dropped.
             abs: Absolute bound: |x - y| <= abs for every finite x.
             rel: Relative bound: |x - y| <= rel * (max - min) over the finite
                 values that are not fill_value. Exactly one of abs and rel.
@@ -696,13 +709,24 @@ class Client:
         absolute bound a relative one resolved to, outlier and verbatim
         counts, and where the time went (queue_seconds, compute_seconds).
         """
+        # A masked array's mask becomes the fill value (ebzip.masked).
+        fill_value = kwargs.get('fill_value')
+        if fill_value is not None:
+            _check_real('fill_value', fill_value)
+        array, kwargs['fill_value'] = _masked.unmask(array, fill_value)
         a = as_wire_array(array)
         header = compress_header(a.dtype, a.shape, **kwargs)
         # A flat byte view of the caller's memory: slices of it are the only
         # copies made, one message at a time.
         view = a.reshape(-1).view(np.uint8)
-        return self._with_retries(
+        archive, summary = self._with_retries(
             lambda timeout: self._compress(header, [view], timeout))
+        if header.error_bound.mode == ebzip_pb2.REL:
+            _safety.warn_dominated_range(
+                a, kwargs['fill_value'], header.error_bound.value,
+                summary.abs_error_bound)
+        _safety.warn_larger_archive(len(archive), a.nbytes)
+        return archive, summary
 
     def compress_chunks(self,
                         dtype: Any,
@@ -723,9 +747,13 @@ class Client:
             (archive, summary), as compress_with_summary().
         """
         header = compress_header(dtype, shape, **kwargs)
-        return self._with_retries(
+        archive, summary = self._with_retries(
             lambda timeout: self._compress(header, chunks, timeout),
             replayable=isinstance(chunks, (list, tuple)))
+        _safety.warn_larger_archive(
+            len(archive), math.prod(header.array.shape) *
+            np.dtype(dtype).itemsize)
+        return archive, summary
 
     def _compress(self, header: 'ebzip_pb2.CompressHeader',
                   chunks: Iterable[Any], timeout: Optional[float]
@@ -976,7 +1004,7 @@ def compress(array: Any,
              rel: Optional[float] = None,
              tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
              token: Optional[str] = None,
-             timeout: Optional[float] = None,
+             timeout: Optional[float] = DEFAULT_TIMEOUT,
              **options: Any) -> bytes:
     """Compresses array on server in one call; see Client.compress.
 
@@ -991,7 +1019,7 @@ def decompress(data: BytesLike,
                *,
                tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                token: Optional[str] = None,
-               timeout: Optional[float] = None,
+               timeout: Optional[float] = DEFAULT_TIMEOUT,
                max_output_bytes: Optional[int] = None) -> np.ndarray:
     """Decompresses an archive on server in one call; see Client.decompress."""
     with Client(server, tls_ca=tls_ca, token=token, timeout=timeout,
