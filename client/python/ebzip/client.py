@@ -725,7 +725,7 @@ class Client:
             _safety.warn_dominated_range(
                 a, kwargs['fill_value'], header.error_bound.value,
                 summary.abs_error_bound)
-        _safety.warn_larger_archive(len(archive), a.nbytes)
+        _safety.warn_larger_archive(len(archive), a.nbytes, a)
         return archive, summary
 
     def compress_chunks(self,

@@ -140,7 +140,7 @@ def compress(array: Any,
     if mode == 'rel':
         _safety.warn_dominated_range(a, fill_value, bound,
                                      info(archive)['abs_bound'])
-    _safety.warn_larger_archive(len(archive), a.nbytes)
+    _safety.warn_larger_archive(len(archive), a.nbytes, a)
     return archive
 
 

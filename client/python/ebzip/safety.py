@@ -22,9 +22,10 @@ they are all equal; nothing is reported when it is 0 (an all-zero sample
 says nothing of the values it missed) or when the sample has fewer than two
 values. The cost is a gather of SAMPLE_SIZE elements and a sort of them.
 
-LargerArchiveWarning: the archive came out larger than the array (noise, or
-a bound far below the data's precision); storing the array raw would be
-smaller.
+LargerArchiveWarning: the archive came out larger than the array (noise, a
+bound far below the data's precision, or many NaNs, which are stored
+verbatim: xarray writes missing values as NaN unless the variable's encoding
+has a _FillValue); storing the array raw would be smaller.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ SAMPLE_SIZE = 1 << 16
 REPEATED_RATIO = 10.0
 TAIL_RATIO = 1000.0
 TAIL_FRACTION = 0.001
+SMALL_INPUT_BYTES = 4096  # below, the archive's fixed overhead is the reason
 
 
 class EbzipWarning(UserWarning):
@@ -142,11 +144,28 @@ def warn_dominated_range(array: np.ndarray, fill_value: Optional[float],
                       stacklevel=_caller_stacklevel())
 
 
-def warn_larger_archive(archive_bytes: int, input_bytes: int) -> None:
-    """Warns when an archive is larger than its input."""
-    if archive_bytes > input_bytes:
-        warnings.warn(f'ebzip: the archive ({archive_bytes} bytes) is larger '
-                      f'than the array ({input_bytes} bytes); the data may be '
-                      f'noise at this bound, or the bound far below its '
-                      f'precision', LargerArchiveWarning,
-                      stacklevel=_caller_stacklevel())
+def warn_larger_archive(archive_bytes: int, input_bytes: int,
+                        array: Optional[np.ndarray] = None) -> None:
+    """Warns when an archive is larger than its input.
+
+    With the array at hand (looked at only then), says how many of its
+    elements are NaN or Inf: they are stored verbatim, which costs more than
+    the element itself, and a finite fill value in their place (xarray's
+    _FillValue with the same fill_value=) costs next to nothing.
+    """
+    if archive_bytes <= input_bytes:
+        return
+    hint = ('the data may be noise at this bound, or the bound far below its '
+            'precision')
+    if input_bytes < SMALL_INPUT_BYTES:
+        hint = ('an archive carries some 400 bytes of headers and index, so '
+                'compress larger arrays (or chunks)')
+    elif array is not None:
+        nonfinite = array.size - int(np.count_nonzero(np.isfinite(array)))
+        if nonfinite * 100 >= array.size:
+            hint = (f'{nonfinite} of its {array.size} values are NaN or Inf, '
+                    f'each stored verbatim; mark missing data with a finite '
+                    f'fill value and pass it as fill_value= instead')
+    warnings.warn(f'ebzip: the archive ({archive_bytes} bytes) is larger than '
+                  f'the array ({input_bytes} bytes): {hint}',
+                  LargerArchiveWarning, stacklevel=_caller_stacklevel())
