@@ -264,6 +264,13 @@ class RemoteTest(unittest.TestCase):
         self.assertIs(ebzip.decompress(remote, self.server.address, out=out),
                       out)
         np.testing.assert_array_equal(out, back.data)
+        with ebzip.Client(self.server.address) as c:
+            self.assertIs(c.decompress(remote, out=out), out)
+            for bad in (np.empty(salt.shape[::-1], salt.dtype),
+                        np.empty(salt.shape, np.float64),
+                        np.empty(salt.shape, salt.dtype).T):
+                with self.assertRaises(ValueError):
+                    c.decompress(remote, out=bad)
         with self.assertWarns(ebzip.DominatedRangeWarning):
             ebzip.compress(salt, self.server.address, rel=1e-4)
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from ebzip import client as _client
 from ebzip import local as _local
-from ebzip import masked as _masked
 
 BytesLike = _client.BytesLike
 
@@ -124,19 +123,6 @@ def decompress(data: BytesLike,
             raise TypeError('tls_ca/token: only with server=')
         return _local.decompress(data, out=out, masked=masked,
                                  max_output_bytes=max_output_bytes)
-    header = None
-    if out is not None or masked:
-        # Checked before the call; also the fill value to mask with.
-        header = _local.info(data)
-    if out is not None:
-        _local._check_out(out, np.dtype(header['dtype']),  # pylint: disable=protected-access
-                          tuple(header['shape']))
     with _client.Client(server, tls_ca=tls_ca, token=token, timeout=timeout,
                         max_output_bytes=max_output_bytes) as c:
-        result = c.decompress(data)
-    if out is not None:
-        out[...] = result
-        result = out
-    if masked:
-        return _masked.remask(result, header['fill_value'])
-    return result
+        return c.decompress(data, out=out, masked=masked)

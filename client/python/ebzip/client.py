@@ -814,38 +814,54 @@ class Client:
 
     # -- Decompress --------------------------------------------------------
 
-    def decompress(self, data: BytesLike, *, request_id: str = '',
+    def decompress(self, data: BytesLike, *, out: Optional[np.ndarray] = None,
+                   masked: bool = False, request_id: str = '',
                    priority: int = 0,
                    max_output_bytes: Optional[int] = None) -> np.ndarray:
-        """Decompresses an archive into a new numpy array.
+        """Decompresses an archive into a numpy array.
 
         Args:
             data: The archive (bytes, bytearray, memoryview, or any
                 contiguous buffer such as a numpy.memmap of a file).
+            out: A C-contiguous writeable array of the archive's shape and
+                dtype that the reply is written into as it arrives; None: a
+                new array.
+            masked: Return a numpy.ma array masked where the archive's fill
+                value is (read from the archive's header here, which needs
+                the in-process extension).
             request_id: Sent as `ebzip-request-id` metadata, for the logs.
             priority: Sent as `ebzip-priority` metadata when not 0.
             max_output_bytes: The largest array to accept from this call;
                 None: the client's.
 
         Returns:
-            A C-contiguous little-endian float32 or float64 array of the
-            archive's shape.
+            out, or a C-contiguous little-endian float32 or float64 array of
+            the archive's shape.
 
         Raises:
             DataLoss: The archive is corrupt or truncated.
             ResourceExhausted: The array is larger than max_output_bytes or
                 than this process can allocate (or the server is full).
             ProtocolError: The server's reply broke the API.
+            ValueError, TypeError: A bad out, or one that does not fit the
+                archive's array.
             Error: Any other failure (a subclass by status code).
         """
+        if out is not None:
+            _check_out(out)
         array, _ = self.decompress_with_header(
             data, request_id=request_id, priority=priority,
-            max_output_bytes=max_output_bytes)
+            max_output_bytes=max_output_bytes, out=out)
+        if masked:
+            # Imported here: ebzip.local builds on this module.
+            from ebzip import local  # pylint: disable=import-outside-toplevel
+            return _masked.remask(array, local.info(data)['fill_value'])
         return array
 
     def decompress_with_header(
             self, data: BytesLike, *, request_id: str = '', priority: int = 0,
-            max_output_bytes: Optional[int] = None
+            max_output_bytes: Optional[int] = None,
+            out: Optional[np.ndarray] = None
     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         """Like decompress(), and also returns the DecompressHeader.
 
@@ -860,10 +876,11 @@ class Client:
             extra.append(('ebzip-priority', str(int(priority))))
         view = _byte_view(data)  # before the call: a bad buffer raises here
         return self._with_retries(
-            lambda timeout: self._decompress(view, extra, timeout, limit))
+            lambda timeout: self._decompress(view, extra, timeout, limit, out))
 
     def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
-                    timeout: Optional[float], max_output_bytes: int
+                    timeout: Optional[float], max_output_bytes: int,
+                    dest: Optional[np.ndarray] = None
                     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         call = self._stub.Decompress(decompress_requests(view),
                                      timeout=timeout,
@@ -877,7 +894,8 @@ class Client:
                 kind = response.WhichOneof('msg')
                 if kind == 'header' and header is None:
                     header = response.header
-                    out = _empty_for(header.array, max_output_bytes)
+                    out = (_empty_for(header.array, max_output_bytes)
+                           if dest is None else _fit_out(dest, header.array))
                     out_bytes = out.reshape(-1).view(np.uint8)
                 elif kind == 'data' and header is not None:
                     chunk = response.data
@@ -955,6 +973,28 @@ class Client:
             return ServingStatus(status)
         except ValueError:
             raise ProtocolError(f'unknown health status {status}') from None
+
+
+def _check_out(out: Any) -> None:
+    """What decompress(out=) needs before the call: a writeable C array."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f'out must be a numpy array, not {type(out).__name__}')
+    if not out.flags.c_contiguous:
+        raise ValueError('out must be C-contiguous')
+    if not out.flags.writeable:
+        raise ValueError('out must be writeable')
+
+
+def _fit_out(out: np.ndarray, spec: 'ebzip_pb2.ArraySpec') -> np.ndarray:
+    """out, once the reply's header says which array the archive holds."""
+    dtype = _DTYPE_FROM_PROTO.get(spec.dtype)
+    shape = tuple(spec.shape)
+    if dtype is None:
+        raise ProtocolError(f'Decompress: unknown dtype {spec.dtype}')
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f'out is a {out.dtype} {out.shape} array, the archive '
+                         f'holds {dtype} {shape}')
+    return out
 
 
 def _empty_for(spec: 'ebzip_pb2.ArraySpec',
