@@ -355,6 +355,34 @@ absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> 
                      cancel);
 }
 
+absl::Status DecompressInto(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                            absl::Span<uint8_t> out, DecoderKind decoder,
+                            const std::atomic<bool>* cancel) {
+  constexpr absl::string_view kWhat = "decompression";
+  const ArraySpec spec = info.spec();
+  if (out.size() != spec.num_bytes()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the output buffer holds ", out.size(), " bytes, but the archive's ",
+                     DTypeName(spec.dtype), " ", ShapeToString(spec.shape), " array needs ",
+                     spec.num_bytes()));
+  }
+  const uint64_t row_bytes = spec.num_bytes() / info.header.shape[0];
+  std::mutex mu;
+  absl::Status first_error;
+  ParallelFor(info.frames.size(), [&](uint64_t i) {
+    uint8_t* frame_out = out.data() + i * info.header.frame_rows * row_bytes;
+    absl::Status s = DecompressFrame(info, archive, i, decoder, frame_out, cancel);
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
+    }
+  });
+  // Cancellation wins over whatever a frame reported: a frame stopped
+  // midway may report CANCELLED or nothing at all.
+  if (Cancelled(cancel)) return CancelledStatus(kWhat);
+  return first_error;
+}
+
 absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive, DecoderKind decoder,
                                              const std::atomic<bool>* cancel) {
   constexpr absl::string_view kWhat = "decompression";
@@ -377,21 +405,10 @@ absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive, 
     return absl::ResourceExhaustedError(absl::StrCat(
         "decompression: the ", result.spec.num_bytes(), "-byte array is too large to hold"));
   }
-  const uint64_t row_bytes = result.spec.num_bytes() / info->header.shape[0];
-  std::mutex mu;
-  absl::Status first_error;
-  ParallelFor(info->frames.size(), [&](uint64_t i) {
-    uint8_t* out = result.data.data() + i * info->header.frame_rows * row_bytes;
-    absl::Status s = DecompressFrame(*info, archive, i, decoder, out, cancel);
-    if (!s.ok()) {
-      std::lock_guard<std::mutex> lock(mu);
-      if (first_error.ok()) first_error = s;
-    }
-  });
-  // Cancellation wins over whatever a frame reported: a frame stopped
-  // midway may report CANCELLED or nothing at all.
-  if (Cancelled(cancel)) return CancelledStatus(kWhat);
-  if (!first_error.ok()) return first_error;
+  if (auto s = DecompressInto(*info, archive, absl::MakeSpan(result.data), decoder, cancel);
+      !s.ok()) {
+    return s;
+  }
   return result;
 }
 

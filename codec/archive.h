@@ -142,6 +142,14 @@ absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> 
                              uint64_t index, DecoderKind decoder, uint8_t* out,
                              const std::atomic<bool>* cancel = nullptr);
 
+// Decodes every frame of a validated archive into `out`, a caller's buffer
+// of exactly info.spec().num_bytes() bytes (INVALID_ARGUMENT otherwise), so
+// that a caller who owns the memory (a NumPy array, a mapped file) gets the
+// array without a copy. On failure `out` holds partial data.
+absl::Status DecompressInto(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                            absl::Span<uint8_t> out, DecoderKind decoder = DecoderKind::kAuto,
+                            const std::atomic<bool>* cancel = nullptr);
+
 struct DecompressedArray {
   ArraySpec spec;
   double abs_bound = 0;

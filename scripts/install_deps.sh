@@ -19,6 +19,10 @@ test_packages=(
   ferret-datasets zfp
   python3-grpcio python3-protobuf python3-numpy python3-yaml prometheus openssl
   yamllint
+  # The Python package's in-process codec (pybind11) and what docs/python.md
+  # and its tests use it with.
+  pybind11-dev python3-dev python3-netcdf4
+  python3-numcodecs python3-zarr python3-xarray python3-dask python3-distributed
 )
 
 packages=("${build_packages[@]}")

@@ -239,5 +239,29 @@ TEST(Compress, RejectsBadArguments) {
   EXPECT_EQ(Compress(spec, Bytes(data), fill).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A caller's buffer gets the same bytes as Decompress's own, frame by frame;
+// a buffer of the wrong size is refused before anything is written.
+TEST(DecompressInto, FillsTheCallersBufferOrRefusesItsSize) {
+  const auto data = Smooth<float>(64 * 1000, 11);
+  CompressOptions o = Rel(1e-3);
+  o.frame_elements = 4096;  // several frames
+  auto archive = Compress({DType::kFloat32, {64, 1000}}, Bytes(data), o);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto info = ReadArchiveInfo(*archive);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_GT(info->frames.size(), 1u);
+  auto reference = Decompress(*archive);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+
+  std::vector<uint8_t> out(data.size() * sizeof(float), 0xAB);
+  ASSERT_TRUE(DecompressInto(*info, *archive, absl::MakeSpan(out)).ok());
+  EXPECT_EQ(out, reference->data);
+
+  std::vector<uint8_t> small(out.size() - 4, 0xAB);
+  auto s = DecompressInto(*info, *archive, absl::MakeSpan(small));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(small, std::vector<uint8_t>(out.size() - 4, 0xAB));
+}
+
 }  // namespace
 }  // namespace ebzip

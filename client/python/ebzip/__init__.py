@@ -1,31 +1,55 @@
-"""Python client of ebzip, error-bounded compression of float arrays.
+"""ebzip: error-bounded compression of float32/float64 arrays.
 
     import numpy as np
     import ebzip
 
-    field = np.load('field.npy')                      # float32 or float64
-    with ebzip.Client('localhost:50051') as client:
-        archive = client.compress(field, rel=1e-4)    # bytes, as `ebzip compress`
-        restored = client.decompress(archive)         # numpy array
+    field = np.load('field.npy')                    # float32 or float64
+    archive = ebzip.compress(field, rel=1e-4)       # bytes, as `ebzip compress`
+    restored = ebzip.decompress(archive)            # numpy array
 
-The server is ebzipd (server/); the API is proto/ebzip/v1/ebzip.proto. The
-generated modules live in ebzip.v1, next to this package in build/python.
+runs the codec in this process (ebzip.local, the C++ CPU codec). The same
+calls with server='host:50051', or an ebzip.Client, run on an ebzipd
+(server/; its API is proto/ebzip/v1/ebzip.proto, whose generated modules
+live in ebzip.v1). ebzip.numcodecs.Ebzip is the codec for Zarr, xarray and
+Dask, registered with numcodecs as "ebzip" when this package is imported.
+docs/python.md is the guide.
 """
 
-from ebzip.client import (Cancelled, Client, DataLoss, DeadlineExceeded,
-                          Error, Internal, InvalidArgument, NotFound,
-                          PermissionDenied, ProtocolError, ResourceExhausted,
-                          ServingStatus, Unauthenticated, Unavailable,
-                          Unimplemented, compress, decompress)
+from ebzip.api import compress, decompress
+from ebzip.client import (DEFAULT_TIMEOUT, Cancelled, Client, DataLoss,
+                          DeadlineExceeded, Error, Internal, InvalidArgument,
+                          NotFound, PermissionDenied, ProtocolError,
+                          ResourceExhausted, ServingStatus, Unauthenticated,
+                          Unavailable, Unimplemented)
+from ebzip.local import info
+from ebzip.safety import (DominatedRangeWarning, EbzipWarning,
+                          LargerArchiveWarning)
+
+try:
+    from ebzip._version import __version__
+except ImportError:  # the source tree, not the build's copy
+    __version__ = '0+unknown'
+
+try:
+    import numcodecs as _numcodecs
+except ImportError:
+    pass
+else:
+    from ebzip import numcodecs as _ebzip_numcodecs
+    _numcodecs.register_codec(_ebzip_numcodecs.Ebzip)
 
 __all__ = [
     'Cancelled',
     'Client',
+    'DEFAULT_TIMEOUT',
     'DataLoss',
     'DeadlineExceeded',
+    'DominatedRangeWarning',
+    'EbzipWarning',
     'Error',
     'Internal',
     'InvalidArgument',
+    'LargerArchiveWarning',
     'NotFound',
     'PermissionDenied',
     'ProtocolError',
@@ -36,4 +60,6 @@ __all__ = [
     'Unimplemented',
     'compress',
     'decompress',
+    'info',
+    '__version__',
 ]

@@ -42,6 +42,9 @@ from typing import (Any, Callable, Iterable, Iterator, Optional, Sequence,
 import grpc
 import numpy as np
 
+from ebzip import masked as _masked
+from ebzip import safety as _safety
+
 try:
     from ebzip.v1 import ebzip_pb2
     from ebzip.v1 import ebzip_pb2_grpc
@@ -86,6 +89,13 @@ RETRY_ATTEMPTS = 3
 RETRY_INITIAL_BACKOFF = 0.05  # seconds, doubling up to RETRY_MAX_BACKOFF
 RETRY_MAX_BACKOFF = 1.0
 MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
+
+# Seconds a call may take, its retries included, unless the caller says
+# otherwise (timeout=None: no deadline). Without one, a server that stalls
+# (overloaded, or a connection that silently died) would hang the caller for
+# ever; 300 s is far beyond what the codec needs for any array that fits a
+# client's memory at the service's throughput.
+DEFAULT_TIMEOUT = 300.0
 
 _HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
 
@@ -538,7 +548,7 @@ class Client:
                  target: str,
                  tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                  token: Optional[str] = None,
-                 timeout: Optional[float] = None,
+                 timeout: Optional[float] = DEFAULT_TIMEOUT,
                  max_output_bytes: Optional[int] = None):
         """Opens a channel to target (host:port); nothing is sent yet.
 
@@ -553,7 +563,8 @@ class Client:
                 plaintext channels, and a server behind a TLS-terminating
                 proxy, or on localhost, still needs it.
             timeout: Deadline in seconds for each call, its retries
-                included; None waits forever.
+                included (DeadlineExceeded once it passes); default
+                DEFAULT_TIMEOUT (300 s); None waits forever.
             max_output_bytes: The largest array decompress() may return;
                 a reply describing more raises ResourceExhausted before
                 anything is allocated. None: the machine's physical memory.
@@ -647,7 +658,9 @@ class Client:
         Args:
             array: Anything numpy.asarray turns into a float32/float64
                 array, in any byte order or memory layout (a copy is made
-                only when it is not C-contiguous little-endian).
+                only when it is not C-contiguous little-endian). A
+                numpy.ma masked array's mask becomes the fill value
+                (ebzip.masked.unmask), never dropped.
             abs: Absolute bound: |x - y| <= abs for every finite x.
             rel: Relative bound: |x - y| <= rel * (max - min) over the finite
                 values that are not fill_value. Exactly one of abs and rel.
@@ -696,13 +709,24 @@ class Client:
         absolute bound a relative one resolved to, outlier and verbatim
         counts, and where the time went (queue_seconds, compute_seconds).
         """
+        # A masked array's mask becomes the fill value (ebzip.masked).
+        fill_value = kwargs.get('fill_value')
+        if fill_value is not None:
+            _check_real('fill_value', fill_value)
+        array, kwargs['fill_value'] = _masked.unmask(array, fill_value)
         a = as_wire_array(array)
         header = compress_header(a.dtype, a.shape, **kwargs)
         # A flat byte view of the caller's memory: slices of it are the only
         # copies made, one message at a time.
         view = a.reshape(-1).view(np.uint8)
-        return self._with_retries(
+        archive, summary = self._with_retries(
             lambda timeout: self._compress(header, [view], timeout))
+        if header.error_bound.mode == ebzip_pb2.REL:
+            _safety.warn_dominated_range(
+                a, kwargs['fill_value'], header.error_bound.value,
+                summary.abs_error_bound)
+        _safety.warn_larger_archive(len(archive), a.nbytes, a)
+        return archive, summary
 
     def compress_chunks(self,
                         dtype: Any,
@@ -723,9 +747,13 @@ class Client:
             (archive, summary), as compress_with_summary().
         """
         header = compress_header(dtype, shape, **kwargs)
-        return self._with_retries(
+        archive, summary = self._with_retries(
             lambda timeout: self._compress(header, chunks, timeout),
             replayable=isinstance(chunks, (list, tuple)))
+        _safety.warn_larger_archive(
+            len(archive), math.prod(header.array.shape) *
+            np.dtype(dtype).itemsize)
+        return archive, summary
 
     def _compress(self, header: 'ebzip_pb2.CompressHeader',
                   chunks: Iterable[Any], timeout: Optional[float]
@@ -786,38 +814,54 @@ class Client:
 
     # -- Decompress --------------------------------------------------------
 
-    def decompress(self, data: BytesLike, *, request_id: str = '',
+    def decompress(self, data: BytesLike, *, out: Optional[np.ndarray] = None,
+                   masked: bool = False, request_id: str = '',
                    priority: int = 0,
                    max_output_bytes: Optional[int] = None) -> np.ndarray:
-        """Decompresses an archive into a new numpy array.
+        """Decompresses an archive into a numpy array.
 
         Args:
             data: The archive (bytes, bytearray, memoryview, or any
                 contiguous buffer such as a numpy.memmap of a file).
+            out: A C-contiguous writeable array of the archive's shape and
+                dtype that the reply is written into as it arrives; None: a
+                new array.
+            masked: Return a numpy.ma array masked where the archive's fill
+                value is (read from the archive's header here, which needs
+                the in-process extension).
             request_id: Sent as `ebzip-request-id` metadata, for the logs.
             priority: Sent as `ebzip-priority` metadata when not 0.
             max_output_bytes: The largest array to accept from this call;
                 None: the client's.
 
         Returns:
-            A C-contiguous little-endian float32 or float64 array of the
-            archive's shape.
+            out, or a C-contiguous little-endian float32 or float64 array of
+            the archive's shape.
 
         Raises:
             DataLoss: The archive is corrupt or truncated.
             ResourceExhausted: The array is larger than max_output_bytes or
                 than this process can allocate (or the server is full).
             ProtocolError: The server's reply broke the API.
+            ValueError, TypeError: A bad out, or one that does not fit the
+                archive's array.
             Error: Any other failure (a subclass by status code).
         """
+        if out is not None:
+            _check_out(out)
         array, _ = self.decompress_with_header(
             data, request_id=request_id, priority=priority,
-            max_output_bytes=max_output_bytes)
+            max_output_bytes=max_output_bytes, out=out)
+        if masked:
+            # Imported here: ebzip.local builds on this module.
+            from ebzip import local  # pylint: disable=import-outside-toplevel
+            return _masked.remask(array, local.info(data)['fill_value'])
         return array
 
     def decompress_with_header(
             self, data: BytesLike, *, request_id: str = '', priority: int = 0,
-            max_output_bytes: Optional[int] = None
+            max_output_bytes: Optional[int] = None,
+            out: Optional[np.ndarray] = None
     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         """Like decompress(), and also returns the DecompressHeader.
 
@@ -832,10 +876,11 @@ class Client:
             extra.append(('ebzip-priority', str(int(priority))))
         view = _byte_view(data)  # before the call: a bad buffer raises here
         return self._with_retries(
-            lambda timeout: self._decompress(view, extra, timeout, limit))
+            lambda timeout: self._decompress(view, extra, timeout, limit, out))
 
     def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
-                    timeout: Optional[float], max_output_bytes: int
+                    timeout: Optional[float], max_output_bytes: int,
+                    dest: Optional[np.ndarray] = None
                     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         call = self._stub.Decompress(decompress_requests(view),
                                      timeout=timeout,
@@ -849,7 +894,8 @@ class Client:
                 kind = response.WhichOneof('msg')
                 if kind == 'header' and header is None:
                     header = response.header
-                    out = _empty_for(header.array, max_output_bytes)
+                    out = (_empty_for(header.array, max_output_bytes)
+                           if dest is None else _fit_out(dest, header.array))
                     out_bytes = out.reshape(-1).view(np.uint8)
                 elif kind == 'data' and header is not None:
                     chunk = response.data
@@ -929,6 +975,28 @@ class Client:
             raise ProtocolError(f'unknown health status {status}') from None
 
 
+def _check_out(out: Any) -> None:
+    """What decompress(out=) needs before the call: a writeable C array."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f'out must be a numpy array, not {type(out).__name__}')
+    if not out.flags.c_contiguous:
+        raise ValueError('out must be C-contiguous')
+    if not out.flags.writeable:
+        raise ValueError('out must be writeable')
+
+
+def _fit_out(out: np.ndarray, spec: 'ebzip_pb2.ArraySpec') -> np.ndarray:
+    """out, once the reply's header says which array the archive holds."""
+    dtype = _DTYPE_FROM_PROTO.get(spec.dtype)
+    shape = tuple(spec.shape)
+    if dtype is None:
+        raise ProtocolError(f'Decompress: unknown dtype {spec.dtype}')
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f'out is a {out.dtype} {out.shape} array, the archive '
+                         f'holds {dtype} {shape}')
+    return out
+
+
 def _empty_for(spec: 'ebzip_pb2.ArraySpec',
                max_output_bytes: int) -> np.ndarray:
     """The output array a DecompressHeader announces, checked first.
@@ -976,7 +1044,7 @@ def compress(array: Any,
              rel: Optional[float] = None,
              tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
              token: Optional[str] = None,
-             timeout: Optional[float] = None,
+             timeout: Optional[float] = DEFAULT_TIMEOUT,
              **options: Any) -> bytes:
     """Compresses array on server in one call; see Client.compress.
 
@@ -991,7 +1059,7 @@ def decompress(data: BytesLike,
                *,
                tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                token: Optional[str] = None,
-               timeout: Optional[float] = None,
+               timeout: Optional[float] = DEFAULT_TIMEOUT,
                max_output_bytes: Optional[int] = None) -> np.ndarray:
     """Decompresses an archive on server in one call; see Client.decompress."""
     with Client(server, tls_ca=tls_ca, token=token, timeout=timeout,

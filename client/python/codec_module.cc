@@ -1,0 +1,240 @@
+// ebzip._ebzip: the CPU codec (codec/archive.h) inside a Python process.
+//
+// A thin layer: ebzip/local.py checks and normalizes arguments (dtype,
+// masked arrays, defaults) and this file only moves buffers and options into
+// the codec's public API. Arrays are read and written through the buffer
+// protocol where they lie (no copy), the GIL is released while the codec
+// runs, and a failed absl::Status becomes a Python exception: ValueError for
+// INVALID_ARGUMENT, else StatusError(code name, message), which local.py
+// maps to the ebzip.Error subclass of that code (DataLoss for a corrupt
+// archive).
+// GCC 12 reports null dereferences inside pybind11's inlined internals
+// (its type registry's std::unordered_map), not in this file's code.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wnull-dereference"
+#endif
+
+#include <Python.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "codec/archive.h"
+
+namespace py = pybind11;
+
+// Buffers are taken as the archive's little-endian elements as they lie.
+static_assert(std::endian::native == std::endian::little, "ebzip supports little-endian hosts");
+
+namespace ebzip::python {
+namespace {
+
+// A failed codec call, carried to the exception translator.
+struct StatusException {
+  absl::Status status;
+};
+
+[[noreturn]] void Throw(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kInvalidArgument) {
+    throw std::invalid_argument(std::string(s.message()));  // ValueError
+  }
+  throw StatusException{s};
+}
+
+// A Py_buffer held for the lifetime of the object: C-contiguous (CPython
+// raises BufferError otherwise), and writable when asked for.
+class Buffer {
+ public:
+  Buffer(py::handle obj, bool writable) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT;
+    if (writable) flags |= PyBUF_WRITABLE;
+    if (PyObject_GetBuffer(obj.ptr(), &view_, flags) != 0) throw py::error_already_set();
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { PyBuffer_Release(&view_); }
+
+  absl::Span<const uint8_t> bytes() const {
+    return {static_cast<const uint8_t*>(view_.buf), static_cast<size_t>(view_.len)};
+  }
+  absl::Span<uint8_t> mutable_bytes() {
+    return {static_cast<uint8_t*>(view_.buf), static_cast<size_t>(view_.len)};
+  }
+
+  // float32 or float64 in this machine's (little-endian) byte order, from
+  // the buffer's struct format ("f", "<f", "=d", ...).
+  DType FloatDType() const {
+    std::string format = view_.format != nullptr ? view_.format : "B";
+    if (format.size() == 2 && (format[0] == '<' || format[0] == '=' || format[0] == '@')) {
+      format.erase(0, 1);
+    }
+    if (format == "f" && view_.itemsize == 4) return DType::kFloat32;
+    if (format == "d" && view_.itemsize == 8) return DType::kFloat64;
+    throw std::invalid_argument(
+        absl::StrCat("ebzip compresses little-endian float32 and float64 buffers, not format '",
+                     view_.format != nullptr ? view_.format : "B", "'"));
+  }
+
+  std::vector<uint64_t> Shape() const {
+    std::vector<uint64_t> shape;
+    for (int i = 0; i < view_.ndim; ++i) shape.push_back(static_cast<uint64_t>(view_.shape[i]));
+    return shape;
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+Predictor PredictorFromName(const std::string& name) {
+  if (name == "auto") return Predictor::kAuto;
+  if (name == "lorenzo") return Predictor::kLorenzo;
+  if (name == "interp") return Predictor::kInterp;
+  throw std::invalid_argument(
+      absl::StrCat("predictor must be 'auto', 'lorenzo' or 'interp', not '", name, "'"));
+}
+
+Lossless LosslessFromName(const std::string& name) {
+  if (name == "auto") return Lossless::kAuto;
+  if (name == "huffman") return Lossless::kHuffman;
+  if (name == "runs") return Lossless::kZeroRuns;
+  throw std::invalid_argument(
+      absl::StrCat("lossless must be 'auto', 'huffman' or 'runs', not '", name, "'"));
+}
+
+DecoderKind DecoderFromName(const std::string& name) {
+  if (name == "auto") return DecoderKind::kAuto;
+  if (name == "chunk") return DecoderKind::kChunkParallel;
+  if (name == "gap") return DecoderKind::kGapArray;
+  if (name == "selfsync") return DecoderKind::kSelfSync;
+  throw std::invalid_argument(
+      absl::StrCat("decoder must be 'auto', 'chunk', 'gap' or 'selfsync', not '", name, "'"));
+}
+
+// Options left 0 (or None, or empty) keep the codec's defaults, which are
+// the command line's and the service's: the archives agree byte for byte.
+py::bytes Compress(py::handle array, const std::string& mode, double bound,
+                   std::optional<double> fill_value, const std::string& predictor,
+                   const std::string& lossless, int interp_order, uint64_t frame_elements,
+                   uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
+                   uint32_t chunk_group, std::optional<bool> gap_array,
+                   const std::vector<uint16_t>& block) {
+  Buffer in(array, /*writable=*/false);
+  const ArraySpec spec{in.FloatDType(), in.Shape()};
+  CompressOptions o;
+  if (mode == "abs") {
+    o.mode = BoundMode::kAbs;
+  } else if (mode == "rel") {
+    o.mode = BoundMode::kRel;
+  } else {
+    throw std::invalid_argument(absl::StrCat("mode must be 'abs' or 'rel', not '", mode, "'"));
+  }
+  o.bound = bound;
+  o.fill_value = fill_value;
+  o.predictor = PredictorFromName(predictor);
+  o.lossless = LosslessFromName(lossless);
+  o.interp_order = interp_order;
+  if (frame_elements != 0) o.frame_elements = frame_elements;
+  if (radius != 0) o.radius = radius;
+  if (chunk_symbols != 0) o.chunk_symbols = chunk_symbols;
+  if (subsequence_bits != 0) o.subsequence_bits = subsequence_bits;
+  if (chunk_group != 0) o.chunk_group = chunk_group;
+  if (gap_array.has_value()) o.gap_array = *gap_array;
+  o.block = block;
+  if (auto s = ValidateArraySpec(spec); !s.ok()) Throw(s);
+  absl::StatusOr<std::vector<uint8_t>> archive;
+  {
+    py::gil_scoped_release release;
+    archive = ebzip::Compress(spec, in.bytes(), o);
+  }
+  if (!archive.ok()) Throw(archive.status());
+  return py::bytes(reinterpret_cast<const char*>(archive->data()), archive->size());
+}
+
+absl::StatusOr<ArchiveInfo> ReadInfo(const Buffer& archive) {
+  py::gil_scoped_release release;
+  return ReadArchiveInfo(archive.bytes());
+}
+
+// What the header says, after the whole archive's structure is validated.
+py::dict Info(py::handle data) {
+  Buffer archive(data, /*writable=*/false);
+  auto info = ReadInfo(archive);
+  if (!info.ok()) Throw(info.status());
+  const format::FileHeader& h = info->header;
+  py::dict d;
+  d["dtype"] = h.dtype == DType::kFloat32 ? "float32" : "float64";
+  py::tuple shape(h.shape.size());
+  for (size_t i = 0; i < h.shape.size(); ++i) shape[i] = py::int_(h.shape[i]);
+  d["shape"] = shape;
+  d["version"] = h.version;
+  d["bound_mode"] = h.bound_mode == BoundMode::kAbs ? "abs" : "rel";
+  d["bound_value"] = h.bound_value;
+  d["abs_bound"] = h.abs_bound;
+  d["fill_value"] = h.fill_value.has_value() ? py::object(py::float_(*h.fill_value)) : py::none();
+  d["frame_count"] = h.frame_count;
+  d["metadata"] = info->metadata;
+  return d;
+}
+
+// Decodes the archive into out, a writable C-contiguous buffer of the
+// archive's dtype and exactly its byte count (local.py checks the shape).
+void DecompressInto(py::handle data, py::handle out, const std::string& decoder) {
+  const DecoderKind kind = DecoderFromName(decoder);
+  Buffer archive(data, /*writable=*/false);
+  Buffer dest(out, /*writable=*/true);
+  auto info = ReadInfo(archive);
+  if (!info.ok()) Throw(info.status());
+  if (dest.FloatDType() != info->header.dtype) {
+    throw std::invalid_argument(absl::StrCat("out has dtype ", DTypeName(dest.FloatDType()),
+                                             ", the archive holds ",
+                                             DTypeName(info->header.dtype)));
+  }
+  absl::Status s;
+  {
+    py::gil_scoped_release release;
+    s = ebzip::DecompressInto(*info, archive.bytes(), dest.mutable_bytes(), kind);
+  }
+  if (!s.ok()) Throw(s);
+}
+
+}  // namespace
+}  // namespace ebzip::python
+
+PYBIND11_MODULE(_ebzip, m) {
+  namespace ep = ebzip::python;
+  m.doc() = "ebzip's CPU codec in process; use the ebzip package, not this module";
+  m.attr("__version__") = EBZIP_VERSION;
+  // Leaked on purpose: the type must outlive every module state, and a
+  // static py::object would be destroyed after the interpreter.
+  static py::handle status_error =
+      py::exception<ep::StatusException>(m, "StatusError").release();
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ep::StatusException& e) {
+      py::tuple args = py::make_tuple(absl::StatusCodeToString(e.status.code()),
+                                      std::string(e.status.message()));
+      PyErr_SetObject(status_error.ptr(), args.ptr());
+    }
+  });
+  m.def("compress", &ep::Compress, py::arg("array"), py::kw_only(), py::arg("mode"),
+        py::arg("bound"), py::arg("fill_value"), py::arg("predictor"), py::arg("lossless"),
+        py::arg("interp_order"), py::arg("frame_elements"), py::arg("radius"),
+        py::arg("chunk_symbols"), py::arg("subsequence_bits"), py::arg("chunk_group"),
+        py::arg("gap_array"), py::arg("block"),
+        "Compresses a C-contiguous float32/float64 buffer; returns the archive.");
+  m.def("info", &ep::Info, py::arg("archive"),
+        "Validates an archive's structure and returns its header as a dict.");
+  m.def("decompress_into", &ep::DecompressInto, py::arg("archive"), py::arg("out"),
+        py::kw_only(), py::arg("decoder") = "auto",
+        "Decodes an archive into a writable buffer of its dtype and size.");
+}
