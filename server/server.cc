@@ -6,7 +6,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/compressor_service.h"
@@ -14,7 +13,7 @@
 #include "server/gpu_backend.h"  // its options, checked with or without CUDA
 #include "server/listen_address.h"
 #include "server/log.h"
-#include "server/reflection_v1.h"
+#include "server/reflection.h"
 #ifdef EBZIP_HAVE_GPU
 #include "gpu/gpu_codec.h"
 #endif
@@ -147,11 +146,8 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   grpc::EnableDefaultHealthCheckService(true);
   // Reflection answers without the token (it describes the API, no data):
   // operators who mind turn it off (docs/operations.md).
-  // v1alpha comes from gRPC (a plugin for every builder after this call),
-  // v1 from reflection_v1.h (this builder's).
-  if (o.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  if (o.reflection) AddReflectionV1(builder);
+  ConfigureReflection(builder, o.reflection);
   if (absl::Status st = CheckUnixSocketFree(o.listen); !st.ok()) return st;
   builder.AddListeningPort(o.listen, *credentials, &s->port_);
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind a

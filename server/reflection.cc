@@ -1,4 +1,4 @@
-#include "server/reflection_v1.h"
+#include "server/reflection.h"
 
 #include <memory>
 #include <string>
@@ -7,7 +7,9 @@
 
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/descriptor.pb.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpc/reflection/v1/reflection.grpc.pb.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/impl/server_builder_option.h"
 #include "grpcpp/impl/server_builder_plugin.h"
@@ -132,20 +134,39 @@ class ReflectionPlugin final : public grpc::ServerBuilderPlugin {
   std::shared_ptr<ReflectionService> service_ = std::make_shared<ReflectionService>();
 };
 
+// The name gRPC's v1alpha plugin goes by (ProtoServerReflectionPlugin).
+constexpr char kGrpcReflectionPlugin[] = "proto_server_reflection";
+
 // A builder option is how one builder, rather than every builder in the
-// process (InternalAddPluginFactory), gets a plugin.
+// process (InternalAddPluginFactory), gets or loses a plugin.
 class ReflectionOption final : public grpc::ServerBuilderOption {
  public:
+  explicit ReflectionOption(bool enabled) : enabled_(enabled) {}
   void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
   void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
-    plugins->push_back(std::make_unique<ReflectionPlugin>());
+    if (enabled_) {
+      plugins->push_back(std::make_unique<ReflectionPlugin>());
+      return;
+    }
+    std::erase_if(*plugins, [](const auto& p) { return p->name() == kGrpcReflectionPlugin; });
   }
+
+ private:
+  bool enabled_;
 };
 
 }  // namespace
 
-void AddReflectionV1(grpc::ServerBuilder& builder) {
-  builder.SetOption(std::make_unique<ReflectionOption>());
+void ConfigureReflection(grpc::ServerBuilder& builder, bool enabled) {
+  if (enabled) {
+    // Idempotent; also what keeps libgrpc++_reflection linked.
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+    // gRPC's built-in health service has no protobuf descriptors of its
+    // own; naming the health proto's links them in, so that reflection
+    // describes grpc.health.v1.Health too.
+    grpc::health::v1::HealthCheckRequest::descriptor();
+  }
+  builder.SetOption(std::make_unique<ReflectionOption>(enabled));
 }
 
 }  // namespace ebzip::server
