@@ -163,6 +163,17 @@ class PortInUse(unittest.TestCase):
         finally:
             holder.close()
 
+    def test_a_metrics_port_in_use_stops_the_server_too(self):
+        first = Ebzipd(self.work, metrics="127.0.0.1:0")
+        try:
+            address = "127.0.0.1:%d" % first.serving["metrics_port"]
+            second = Ebzipd(self.work, metrics=address, wait=False)
+            self.assertEqual(second.wait(timeout=60), 1, second.text())
+            failure = [e for e in parse_log(second.text()) if e["msg"] == "cannot start"]
+            self.assertIn("cannot serve metrics on " + address, failure[0]["error"])
+        finally:
+            first.kill()
+
     def test_a_unix_socket_in_use_is_refused_and_a_stale_one_replaced(self):
         path = os.path.join(self.work, "ebzipd.sock")
         first = Ebzipd(self.work, listen="unix:" + path)
