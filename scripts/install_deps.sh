@@ -13,6 +13,7 @@ build_packages=(
   make cmake ninja-build g++ pkg-config
   libabsl-dev libnetcdf-dev libhdf5-dev nlohmann-json3-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc prometheus-cpp-dev
+  nlohmann-json3-dev
 )
 test_packages=(
   python3 libgtest-dev libgmock-dev libbenchmark-dev

@@ -101,9 +101,9 @@ void CallEnv::EndCall(Method m, const std::string& request_id, const std::string
             {"peer", peer},
             {"code", absl::StatusCodeToString(status.code())},
             {"message", std::string(status.message())},
-            {"seconds", absl::StrCat(absl::ToDoubleSeconds(took))},
-            {"bytes_in", absl::StrCat(in)},
-            {"bytes_out", absl::StrCat(out)}});
+            {"seconds", absl::ToDoubleSeconds(took)},
+            {"bytes_in", in},
+            {"bytes_out", out}});
   absl::MutexLock lock(&mu_);
   --calls_;
 }

@@ -272,10 +272,10 @@ class GpuBackend final : public Backend {
       LogEvent(LogLevel::kInfo, "gpu ready",
                {{"device", g->name},
                 {"description", g->description},
-                {"workers", absl::StrCat(per_gpu)},
+                {"workers", per_gpu},
                 {"wait", WaitName(options.wait)},
-                {"pool_bytes_per_worker", absl::StrCat(slice)},
-                {"pinned_bytes_per_worker", absl::StrCat(options.pinned_bytes)}});
+                {"pool_bytes_per_worker", slice},
+                {"pinned_bytes_per_worker", options.pinned_bytes}});
       gpus_.push_back(std::move(g));
     }
     if (gpus_.empty()) return absl::UnavailableError("no CUDA device");

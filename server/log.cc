@@ -3,9 +3,10 @@
 #include <atomic>
 #include <cstdio>
 
-#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "grpc/support/log.h"
+#include "nlohmann/json.hpp"
 
 namespace ebzip::server {
 namespace {
@@ -14,6 +15,8 @@ std::atomic<bool> quiet{false};
 
 const char* LevelName(LogLevel level) {
   switch (level) {
+    case LogLevel::kDebug:
+      return "debug";
     case LogLevel::kInfo:
       return "info";
     case LogLevel::kWarning:
@@ -24,20 +27,14 @@ const char* LevelName(LogLevel level) {
   return "info";
 }
 
-// A JSON string literal (RFC 8259 §7).
-std::string Quoted(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      absl::StrAppend(&out, "\\u00", absl::Hex(c, absl::kZeroPad2));
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
+void GrpcLog(gpr_log_func_args* args) {
+  LogLevel level = LogLevel::kInfo;
+  if (args->severity == GPR_LOG_SEVERITY_ERROR) level = LogLevel::kError;
+  if (args->severity == GPR_LOG_SEVERITY_DEBUG) level = LogLevel::kDebug;
+  LogEvent(level, args->message != nullptr ? args->message : "",
+           {{"source", "grpc"},
+            {"file", args->file != nullptr ? args->file : ""},
+            {"line", args->line}});
 }
 
 }  // namespace
@@ -45,13 +42,22 @@ std::string Quoted(const std::string& s) {
 void SetLogQuiet(bool q) { quiet.store(q); }
 
 void LogEvent(LogLevel level, const std::string& message, const LogFields& fields) {
-  if (quiet.load() && level == LogLevel::kInfo) return;
-  std::string line = absl::StrCat(
-      "{\"time\":", Quoted(absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone())),
-      ",\"level\":", Quoted(LevelName(level)), ",\"msg\":", Quoted(message));
-  for (const auto& [key, value] : fields) absl::StrAppend(&line, ",", Quoted(key), ":", Quoted(value));
-  line += "}\n";
-  std::fwrite(line.data(), 1, line.size(), stderr);
+  if (quiet.load() && (level == LogLevel::kInfo || level == LogLevel::kDebug)) return;
+  // Insertion order: time, level and msg lead every line, as people read it.
+  nlohmann::ordered_json line;
+  line["time"] = absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone());
+  line["level"] = LevelName(level);
+  line["msg"] = message;
+  for (const auto& [key, value] : fields) {
+    std::visit([&line, &key](const auto& v) { line[key] = v; }, value.value());
+  }
+  // Strings may carry what a client sent (request ids, peers, messages):
+  // bytes that are not UTF-8 become U+FFFD rather than an exception.
+  std::string text = line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  text += '\n';
+  std::fwrite(text.data(), 1, text.size(), stderr);
 }
+
+void RouteGrpcLogs() { gpr_set_log_function(&GrpcLog); }
 
 }  // namespace ebzip::server

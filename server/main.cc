@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +20,10 @@
 #include "server/log.h"
 #include "server/server.h"
 
-ABSL_FLAG(std::string, listen, "0.0.0.0:50051", "gRPC address, HOST:PORT (port 0: any)");
+ABSL_FLAG(std::string, listen, "0.0.0.0:50051",
+          "gRPC address: HOST:PORT, [IPV6]:PORT or unix:PATH (port 0: any free port)");
 ABSL_FLAG(std::string, metrics_listen, "0.0.0.0:9464",
-          "Prometheus /metrics address, HOST:PORT; empty to turn off");
+          "Prometheus /metrics address, HOST:PORT or [IPV6]:PORT; empty to turn off");
 ABSL_FLAG(std::string, backend, "auto", "auto (GPU when one is visible), gpu or cpu");
 ABSL_FLAG(uint64_t, max_request_bytes, uint64_t{4} << 30,
           "Largest array (or archive) one request may carry, in bytes");
@@ -123,7 +125,8 @@ std::string Token() {
   if (!file.empty()) {
     FILE* f = std::fopen(file.c_str(), "rb");
     if (f == nullptr) {
-      std::fprintf(stderr, "ebzipd: cannot read --token_file %s\n", file.c_str());
+      ebzip::server::LogEvent(ebzip::server::LogLevel::kError, "cannot read --token_file",
+                              {{"path", file}, {"error", std::strerror(errno)}});
       std::exit(2);
     }
     char buf[4096];
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ebzipd: the ebzip compression service (gRPC ebzip.v1.Compressor).\n"
       "Flags may also be set as EBZIPD_<FLAG> environment variables.");
+  ebzip::server::RouteGrpcLogs();
   std::vector<std::string> storage;
   std::vector<char*> args = ArgsWithEnvironment(argc, argv, &storage);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
@@ -205,16 +209,20 @@ int main(int argc, char** argv) {
       o.stream_frames == 0 || o.max_output_bytes == 0 || !(o.max_ratio >= 1) || o.max_calls < 1 ||
       o.grpc_memory_bytes == 0 || o.max_concurrent_streams < 1 ||
       absl::GetFlag(FLAGS_idle_timeout_seconds) < 0 || absl::GetFlag(FLAGS_keepalive_seconds) < 0) {
-    std::fprintf(stderr,
-                 "ebzipd: --message_bytes, --stream_frames and the limits must be positive "
-                 "(--max_ratio at least 1; the timeouts may be 0: off)\n");
+    ebzip::server::LogEvent(ebzip::server::LogLevel::kError,
+                            "--message_bytes, --stream_frames and the limits must be positive "
+                            "(--max_ratio at least 1; the timeouts may be 0: off)");
     return 2;
   }
 
   auto server = ebzip::server::EbzipServer::Start(o);
   if (!server.ok()) {
     ebzip::server::LogEvent(ebzip::server::LogLevel::kError, "cannot start",
-                            {{"error", server.status().ToString()}});
+                            {{"error", std::string(server.status().message())},
+                             {"code", absl::StatusCodeToString(server.status().code())}});
+    // A bad flag value (an address without a port, an unknown backend) is
+    // bad usage; anything else (a port in use, no GPU) a failure to start.
+    if (server.status().code() == absl::StatusCode::kInvalidArgument) return 2;
     return 1;
   }
   int signal = 0;

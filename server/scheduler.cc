@@ -61,7 +61,7 @@ std::vector<std::shared_ptr<Work>> RunCatching(Backend& backend, int worker,
   try {
     LogEvent(LogLevel::kError, "a batch failed with an exception",
              {{"error", std::string(failed.message())},
-              {"requests", absl::StrCat(batch.size())},
+              {"requests", batch.size()},
               {"backend", backend.name()}});
   } catch (...) {  // the log line is not worth the server
   }

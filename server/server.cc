@@ -4,14 +4,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/compressor_service.h"
 #include "server/cpu_backend.h"
 #include "server/gpu_backend.h"  // its options, checked with or without CUDA
+#include "server/listen_address.h"
 #include "server/log.h"
+#include "server/reflection.h"
 #ifdef EBZIP_HAVE_GPU
 #include "gpu/gpu_codec.h"
 #endif
@@ -96,6 +98,16 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
 const char* ServerVersion() { return "0.1.0"; }
 
 absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOptions& o) {
+  if (absl::Status st = CheckListenAddress("listen", o.listen, UnixSockets::kAllowed); !st.ok()) {
+    return st;
+  }
+  if (!o.metrics_listen.empty()) {
+    if (absl::Status st =
+            CheckListenAddress("metrics_listen", o.metrics_listen, UnixSockets::kRefused);
+        !st.ok()) {
+      return st;
+    }
+  }
   std::unique_ptr<EbzipServer> s(new EbzipServer());
   auto backend = MakeBackend(o);
   if (!backend.ok()) return backend.status();
@@ -134,9 +146,14 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   grpc::EnableDefaultHealthCheckService(true);
   // Reflection answers without the token (it describes the API, no data):
   // operators who mind turn it off (docs/operations.md).
-  if (o.reflection) grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  ConfigureReflection(builder, o.reflection);
+  if (absl::Status st = CheckUnixSocketFree(o.listen); !st.ok()) return st;
   builder.AddListeningPort(o.listen, *credentials, &s->port_);
+  // gRPC sets SO_REUSEPORT by default, which lets a second server bind a
+  // port already in use and take half its connections; a port in use must
+  // instead stop the server that comes second.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   // gRPC's own memory (messages it has received and the reactors have not
@@ -170,17 +187,26 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   }
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", o.listen,
+        ": the port is in use, the address is not this machine's, or gRPC refused the TLS "
+        "files (its log lines above say which)"));
   }
-  s->server_->GetHealthCheckService()->SetServingStatus(true);
-  LogEvent(LogLevel::kInfo, "ebzipd serving",
-           {{"listen", o.listen},
-            {"port", absl::StrCat(s->port_)},
-            {"metrics_port", absl::StrCat(s->metrics_->port())},
-            {"backend", s->backend_->name()},
-            {"tls", o.tls_cert_file.empty() ? "off" : "on"},
-            {"token", o.token.empty() ? "off" : "on"},
-            {"batching", o.batching.enabled ? "on" : "off"}});
+  // Health answers for the whole server ("") and for the service by name,
+  // as clients that check the service they call ask; Drain turns both to
+  // NOT_SERVING. Other names are NOT_FOUND.
+  grpc::HealthCheckServiceInterface* health = s->server_->GetHealthCheckService();
+  health->SetServingStatus(v1::Compressor::service_full_name(), true);
+  health->SetServingStatus(true);
+  LogFields serving = {{"listen", o.listen},
+                       {"metrics_port", s->metrics_->port()},
+                       {"backend", s->backend_->name()},
+                       {"tls", !o.tls_cert_file.empty()},
+                       {"token", !o.token.empty()},
+                       {"batching", o.batching.enabled}};
+  // A Unix socket has no port (gRPC reports 1 for it).
+  if (!absl::StartsWith(o.listen, "unix:")) serving.insert(serving.begin() + 1, {"port", s->port_});
+  LogEvent(LogLevel::kInfo, "ebzipd serving", serving);
   return s;
 }
 
@@ -190,8 +216,8 @@ bool EbzipServer::Drain(absl::Duration grace) {
   server_->GetHealthCheckService()->SetServingStatus(false);
   env_->StartDraining();
   LogEvent(LogLevel::kInfo, "draining",
-           {{"calls_in_progress", absl::StrCat(env_->calls_in_progress())},
-            {"grace_seconds", absl::StrCat(absl::ToDoubleSeconds(grace))}});
+           {{"calls_in_progress", env_->calls_in_progress()},
+            {"grace_seconds", absl::ToDoubleSeconds(grace)}});
   // Lame duck: clients that watch our health (both ebzip clients do) stop
   // sending here within milliseconds of NOT_SERVING, and calls that still
   // come are refused UNAVAILABLE, which they retry elsewhere. A call that
@@ -207,7 +233,7 @@ bool EbzipServer::Drain(absl::Duration grace) {
   scheduler_->Stop();
   stopped_ = true;
   LogEvent(clean ? LogLevel::kInfo : LogLevel::kWarning, "stopped",
-           {{"all_calls_finished", clean ? "true" : "false"}});
+           {{"all_calls_finished", clean}});
   return clean;
 }
 

@@ -170,8 +170,9 @@ struct RemoteClient::Impl {
 
   // When a call, all of its attempts together, must have ended.
   absl::Time Deadline() const {
-    return options.timeout == absl::InfiniteDuration() ? absl::InfiniteFuture()
-                                                       : absl::Now() + options.timeout;
+    return options.timeout == absl::ZeroDuration() || options.timeout == absl::InfiniteDuration()
+               ? absl::InfiniteFuture()
+               : absl::Now() + options.timeout;
   }
 
   void Prepare(grpc::ClientContext* context, absl::Time deadline) const {
@@ -198,6 +199,9 @@ RemoteClient::~RemoteClient() = default;
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const RemoteOptions& o) {
   if (o.server.empty()) return absl::InvalidArgumentError("no server address given");
   if (o.message_bytes == 0) return absl::InvalidArgumentError("message size must be positive");
+  if (o.timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("the timeout must not be negative (zero: none)");
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (o.tls_ca_file.empty()) {
     credentials = grpc::InsecureChannelCredentials();

@@ -47,14 +47,21 @@ inline uint64_t PhysicalMemoryBytes() {
 // that a broken or hostile server cannot make a client buffer without end.
 uint64_t MaxArchiveBytes(const ArraySpec& spec, const CompressOptions& options);
 
+// Long enough for the largest array the service takes by default (4 GiB)
+// over a slow link; a deadline at all so that no call waits forever.
+inline constexpr absl::Duration kDefaultTimeout = absl::Seconds(300);
+
 struct RemoteOptions {
   std::string server;           // HOST:PORT, or any gRPC target (dns:///svc:50051)
   std::string tls_ca_file;      // PEM roots; non-empty: TLS
   std::string tls_server_name;  // override the name checked in the certificate
   std::string token;            // bearer token, sent on every call when set
-  absl::Duration timeout = absl::InfiniteDuration();  // per call, its retries included
-  size_t message_bytes = size_t{1} << 20;             // payload per sent message
-  std::string request_id;                             // appears in the server's logs
+  // Per call, its retries included: past it the call ends DEADLINE_EXCEEDED
+  // rather than waiting on a server that stopped answering. Zero (or
+  // InfiniteDuration): no deadline.
+  absl::Duration timeout = kDefaultTimeout;
+  size_t message_bytes = size_t{1} << 20;  // payload per sent message
+  std::string request_id;                  // appears in the server's logs
   int priority = 0;
   // The largest array a Decompress may return or stream: a reply header
   // describing more is refused (RESOURCE_EXHAUSTED) before anything is

@@ -476,10 +476,10 @@ class TokenFromEnvironmentTest(RemoteTestCase):
         # The defaults are 0.0.0.0:50051, 0.0.0.0:9464 and no token.
         serving = self.server.serving
         self.assertEqual(serving["listen"], "127.0.0.1:0")
-        self.assertNotEqual(serving["port"], "50051")
-        self.assertNotEqual(serving["metrics_port"], "9464")
+        self.assertNotEqual(serving["port"], 50051)
+        self.assertNotEqual(serving["metrics_port"], 9464)
         self.assertEqual(serving["backend"], "cpu")
-        self.assertEqual(serving["token"], "on")
+        self.assertIs(serving["token"], True)
 
     def assert_unauthenticated(self, since, method):
         # The command line prints the status message only; the server's log
@@ -579,7 +579,7 @@ class TlsTest(RemoteTestCase):
         self.ebzip("compress", *self.compress_args, "-o", "local.ebz")
 
     def test_serving_tls(self):
-        self.assertEqual(self.server.serving["tls"], "on")
+        self.assertIs(self.server.serving["tls"], True)
 
     def test_with_ca_succeeds(self):
         proc = self.ebzip("compress", *self.compress_args, "-o", "remote.ebz",
