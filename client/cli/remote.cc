@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags(const ParsedArgs
     return absl::InvalidArgumentError(
         absl::StrCat("bad --", flag, " '", *text, "': expected seconds, 0 for none"));
   }
-  if (deadline > 0) o.timeout_seconds = deadline;
+  o.timeout_seconds = deadline;  // 0: none (RemoteOptions::timeout)
   o.max_output_bytes = max_output_bytes;
   auto module = LoadRemoteModule();
   if (!module.ok()) return module.status();
