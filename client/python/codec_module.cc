@@ -29,6 +29,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 
 namespace py = pybind11;
 
@@ -206,6 +207,32 @@ void DecompressInto(py::handle data, py::handle out, const std::string& decoder)
   if (!s.ok()) Throw(s);
 }
 
+// Decodes the hyperslab (start, count, step per dimension; codec/region.h
+// checks it) of the archive into out, a writable C-contiguous buffer of the
+// archive's dtype and exactly the region's byte count. Only the frames the
+// region meets are decoded.
+void DecompressRegionInto(py::handle data, py::handle out, const std::vector<uint64_t>& start,
+                          const std::vector<uint64_t>& count, const std::vector<uint64_t>& step,
+                          const std::string& decoder) {
+  const DecoderKind kind = DecoderFromName(decoder);
+  Buffer archive(data, /*writable=*/false);
+  Buffer dest(out, /*writable=*/true);
+  auto info = ReadInfo(archive);
+  if (!info.ok()) Throw(info.status());
+  if (dest.FloatDType() != info->header.dtype) {
+    throw std::invalid_argument(absl::StrCat("out has dtype ", DTypeName(dest.FloatDType()),
+                                             ", the archive holds ",
+                                             DTypeName(info->header.dtype)));
+  }
+  const Hyperslab region{start, count, step};
+  absl::Status s;
+  {
+    py::gil_scoped_release release;
+    s = DecompressRegion(*info, archive.bytes(), region, kind, dest.mutable_bytes());
+  }
+  if (!s.ok()) Throw(s);
+}
+
 }  // namespace
 }  // namespace ebzip::python
 
@@ -237,4 +264,8 @@ PYBIND11_MODULE(_ebzip, m) {
   m.def("decompress_into", &ep::DecompressInto, py::arg("archive"), py::arg("out"),
         py::kw_only(), py::arg("decoder") = "auto",
         "Decodes an archive into a writable buffer of its dtype and size.");
+  m.def("decompress_region_into", &ep::DecompressRegionInto, py::arg("archive"), py::arg("out"),
+        py::arg("start"), py::arg("count"), py::arg("step"), py::kw_only(),
+        py::arg("decoder") = "auto",
+        "Decodes a hyperslab of an archive into a writable buffer of its dtype and size.");
 }

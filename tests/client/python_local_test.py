@@ -123,7 +123,7 @@ class CommandLineTest(unittest.TestCase):
 
     def cli_archive(self, *args):
         out = os.path.join(self.tmp.name, 'cli.ebz')
-        pct.run_cli('compress', '--quiet', *args, '-o', out)
+        pct.run_cli('compress', '--quiet', '-f', *args, '-o', out)
         with open(out, 'rb') as f:
             return f.read()
 
@@ -156,7 +156,7 @@ class CommandLineTest(unittest.TestCase):
                     # the command line decodes it to.
                     raw = os.path.join(self.tmp.name, 'cli.raw')
                     ebz = os.path.join(self.tmp.name, 'cli.ebz')
-                    pct.run_cli('decompress', '--quiet', ebz, '-o', raw)
+                    pct.run_cli('decompress', '--quiet', '-f', ebz, '-o', raw)
                     expected = np.fromfile(raw, x.dtype).reshape(x.shape)
                     np.testing.assert_array_equal(
                         ebzip.decompress(cli).view(np.uint8),

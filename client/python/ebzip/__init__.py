@@ -22,6 +22,7 @@ from ebzip.client import (DEFAULT_TIMEOUT, Cancelled, Client, DataLoss,
                           ResourceExhausted, ServingStatus, Unauthenticated,
                           Unavailable, Unimplemented)
 from ebzip.local import info
+from ebzip.region import Archive, open  # pylint: disable=redefined-builtin
 from ebzip.safety import (DominatedRangeWarning, EbzipWarning,
                           LargerArchiveWarning)
 
@@ -39,6 +40,7 @@ else:
     _numcodecs.register_codec(_ebzip_numcodecs.Ebzip)
 
 __all__ = [
+    'Archive',
     'Cancelled',
     'Client',
     'DEFAULT_TIMEOUT',
@@ -58,6 +60,7 @@ __all__ = [
     'Unauthenticated',
     'Unavailable',
     'Unimplemented',
+    'open',
     'compress',
     'decompress',
     'info',
