@@ -35,8 +35,8 @@ enum class GpuFailurePolicy {
 // spinning while the process has fewer contexts than cores, keeps one core
 // busy per worker however idle, which gRPC's threads wanted under the
 // small-request load. Blocking gives the core back but wakes late: a batch
-// of small arrays took 0.70-0.80 ms instead of 0.51-0.54 (bench/RESULTS.md,
-// tenth round). Yielding polls as fast while other threads wait for no core,
+// of small arrays took 0.70-0.80 ms instead of 0.51-0.54 on the H100 host.
+// Yielding polls as fast while other threads wait for no core,
 // and lets them run when they do.
 enum class GpuWait {
   kYield,  // polls, yielding the core between polls

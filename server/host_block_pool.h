@@ -4,7 +4,7 @@
 // where the call wrote it, and a decompressed one comes down into one and is
 // sent from there, instead of each passing through the worker's staging with
 // a copy; those copies were a quarter of a batch's time on the GPU hosts
-// measured (bench/RESULTS.md, sixth round).
+// measured.
 //
 // Blocks come in power-of-two classes from kSmallestBlock to kLargestBlock;
 // a freed block waits on its class's free list for the next request of that

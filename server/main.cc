@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   // Debian builds Abseil without NDEBUG, which leaves absl::Mutex's deadlock
   // detector on: every lock and unlock, gRPC's included, then updates one
   // process-wide lock graph under a spin lock, ~16x the lock's own cost and
-  // a point where every thread queues (bench/RESULTS.md, sixth round). The
+  // a point where every thread queues. The
   // tests keep it on, where a lock-order bug should show.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // glibc's malloc, left to adapt, gives a freed heap top above 2x the last

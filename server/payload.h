@@ -8,7 +8,7 @@
 // copy the bytes into a std::string), and a reply of that form is sent from
 // where the codec left its bytes (protobuf would copy them into the message,
 // then into gRPC's buffer). Those copies were most of the server's user-space
-// memcpy under the small-request load (bench/RESULTS.md, tenth round). Any
+// memcpy under the small-request load. Any
 // other message, including a payload encoded some other valid way, goes
 // through protobuf as before.
 #ifndef EBZIP_SERVER_PAYLOAD_H_

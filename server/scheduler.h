@@ -10,8 +10,7 @@
 // threads, not on the worker: a completion starts the call's reply, and gRPC
 // sends a write on the thread that starts it, so a worker that ran them
 // itself sent its batch's replies over the socket before it could take the
-// next batch (a tenth of the GPU workers' time under the small-request load,
-// bench/RESULTS.md, tenth round).
+// next batch, time the GPU stood idle under the small-request load.
 #ifndef EBZIP_SERVER_SCHEDULER_H_
 #define EBZIP_SERVER_SCHEDULER_H_
 

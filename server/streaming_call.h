@@ -504,8 +504,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     // No buffer_hint to send two messages in one write: the hinted write
     // completes (OnWriteDone) only once it has left, and with one write in
     // flight at a time the next write, which would flush it, never starts;
-    // calls stall until something else on the connection flushes (tried in
-    // the eleventh round, bench/RESULTS.md).
+    // calls stall until something else on the connection flushes (tried,
+    // and seen to stall).
     if (last) {
       this->StartWriteAndFinish(&to_send_, grpc::WriteOptions(), grpc::Status::OK);
     } else if (write) {

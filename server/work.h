@@ -88,7 +88,7 @@ struct Work {
 // Appends bytes of a request. Through pointers of the vector's own element
 // type the library copies with memmove; a string's iterators (char, not
 // uint8_t) made it a loop over bytes, 12 % of ebzipd's CPU time under a load
-// of 256 KiB requests (bench/RESULTS.md, sixth round).
+// of 256 KiB requests.
 inline void AppendBytes(absl::Span<const uint8_t> from, std::vector<uint8_t>* to) {
   to->insert(to->end(), from.begin(), from.end());
 }
