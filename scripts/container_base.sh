@@ -7,8 +7,8 @@
 #   scripts/container_base.sh [IMAGE]     (default localhost/debian:bookworm)
 #
 # Needs root (debootstrap). Installs podman, runc and debootstrap with
-# apt-get when they are missing (they are not in scripts/install_deps.sh: no
-# ctest test uses them). Does nothing when IMAGE exists already; set
+# apt-get when they are missing (scripts/install_deps.sh installs them too,
+# for the container test). Does nothing when IMAGE exists already; set
 # EBZIP_BASE_REBUILD=1 to build it again (e.g. for Debian's security updates).
 # EBZIP_DEBIAN_MIRROR picks the archive (default http://deb.debian.org/debian).
 set -euo pipefail

@@ -19,6 +19,7 @@ test_packages=(
   ferret-datasets zfp
   python3-grpcio python3-protobuf python3-numpy python3-yaml prometheus openssl
   yamllint
+  podman runc debootstrap
 )
 
 packages=("${build_packages[@]}")

@@ -2,8 +2,11 @@
 # Prints, one per line, the distribution packages that own the shared
 # libraries BINARY... load: what the Dockerfile's runtime stage installs, so
 # that it carries no -dev package and the list cannot drift from the build.
-# Libraries the CUDA runtime image or the NVIDIA driver provides (libcudart,
-# libcuda) are left out. Fails if some other library has no owning package.
+# The NVIDIA driver's libraries (libcuda, libnvidia-*), which the NVIDIA
+# container toolkit mounts at run time, are left out. Fails if some other
+# library has no owning package: the runtime stage is plain Debian, so a CUDA
+# runtime (libcudart) loaded as a shared library is an error; the GPU codec
+# links it statically.
 #
 #   scripts/runtime_packages.sh build/server/ebzipd build/client/cli/ebzip \
 #       build/client/cli/ebzip-*.so
