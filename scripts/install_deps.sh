@@ -24,6 +24,8 @@ test_packages=(
   # and its tests use it with.
   pybind11-dev python3-dev python3-netcdf4
   python3-numcodecs python3-zarr python3-xarray python3-dask python3-distributed
+  # The container test (tests/deploy/container_test.py).
+  podman runc debootstrap
 )
 
 packages=("${build_packages[@]}")
