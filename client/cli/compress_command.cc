@@ -60,7 +60,8 @@ absl::Status ListVariables(const std::string& path) {
   auto variables = (*module)->List(path);
   if (!variables.ok()) return variables.status();
   std::string text = absl::StrCat("no variable chosen: name one as ", path, ":VARIABLE");
-  if (variables->empty()) return absl::InvalidArgumentError(absl::StrCat(text, " (", path, " has none)"));
+  if (variables->empty())
+    return absl::InvalidArgumentError(absl::StrCat(text, " (", path, " has none)"));
   absl::StrAppend(&text, "; ", path, " holds:");
   for (const VariableSummary& v : *variables) {
     absl::StrAppendFormat(
@@ -153,11 +154,11 @@ std::vector<Warning> WarningsFor(const ParsedArgs& args, const Input& in,
                                  const CompressOptions& options, const Summary& s) {
   std::vector<Warning> warnings;
   if (options.mode == BoundMode::kRel) {
-    if (auto reason = DominatedRange(in.spec, in.bytes, options.fill_value,
-                                     s.abs_bound / options.bound)) {
-      warnings.push_back(
-          {"dominated_range", absl::StrFormat("--rel %g gives every value an error of up to %.4g: %s",
-                                              options.bound, s.abs_bound, *reason)});
+    if (auto reason =
+            DominatedRange(in.spec, in.bytes, options.fill_value, s.abs_bound / options.bound)) {
+      warnings.push_back({"dominated_range",
+                          absl::StrFormat("--rel %g gives every value an error of up to %.4g: %s",
+                                          options.bound, s.abs_bound, *reason)});
     }
   }
   if (auto reason = LargerArchive(s.output_bytes, in.spec, in.bytes)) {

@@ -47,8 +47,7 @@ namespace {
 // -o's extension picks what is written: a NetCDF-4 file (which is HDF5 too)
 // for these, raw values for anything else.
 bool WantsNetcdf(const std::string& output) {
-  const std::string ext =
-      absl::AsciiStrToLower(std::filesystem::path(output).extension().string());
+  const std::string ext = absl::AsciiStrToLower(std::filesystem::path(output).extension().string());
   return ext == ".nc" || ext == ".nc4" || ext == ".cdf" || ext == ".netcdf" || ext == ".h5" ||
          ext == ".hdf5" || ext == ".he5";
 }
@@ -120,8 +119,8 @@ class ArrayOutput {
 // it has none or it does not parse (the server then says what is wrong).
 std::string MetadataOf(absl::Span<const uint8_t> archive, const format::FileHeader& header) {
   if (header.metadata_bytes == 0) return "";
-  auto document = format::ParseMetadataBlock(archive.subspan(format::kFileHeaderSize),
-                                             header.metadata_bytes);
+  auto document =
+      format::ParseMetadataBlock(archive.subspan(format::kFileHeaderSize), header.metadata_bytes);
   return document.ok() ? *std::move(document) : "";
 }
 
@@ -178,8 +177,7 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile& archi
       [&](const client::RemoteArrayHeader& reply) -> absl::Status {
         // The server's array, with what the archive itself says of the
         // variable (the server sends no metadata).
-        format::FileHeader archive_header =
-            file_header.ok() ? *file_header : format::FileHeader{};
+        format::FileHeader archive_header = file_header.ok() ? *file_header : format::FileHeader{};
         archive_header.dtype = reply.spec.dtype;
         const std::string metadata =
             file_header.ok() ? MetadataOf(archive.bytes(), *file_header) : "";

@@ -15,8 +15,8 @@ namespace {
 
 bool IsBookkeeping(const std::string& name) {
   static const auto* names = new std::set<std::string>{
-      "DIMENSION_LIST", "REFERENCE_LIST", "CLASS", "NAME", "_Netcdf4Dimid",
-      "_Netcdf4Coordinates", "_nc3_strict", "_NCProperties"};
+      "DIMENSION_LIST", "REFERENCE_LIST",      "CLASS",       "NAME",
+      "_Netcdf4Dimid",  "_Netcdf4Coordinates", "_nc3_strict", "_NCProperties"};
   return names->count(name) != 0;
 }
 

@@ -23,9 +23,9 @@ bool IsReservedAttribute(const std::string& name) {
 // The netCDF type named as variable_metadata.h names them, or NC_NAT.
 nc_type TypeNamed(const std::string& name) {
   static const auto* types = new std::map<std::string, nc_type>{
-      {"byte", NC_BYTE},     {"ubyte", NC_UBYTE},   {"char", NC_CHAR},     {"short", NC_SHORT},
-      {"ushort", NC_USHORT}, {"int", NC_INT},       {"uint", NC_UINT},     {"int64", NC_INT64},
-      {"uint64", NC_UINT64}, {"float", NC_FLOAT},   {"double", NC_DOUBLE}, {"string", NC_STRING}};
+      {"byte", NC_BYTE},     {"ubyte", NC_UBYTE}, {"char", NC_CHAR},     {"short", NC_SHORT},
+      {"ushort", NC_USHORT}, {"int", NC_INT},     {"uint", NC_UINT},     {"int64", NC_INT64},
+      {"uint64", NC_UINT64}, {"float", NC_FLOAT}, {"double", NC_DOUBLE}, {"string", NC_STRING}};
   auto it = types->find(name);
   return it == types->end() ? NC_NAT : it->second;
 }
@@ -50,8 +50,7 @@ absl::Status PutAttributes(int ncid, int varid, nc_type var_type,
       for (const std::string& s : a.strings) strings.push_back(s.c_str());
       rc = nc_put_att_string(ncid, varid, a.name.c_str(), strings.size(), strings.data());
     } else if (type != NC_NAT) {
-      rc = nc_put_att_double(ncid, varid, a.name.c_str(), type, a.numbers.size(),
-                             a.numbers.data());
+      rc = nc_put_att_double(ncid, varid, a.name.c_str(), type, a.numbers.size(), a.numbers.data());
     } else {
       return absl::InvalidArgumentError(absl::StrCat(context, " has unknown type ", a.type));
     }
@@ -142,7 +141,8 @@ absl::StatusOr<Definition> Define(int ncid, DType dtype, const Hyperslab& region
     std::vector<double> values;
     const uint64_t count = region.count[d];
     if (count > 0 && region.start[d] + (count - 1) * region.step[d] >= c.values.size()) continue;
-    for (uint64_t i = 0; i < count; ++i) values.push_back(c.values[region.start[d] + i * region.step[d]]);
+    for (uint64_t i = 0; i < count; ++i)
+      values.push_back(c.values[region.start[d] + i * region.step[d]]);
     int varid = -1;
     if (int rc = nc_def_var(ncid, c.name.c_str(), type, 1, &dimids[d], &varid); rc != NC_NOERR) {
       return Failed(rc, absl::StrCat("coordinate variable ", c.name));
@@ -158,8 +158,8 @@ absl::StatusOr<Definition> Define(int ncid, DType dtype, const Hyperslab& region
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<NetcdfArrayWriter>> NetcdfArrayWriter::Create(
-    const std::string& path, DType dtype, const Hyperslab& region,
-    std::optional<double> fill_value, const VariableMetadata& metadata) {
+    const std::string& path, DType dtype, const Hyperslab& region, std::optional<double> fill_value,
+    const VariableMetadata& metadata) {
   absl::MutexLock lock(&NetcdfMutex());
   absl::StatusOr<NetcdfFile> file = NetcdfFile::Create(path, NC_CLOBBER | NC_NETCDF4);
   if (!file.ok()) return file.status();
@@ -213,12 +213,11 @@ absl::Status NetcdfArrayWriter::WriteRows(const uint8_t* data, uint64_t rows) {
   start[0] = rows_written_;
   count[0] = rows;
   absl::MutexLock lock(&NetcdfMutex());
-  const int rc =
-      dtype_ == DType::kFloat32
-          ? nc_put_vara_float(ncid_, varid_, start.data(), count.data(),
-                              reinterpret_cast<const float*>(data))
-          : nc_put_vara_double(ncid_, varid_, start.data(), count.data(),
-                               reinterpret_cast<const double*>(data));
+  const int rc = dtype_ == DType::kFloat32
+                     ? nc_put_vara_float(ncid_, varid_, start.data(), count.data(),
+                                         reinterpret_cast<const float*>(data))
+                     : nc_put_vara_double(ncid_, varid_, start.data(), count.data(),
+                                          reinterpret_cast<const double*>(data));
   if (rc != NC_NOERR) {
     return NetcdfError(rc, absl::StatusCode::kDataLoss, absl::StrCat("writing ", path_));
   }
@@ -251,8 +250,8 @@ absl::Status NetcdfArrayWriter::Finish() {
   uint64_t elements = 1;
   for (uint64_t d : shape_) elements *= d;
   if (elements > 0 && (rows_written_ != shape_[0] || !partial_.empty())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path_, ": ", rows_written_, " of ", shape_[0], " rows written when the file was closed"));
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": ", rows_written_, " of ", shape_[0],
+                                                      " rows written when the file was closed"));
   }
   absl::MutexLock lock(&NetcdfMutex());
   const int rc = nc_close(std::exchange(ncid_, -1));

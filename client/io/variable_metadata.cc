@@ -119,7 +119,8 @@ std::string VariableMetadataToJson(const VariableMetadata& m) {
   if (!m.type.empty()) doc["type"] = m.type;
   doc["dimensions"] = m.dimensions;
   doc["attributes"] = AttributesToJson(m.attributes);
-  if (!m.global_attributes.empty()) doc["global_attributes"] = AttributesToJson(m.global_attributes);
+  if (!m.global_attributes.empty())
+    doc["global_attributes"] = AttributesToJson(m.global_attributes);
   if (!m.coordinates.empty()) {
     Json coordinates = Json::object();
     for (const CoordinateVariable& c : m.coordinates) {
@@ -164,8 +165,8 @@ absl::StatusOr<VariableMetadata> ParseVariableMetadata(std::string_view json) {
       m.dimensions.push_back(d.get<std::string>());
     }
   }
-  for (auto [key, field] : {std::pair{"attributes", &m.attributes},
-                            {"global_attributes", &m.global_attributes}}) {
+  for (auto [key, field] :
+       {std::pair{"attributes", &m.attributes}, {"global_attributes", &m.global_attributes}}) {
     if (!doc.contains(key)) continue;
     absl::StatusOr<std::vector<Attribute>> attributes =
         AttributesFrom(doc[key], absl::StrCat("metadata: ", key));

@@ -36,9 +36,9 @@ struct CoordinateVariable {
 };
 
 struct VariableMetadata {
-  std::string name;   // the variable's own name, without its group
-  std::string group;  // "/" or "/a/b": where it was; informative only
-  std::string type;   // its type in the file ("short" for packed data)
+  std::string name;                     // the variable's own name, without its group
+  std::string group;                    // "/" or "/a/b": where it was; informative only
+  std::string type;                     // its type in the file ("short" for packed data)
   std::vector<std::string> dimensions;  // one per array dimension, or none
   std::vector<Attribute> attributes;
   std::vector<Attribute> global_attributes;
