@@ -19,6 +19,8 @@ test_packages=(
   python3 libgtest-dev libgmock-dev libbenchmark-dev
   ferret-datasets zfp
   python3-grpcio python3-protobuf python3-numpy python3-yaml prometheus openssl
+  # ncdump and h5dump read back the NetCDF-4/HDF5 files `ebzip decompress` writes.
+  netcdf-bin hdf5-tools
   yamllint
   # The Python package's in-process codec (pybind11) and what docs/python.md
   # and its tests use it with.

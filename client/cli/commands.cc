@@ -21,16 +21,17 @@ const std::vector<Command>& Commands() {
       {"compress",
        "compress --type f32|f64 --shape N,N,... (--abs E | --rel E) IN.raw -o OUT.ebz\n"
        "       ebzip compress (--abs E | --rel E) FILE.nc:VARIABLE -o OUT.ebz   (HDF5: "
-       "FILE.h5:/path)",
+       "FILE.h5:/path)\n"
+       "       ebzip compress FILE.nc   (lists the variables; exit 2: none chosen)",
        "compress a raw, NetCDF or HDF5 array ('-': raw from standard input)",
        Join({{"output", "force", "quiet", "json", "type", "shape", "abs", "rel", "fill",
               "predictor", "lossless", "interp_order", "frame_elements", "radius", "chunk_symbols",
-              "subsequence_bits", "gap_array"},
+              "subsequence_bits", "gap_array", "metadata"},
              kRemoteFlags}),
        CompressCommand},
-      {"decompress", "decompress IN.ebz [--region 10:20,:,100:260] -o OUT.raw",
-       "decompress an archive, or a region of it, into a raw little-endian array ('-': "
-       "standard input)",
+      {"decompress", "decompress IN.ebz [--region 10:20,:,100:260] -o OUT.raw|OUT.nc|OUT.h5",
+       "decompress an archive, or a region of it, into a raw little-endian array, or a "
+       "NetCDF-4 file (which is HDF5) for -o *.nc or *.h5 ('-': standard input)",
        Join({{"output", "force", "quiet", "json", "decoder", "max_output_bytes", "region"},
              kRemoteFlags}),
        DecompressCommand},

@@ -7,13 +7,17 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "client/cli/commands.h"
 #include "client/cli/input_file.h"
 #include "client/cli/json_output.h"
 #include "client/cli/mapped_file.h"
+#include "client/cli/modules.h"
 #include "client/cli/options.h"
 #include "client/cli/progress.h"
 #include "client/cli/remote.h"
+#include "client/cli/safety.h"
 #include "client/io/array_source.h"
 #include "codec/archive.h"
 
@@ -27,7 +31,47 @@ struct Input {
   std::string name;
   std::variant<InputFile, LoadedArray> storage;
   absl::Span<const uint8_t> bytes;
+  std::string metadata;  // a NetCDF/HDF5 variable's description (client/io/variable_metadata.h)
 };
+
+// Something the user should know about a compression that succeeded.
+struct Warning {
+  std::string kind;  // "dominated_range", "larger_archive", "metadata_not_stored"
+  std::string message;
+};
+
+// A NetCDF or HDF5 file named without ":VARIABLE" (or with nothing after
+// the ':'): the path, to list its variables instead of reading it raw.
+std::optional<std::string> ArrayFileWithoutVariable(const std::string& arg) {
+  if (arg == "-") return std::nullopt;
+  std::string path = arg;
+  if (std::optional<size_t> colon = ArraySourceColon(arg); colon && *colon + 1 == arg.size()) {
+    path = arg.substr(0, *colon);
+  }
+  if (DetectArrayContainer(path) == ArrayContainer::kNone) return std::nullopt;
+  return path;
+}
+
+// No variable chosen is a usage error (exit 2); its message lists the
+// variables to choose from.
+absl::Status ListVariables(const std::string& path) {
+  auto module = LoadArrayFileModule();
+  if (!module.ok()) return module.status();
+  auto variables = (*module)->List(path);
+  if (!variables.ok()) return variables.status();
+  std::string text = absl::StrCat("no variable chosen: name one as ", path, ":VARIABLE");
+  if (variables->empty())
+    return absl::InvalidArgumentError(absl::StrCat(text, " (", path, " has none)"));
+  absl::StrAppend(&text, "; ", path, " holds:");
+  for (const VariableSummary& v : *variables) {
+    absl::StrAppendFormat(
+        &text, "\n  %-20s %-8s %-16s%s%s", v.name, v.type,
+        v.shape.empty() ? "scalar" : ShapeToString(v.shape),
+        v.dimensions.empty() ? "" : absl::StrCat(" (", absl::StrJoin(v.dimensions, ", "), ")"),
+        v.loadable ? "" : "  (not compressible)");
+  }
+  return absl::InvalidArgumentError(text);
+}
 
 // A raw input's size must be the one --type and --shape give.
 absl::Status CheckRawSize(const std::string& name, uint64_t bytes, bool more,
@@ -64,7 +108,7 @@ absl::StatusOr<Input> OpenInput(const ParsedArgs& args, const std::string& arg) 
     }
     InputFile file = InputFile::FromStandardInput(std::move(in));
     const absl::Span<const uint8_t> bytes = file.bytes();
-    return Input{*spec, std::nullopt, kStandardInputName, std::move(file), bytes};
+    return Input{*spec, std::nullopt, kStandardInputName, std::move(file), bytes, ""};
   }
   if (LooksLikeArraySource(arg)) {
     if (args.Has("type") || args.Has("shape")) {
@@ -75,7 +119,8 @@ absl::StatusOr<Input> OpenInput(const ParsedArgs& args, const std::string& arg) 
     if (!module.ok()) return module.status();
     auto loaded = (*module)->Load(arg);
     if (!loaded.ok()) return loaded.status();
-    Input in{loaded->spec, loaded->fill_value, loaded->description, LoadedArray{}, {}};
+    Input in{loaded->spec, loaded->fill_value, loaded->description, LoadedArray{}, {}, {}};
+    in.metadata = std::move(loaded->metadata);
     in.storage = *std::move(loaded);
     const auto& data = std::get<LoadedArray>(in.storage).data;
     in.bytes = {data.data(), data.size()};
@@ -89,7 +134,7 @@ absl::StatusOr<Input> OpenInput(const ParsedArgs& args, const std::string& arg) 
   if (!spec.ok()) return spec.status();
   if (auto s = CheckRawSize(arg, file->bytes().size(), false, *spec); !s.ok()) return s;
   const absl::Span<const uint8_t> bytes = file->bytes();
-  return Input{*spec, std::nullopt, arg, *std::move(file), bytes};
+  return Input{*spec, std::nullopt, arg, *std::move(file), bytes, ""};
 }
 
 // What a compress did, for the summary line or --json.
@@ -99,18 +144,55 @@ struct Summary {
   uint64_t outliers = 0;
   uint64_t verbatim = 0;
   uint64_t frames = 0;
-  std::string backend;  // remote only
+  uint64_t metadata_bytes = 0;  // the metadata document stored
+  std::string backend;          // remote only
 };
+
+// What the user should hear about: the rules of safety.h, and metadata
+// that --server could not store.
+std::vector<Warning> WarningsFor(const ParsedArgs& args, const Input& in,
+                                 const CompressOptions& options, const Summary& s) {
+  std::vector<Warning> warnings;
+  if (options.mode == BoundMode::kRel) {
+    if (auto reason =
+            DominatedRange(in.spec, in.bytes, options.fill_value, s.abs_bound / options.bound)) {
+      warnings.push_back({"dominated_range",
+                          absl::StrFormat("--rel %g gives every value an error of up to %.4g: %s",
+                                          options.bound, s.abs_bound, *reason)});
+    }
+  }
+  if (auto reason = LargerArchive(s.output_bytes, in.spec, in.bytes)) {
+    warnings.push_back({"larger_archive", *reason});
+  }
+  if (RemoteRequested(args) && !in.metadata.empty() && args.Switch("metadata", true)) {
+    warnings.push_back(
+        {"metadata_not_stored",
+         "with --server the archive holds no metadata (the service takes none yet): decompress "
+         "-o OUT.nc will name the variable \"data\" and its dimensions dim0, dim1, ...; "
+         "compress locally to keep them"});
+  }
+  return warnings;
+}
 
 void PrintSummary(const ParsedArgs& args, const Input& in, const CompressOptions& options,
                   const std::string& output, bool output_is_stdout, const Summary& s,
+                  const std::vector<Warning>& warnings,
                   std::chrono::steady_clock::time_point start) {
+  // Warnings go to standard error in every mode, --json and --quiet too: a
+  // script that reads only the JSON object, or nothing, still shows them.
+  for (const Warning& w : warnings) {
+    std::fprintf(stderr, "ebzip compress: warning: %s\n", w.message.c_str());
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const uint64_t n = in.spec.num_elements();
   const double ratio = static_cast<double>(in.bytes.size()) / static_cast<double>(s.output_bytes);
   const bool remote = RemoteRequested(args);
   if (args.Switch("json")) {
+    Json warnings_json = Json::array();
+    for (const Warning& w : warnings) {
+      warnings_json.push_back({{"kind", w.kind}, {"message", w.message}});
+    }
     // Standard output carries the archive when it is the output.
     PrintJson(
         {
@@ -130,6 +212,8 @@ void PrintSummary(const ParsedArgs& args, const Input& in, const CompressOptions
             {"seconds", seconds},
             {"server", remote ? Json(args.Value("server")) : Json()},
             {"backend", remote ? Json(s.backend) : Json()},
+            {"metadata_bytes", s.metadata_bytes},
+            {"warnings", warnings_json},
         },
         output_is_stdout ? stderr : stdout);
     return;
@@ -156,8 +240,14 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const Input& in,
   auto summary = (*client)->Compress(in.spec, in.bytes, options,
                                      [&](absl::Span<const uint8_t> b) { return out.Write(b); });
   if (!summary.ok()) return summary.status();
-  return Summary{out.bytes_written(), summary->abs_bound, summary->outliers,
-                 summary->verbatim,   summary->frames,    summary->backend};
+  Summary result;
+  result.output_bytes = out.bytes_written();
+  result.abs_bound = summary->abs_bound;
+  result.outliers = summary->outliers;
+  result.verbatim = summary->verbatim;
+  result.frames = summary->frames;
+  result.backend = summary->backend;
+  return result;
 }
 
 absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options, OutputFile& out) {
@@ -168,6 +258,7 @@ absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options
   ArchiveWriter writer(*plan);
   if (auto s = out.Write(writer.Begin()); !s.ok()) return s;
   Summary summary;
+  summary.metadata_bytes = options.metadata.size();
   summary.abs_bound = plan->header.abs_bound;
   summary.frames = plan->frame_count();
   Progress progress("compressing", in.bytes.size());
@@ -193,6 +284,7 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   if (args.positional().size() != 1) {
     return absl::InvalidArgumentError("usage: ebzip compress [flags] INPUT -o OUTPUT.ebz");
   }
+  if (auto path = ArrayFileWithoutVariable(args.positional()[0])) return ListVariables(*path);
   if (args.Switch("json") && args.Switch("quiet")) {
     return absl::InvalidArgumentError("--json and --quiet contradict each other");
   }
@@ -206,6 +298,8 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   if (!in.ok()) return in.status();
   auto options = CompressOptionsFromFlags(args, in->file_fill);
   if (!options.ok()) return options.status();
+  // The service takes no metadata: a remote archive is the one it writes.
+  if (args.Switch("metadata", true) && !RemoteRequested(args)) options->metadata = in->metadata;
   if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
 
   auto out = OutputFile::Create(output, replace);
@@ -215,7 +309,8 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   if (!summary.ok()) return summary.status();
   if (auto s = out->Commit(); !s.ok()) return s;
   summary->output_bytes = out->bytes_written();
-  PrintSummary(args, *in, *options, output, out->SameAsStandardOutput(), *summary, start);
+  PrintSummary(args, *in, *options, output, out->SameAsStandardOutput(), *summary,
+               WarningsFor(args, *in, *options, *summary), start);
   return absl::OkStatus();
 }
 

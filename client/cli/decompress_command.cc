@@ -1,4 +1,6 @@
-// ebzip decompress: archive -> raw little-endian array, frame by frame.
+// ebzip decompress: archive -> raw little-endian array, frame by frame; or,
+// for -o OUT.nc / OUT.h5, a NetCDF-4 file holding the array as the variable
+// the archive's metadata describes (client/io/netcdf_export.h).
 //
 // --max_output_bytes is checked against the array the archive describes
 // before any output is created or written. Its default is the machine's
@@ -20,14 +22,19 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
+#include <string_view>
+#include <system_error>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/cli/commands.h"
 #include "client/cli/input_file.h"
 #include "client/cli/json_output.h"
 #include "client/cli/mapped_file.h"
+#include "client/cli/modules.h"
 #include "client/cli/options.h"
 #include "client/cli/progress.h"
 #include "client/cli/remote.h"
@@ -36,6 +43,86 @@
 
 namespace ebzip::cli {
 namespace {
+
+// -o's extension picks what is written: a NetCDF-4 file (which is HDF5 too)
+// for these, raw values for anything else.
+bool WantsNetcdf(const std::string& output) {
+  const std::string ext = absl::AsciiStrToLower(std::filesystem::path(output).extension().string());
+  return ext == ".nc" || ext == ".nc4" || ext == ".cdf" || ext == ".netcdf" || ext == ".h5" ||
+         ext == ".hdf5" || ext == ".he5";
+}
+
+// Where the decoded array goes: the output file's bytes, or a NetCDF-4
+// writer working on the output file's temporary name, so that -f and the
+// rename on success hold for both.
+class ArrayOutput {
+ public:
+  // `region` is the part of the archive's array written (all of it without
+  // --region); `header` and `metadata` the archive's, for NetCDF outputs.
+  static absl::StatusOr<ArrayOutput> Create(const std::string& path, bool replace,
+                                            const format::FileHeader& header,
+                                            const Hyperslab& region, std::string_view metadata) {
+    const bool netcdf = WantsNetcdf(path);
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    // Checked before opening: opening a FIFO waits for its reader.
+    if (netcdf && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot write NetCDF to ", path, ": NetCDF goes to a regular file, not in place"));
+    }
+    auto file = OutputFile::Create(path, replace);
+    if (!file.ok()) return file.status();
+    ArrayOutput out(*std::move(file));
+    if (!netcdf) return out;
+    if (!out.file_.temporary_path()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cannot write NetCDF to ", path, ": NetCDF goes to a regular file, not in place"));
+    }
+    auto module = LoadArrayFileModule();
+    if (!module.ok()) return module.status();
+    auto writer = (*module)->CreateWriter(*out.file_.temporary_path(), header.dtype, region,
+                                          header.fill_value, metadata, &out.note_);
+    if (!writer.ok()) return writer.status();
+    out.writer_ = *std::move(writer);
+    return out;
+  }
+
+  absl::Status Write(absl::Span<const uint8_t> bytes) {
+    return writer_ ? writer_->Write(bytes) : file_.Write(bytes);
+  }
+
+  absl::Status Commit() {
+    if (writer_) {
+      if (auto s = writer_->Finish(); !s.ok()) return s;
+      std::error_code error;
+      netcdf_bytes_ = std::filesystem::file_size(*file_.temporary_path(), error);
+    }
+    return file_.Commit();
+  }
+
+  uint64_t bytes_written() const { return writer_ ? netcdf_bytes_ : file_.bytes_written(); }
+  bool SameAsStandardOutput() const { return file_.SameAsStandardOutput(); }
+  const char* format() const { return writer_ ? "netcdf4" : "raw"; }
+  // Why the archive's metadata was not used, or "".
+  const std::string& note() const { return note_; }
+
+ private:
+  explicit ArrayOutput(OutputFile file) : file_(std::move(file)) {}
+
+  OutputFile file_;
+  std::unique_ptr<ArrayFileWriter> writer_;
+  uint64_t netcdf_bytes_ = 0;
+  std::string note_;
+};
+
+// The metadata document of an archive about to be sent to a server, "" when
+// it has none or it does not parse (the server then says what is wrong).
+std::string MetadataOf(absl::Span<const uint8_t> archive, const format::FileHeader& header) {
+  if (header.metadata_bytes == 0) return "";
+  auto document =
+      format::ParseMetadataBlock(archive.subspan(format::kFileHeaderSize), header.metadata_bytes);
+  return document.ok() ? *std::move(document) : "";
+}
 
 // What a decompress wrote, for the summary line or --json.
 struct Summary {
@@ -71,11 +158,12 @@ absl::StatusOr<InputFile> ReadArchive(const std::string& path, uint64_t max_outp
 // client's checks (max_output_bytes among them).
 absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile& archive,
                                   const std::string& output, uint64_t max_output_bytes,
-                                  std::optional<OutputFile>& out) {
+                                  std::optional<ArrayOutput>& out) {
   // The archive's own header, when it parses, says at once whether the
   // array is too large, without a call; the server's reply is checked
   // against the same limit (ConnectFromFlags) in case it says otherwise.
-  if (auto file_header = format::ParseFileHeader(archive.bytes()); file_header.ok()) {
+  auto file_header = format::ParseFileHeader(archive.bytes());
+  if (file_header.ok()) {
     if (auto s = CheckOutputSize(archive.name(), {file_header->dtype, file_header->shape},
                                  max_output_bytes);
         !s.ok()) {
@@ -86,8 +174,15 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile& archi
   if (!client.ok()) return client.status();
   auto header = (*client)->Decompress(
       archive.bytes(),
-      [&](const client::RemoteArrayHeader&) -> absl::Status {
-        auto created = OutputFile::Create(output, args.Switch("force"));
+      [&](const client::RemoteArrayHeader& reply) -> absl::Status {
+        // The server's array, with what the archive itself says of the
+        // variable (the server sends no metadata).
+        format::FileHeader archive_header = file_header.ok() ? *file_header : format::FileHeader{};
+        archive_header.dtype = reply.spec.dtype;
+        const std::string metadata =
+            file_header.ok() ? MetadataOf(archive.bytes(), *file_header) : "";
+        auto created = ArrayOutput::Create(output, args.Switch("force"), archive_header,
+                                           WholeArray(reply.spec.shape), metadata);
         if (!created.ok()) return created.status();
         out.emplace(*std::move(created));
         return absl::OkStatus();
@@ -99,7 +194,7 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile& archi
 
 absl::StatusOr<Summary> RunRegion(const ParsedArgs& args, const InputFile& archive,
                                   const ArchiveInfo& info, const std::string& output,
-                                  uint64_t max_output_bytes, std::optional<OutputFile>& out) {
+                                  uint64_t max_output_bytes, std::optional<ArrayOutput>& out) {
   auto decoder = DecoderFromFlags(args);
   if (!decoder.ok()) return decoder.status();
   auto region = ParseHyperslab(args.Value("region"), info.header.shape);
@@ -111,7 +206,8 @@ absl::StatusOr<Summary> RunRegion(const ParsedArgs& args, const InputFile& archi
       !s.ok()) {
     return s;
   }
-  auto created = OutputFile::Create(output, args.Switch("force"));
+  auto created =
+      ArrayOutput::Create(output, args.Switch("force"), info.header, *region, info.metadata);
   if (!created.ok()) return created.status();
   out.emplace(*std::move(created));
   if (auto s = out->Write(values); !s.ok()) return s;
@@ -120,7 +216,7 @@ absl::StatusOr<Summary> RunRegion(const ParsedArgs& args, const InputFile& archi
 
 absl::StatusOr<Summary> RunLocal(const ParsedArgs& args, const InputFile& archive,
                                  const std::string& output, uint64_t max_output_bytes,
-                                 std::optional<OutputFile>& out) {
+                                 std::optional<ArrayOutput>& out) {
   auto decoder = DecoderFromFlags(args);
   if (!decoder.ok()) return decoder.status();
   auto info = ReadArchiveInfo(archive.bytes());
@@ -129,7 +225,8 @@ absl::StatusOr<Summary> RunLocal(const ParsedArgs& args, const InputFile& archiv
   const ArraySpec spec = info->spec();
   if (auto s = CheckOutputSize(archive.name(), spec, max_output_bytes); !s.ok()) return s;
 
-  auto created = OutputFile::Create(output, args.Switch("force"));
+  auto created = ArrayOutput::Create(output, args.Switch("force"), info->header,
+                                     WholeArray(spec.shape), info->metadata);
   if (!created.ok()) return created.status();
   out.emplace(*std::move(created));
   const uint64_t row_bytes = spec.num_bytes() / spec.shape[0];
@@ -171,7 +268,7 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
   auto archive = ReadArchive(args.positional()[0], *max_output_bytes);
   if (!archive.ok()) return archive.status();
 
-  std::optional<OutputFile> out;
+  std::optional<ArrayOutput> out;
   const bool remote = RemoteRequested(args);
   if (remote && args.Has("region")) {
     return absl::UnimplementedError(
@@ -183,6 +280,9 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
   if (!summary.ok()) return summary.status();
   if (!out) return absl::InternalError("the server sent no array header");
   if (auto s = out->Commit(); !s.ok()) return s;
+  if (!out->note().empty()) {
+    std::fprintf(stderr, "ebzip decompress: warning: %s\n", out->note().c_str());
+  }
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -196,6 +296,7 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
             {"shape", spec.shape},
             {"input_bytes", archive->bytes().size()},
             {"output_bytes", out->bytes_written()},
+            {"format", out->format()},
             {"abs_bound", summary->abs_bound},
             {"seconds", seconds},
             {"region", summary->region.empty() ? Json() : Json(summary->region)},

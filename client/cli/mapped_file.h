@@ -7,6 +7,7 @@
 #define EBZIP_CLIENT_CLI_MAPPED_FILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -61,6 +62,13 @@ class OutputFile {
   // place, reporting what close reports.
   absl::Status Commit();
   uint64_t bytes_written() const { return written_; }
+  // The temporary file renamed into place on Commit, for a library that
+  // writes by name (NetCDF) instead of through Write; nothing when the
+  // output is written in place.
+  std::optional<std::string> temporary_path() const {
+    if (temp_.empty()) return std::nullopt;
+    return temp_;
+  }
   // Whether the bytes go where standard output goes ("-", /dev/stdout, the
   // terminal standard output is): then nothing else may be printed there.
   bool SameAsStandardOutput() const { return same_as_stdout_; }

@@ -26,8 +26,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "client/io/loaded_array.h"
+#include "client/io/variable_metadata.h"
 #include "client/remote/remote_client.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 #include "codec/types.h"
 
 namespace ebzip::cli {
@@ -74,10 +76,28 @@ class RemoteModule {
   ~RemoteModule() = default;
 };
 
-// What the array-file module exports: client/io/array_file.h's loader.
+// An array being written as a NetCDF-4 file (client/io/netcdf_export.h).
+class ArrayFileWriter {
+ public:
+  virtual ~ArrayFileWriter() = default;
+  // The next bytes of the array in C order, any split.
+  virtual absl::Status Write(absl::Span<const uint8_t> bytes) = 0;
+  virtual absl::Status Finish() = 0;
+};
+
+// What the array-file module exports: client/io/array_file.h's loader and
+// lister, and the NetCDF-4 writer.
 class ArrayFileModule {
  public:
   virtual absl::StatusOr<LoadedArray> Load(std::string_view source) = 0;
+  virtual absl::StatusOr<std::vector<VariableSummary>> List(const std::string& path) = 0;
+  // `metadata` is the archive's metadata document ("" for none). One that
+  // does not describe a variable (written by another program) is not
+  // fatal: the array is written as "data" on dim0, dim1, ... and *note says
+  // why; otherwise *note is left empty.
+  virtual absl::StatusOr<std::unique_ptr<ArrayFileWriter>> CreateWriter(
+      const std::string& path, DType dtype, const Hyperslab& region,
+      std::optional<double> fill_value, std::string_view metadata, std::string* note) = 0;
 
  protected:
   ~ArrayFileModule() = default;

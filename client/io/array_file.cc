@@ -1,43 +1,23 @@
 #include "client/io/array_file.h"
 
-#include <algorithm>
-#include <array>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <system_error>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "client/io/hdf5_file.h"
 #include "client/io/netcdf_file.h"
 
 namespace ebzip {
+
 namespace {
 
-enum class Container { kUnknown, kNetcdf, kHdf5 };
-
-// netCDF-4 files are HDF5 files, so the magic alone cannot tell them apart;
-// a netCDF extension then picks the netCDF library, which understands
-// netCDF-4 groups and dimensions.
-Container DetectContainer(const std::string& path) {
-  std::array<char, 8> magic = {};
-  std::ifstream in(path, std::ios::binary);
-  in.read(magic.data(), magic.size());
-  if (in.gcount() < 4) return Container::kUnknown;
-  if (std::memcmp(magic.data(), "CDF", 3) == 0 &&
-      (magic[3] == '\x01' || magic[3] == '\x02' || magic[3] == '\x05')) {
-    return Container::kNetcdf;
-  }
-  if (in.gcount() == 8 && std::memcmp(magic.data(), "\x89HDF\r\n\x1a\n", 8) == 0) {
-    const std::string ext = absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
-    const bool netcdf_name = ext == ".nc" || ext == ".nc4" || ext == ".cdf" || ext == ".netcdf";
-    return netcdf_name ? Container::kNetcdf : Container::kHdf5;
-  }
-  return Container::kUnknown;
+absl::Status NotAnArrayFile(const std::string& path) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, " is neither netCDF (magic CDF\\x01, CDF\\x02, CDF\\x05) nor HDF5 ",
+                   "(magic \\x89HDF)"));
 }
 
 }  // namespace
@@ -63,17 +43,27 @@ absl::StatusOr<LoadedArray> LoadArraySource(std::string_view source) {
     return absl::InvalidArgumentError(
         absl::StrCat("no variable named after the ':' in \"", std::string(source), "\""));
   }
-  switch (DetectContainer(path)) {
-    case Container::kNetcdf:
+  switch (DetectArrayContainer(path)) {
+    case ArrayContainer::kNetcdf:
       return LoadNetcdfVariable(path, variable);
-    case Container::kHdf5:
+    case ArrayContainer::kHdf5:
       return LoadHdf5Dataset(path, variable);
-    case Container::kUnknown:
+    case ArrayContainer::kNone:
       break;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat(path, " is neither netCDF (magic CDF\\x01, CDF\\x02, CDF\\x05) nor HDF5 ",
-                   "(magic \\x89HDF)"));
+  return NotAnArrayFile(path);
+}
+
+absl::StatusOr<std::vector<VariableSummary>> ListArrayFile(const std::string& path) {
+  switch (DetectArrayContainer(path)) {
+    case ArrayContainer::kNetcdf:
+      return ListNetcdfVariables(path);
+    case ArrayContainer::kHdf5:
+      return ListHdf5Datasets(path);
+    case ArrayContainer::kNone:
+      break;
+  }
+  return NotAnArrayFile(path);
 }
 
 }  // namespace ebzip

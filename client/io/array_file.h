@@ -3,11 +3,14 @@
 #ifndef EBZIP_CLIENT_IO_ARRAY_FILE_H_
 #define EBZIP_CLIENT_IO_ARRAY_FILE_H_
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/io/array_source.h"
 #include "client/io/loaded_array.h"
+#include "client/io/variable_metadata.h"
 
 namespace ebzip {
 
@@ -18,6 +21,9 @@ namespace ebzip {
 // Errors: NotFound (no file, no variable), InvalidArgument (malformed source,
 // unknown format, unsupported type or rank), DataLoss (unreadable data).
 absl::StatusOr<LoadedArray> LoadArraySource(std::string_view source);
+
+// The variables (datasets) of a netCDF or HDF5 file, loadable or not.
+absl::StatusOr<std::vector<VariableSummary>> ListArrayFile(const std::string& path);
 
 }  // namespace ebzip
 

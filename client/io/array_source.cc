@@ -1,7 +1,12 @@
 #include "client/io/array_source.h"
 
+#include <array>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
+
+#include "absl/strings/ascii.h"
 
 namespace ebzip {
 namespace {
@@ -24,6 +29,23 @@ std::optional<size_t> ArraySourceColon(std::string_view source) {
 bool LooksLikeArraySource(std::string_view arg) {
   std::optional<size_t> colon = ArraySourceColon(arg);
   return colon.has_value() && *colon + 1 < arg.size();
+}
+
+ArrayContainer DetectArrayContainer(const std::string& path) {
+  std::array<char, 8> magic = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(magic.data(), magic.size());
+  if (in.gcount() < 4) return ArrayContainer::kNone;
+  if (std::memcmp(magic.data(), "CDF", 3) == 0 &&
+      (magic[3] == '\x01' || magic[3] == '\x02' || magic[3] == '\x05')) {
+    return ArrayContainer::kNetcdf;
+  }
+  if (in.gcount() == 8 && std::memcmp(magic.data(), "\x89HDF\r\n\x1a\n", 8) == 0) {
+    const std::string ext = absl::AsciiStrToLower(std::filesystem::path(path).extension().string());
+    const bool netcdf_name = ext == ".nc" || ext == ".nc4" || ext == ".cdf" || ext == ".netcdf";
+    return netcdf_name ? ArrayContainer::kNetcdf : ArrayContainer::kHdf5;
+  }
+  return ArrayContainer::kNone;
 }
 
 }  // namespace ebzip

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace ebzip {
@@ -18,6 +19,13 @@ bool LooksLikeArraySource(std::string_view arg);
 // names may themselves contain ':', variable names rarely start right after
 // one.
 std::optional<size_t> ArraySourceColon(std::string_view source);
+
+// What a file's magic bytes say it is. netCDF-4 files are HDF5 files, so
+// the magic alone cannot tell them apart: a netCDF extension (.nc, .nc4,
+// .cdf, .netcdf) then says netCDF, whose library understands netCDF-4 groups
+// and dimensions.
+enum class ArrayContainer { kNone, kNetcdf, kHdf5 };
+ArrayContainer DetectArrayContainer(const std::string& path);
 
 }  // namespace ebzip
 

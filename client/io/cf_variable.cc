@@ -122,6 +122,26 @@ LoadedArray FinishLoad(const CfVariable& var, ArraySpec spec, std::vector<uint8_
   return out;
 }
 
+void DescribeLoaded(const CfVariable& var, DType dtype, VariableMetadata& metadata) {
+  if (!IsPacked(var) && var.kind != StoredKind::kInteger) return;
+  std::vector<Attribute> kept;
+  for (Attribute& a : metadata.attributes) {
+    if (a.name == "scale_factor" || a.name == "add_offset") continue;
+    const bool in_stored_units = a.name == "_FillValue" || a.name == "missing_value" ||
+                                 a.name == "valid_min" || a.name == "valid_max" ||
+                                 a.name == "valid_range";
+    if (in_stored_units && !a.numbers.empty()) {
+      for (double& v : a.numbers) {
+        v = Unpack(var, v);
+        if (dtype == DType::kFloat32) v = static_cast<float>(v);
+      }
+      a.type = dtype == DType::kFloat32 ? "float" : "double";
+    }
+    kept.push_back(std::move(a));
+  }
+  metadata.attributes = std::move(kept);
+}
+
 std::array<NumericAttributeSlot, 4> NumericAttributeSlots(CfVariable& var) {
   return {{{"_FillValue", &var.fill_value},
            {"missing_value", &var.missing_value},

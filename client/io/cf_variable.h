@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "client/io/loaded_array.h"
+#include "client/io/variable_metadata.h"
 #include "codec/types.h"
 
 namespace ebzip {
@@ -40,6 +41,12 @@ struct NumericAttributeSlot {
   std::optional<double>* value;
 };
 std::array<NumericAttributeSlot, 4> NumericAttributeSlots(CfVariable& var);
+
+// The file's description of the variable made true of the loaded values:
+// for packed or integer variables (loaded unpacked, as float) the packing
+// attributes go, and the fill and valid-range ones are unpacked into the
+// element type, as a writer of those values would store them.
+void DescribeLoaded(const CfVariable& var, DType dtype, VariableMetadata& metadata);
 
 std::string SourceLabel(std::string_view path, std::string_view variable);
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "client/io/cf_variable.h"
 #include "client/io/hdf5_handle.h"
+#include "client/io/hdf5_metadata.h"
 
 namespace ebzip {
 namespace {
@@ -192,7 +193,42 @@ absl::StatusOr<LoadedArray> LoadHdf5Dataset(std::string_view path_view,
   if (H5Dread(object.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0) {
     return absl::DataLossError(absl::StrCat("reading ", label, " failed"));
   }
-  return FinishLoad(*var, *std::move(spec), std::move(values));
+  LoadedArray loaded = FinishLoad(*var, *std::move(spec), std::move(values));
+  VariableMetadata metadata = ReadHdf5Metadata(file.get(), object.get(), name, var->type_name);
+  DescribeLoaded(*var, loaded.spec.dtype, metadata);
+  loaded.metadata = FittingMetadataDocument(std::move(metadata));
+  return loaded;
+}
+
+absl::StatusOr<std::vector<VariableSummary>> ListHdf5Datasets(std::string_view path_view) {
+  const std::string path(path_view);
+  ScopedHdf5Quiet quiet;
+  Hdf5Id file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!file.valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot open ", path, " as HDF5"));
+  }
+  std::vector<std::string> names;
+  if (H5Ovisit2(file.get(), H5_INDEX_NAME, H5_ITER_INC, CollectDataset, &names, H5O_INFO_BASIC) <
+      0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot list the datasets of ", path));
+  }
+  std::vector<VariableSummary> out;
+  for (const std::string& name : names) {
+    VariableSummary summary;
+    summary.name = name;
+    Hdf5Id dataset(H5Dopen2(file.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    if (dataset.valid()) {
+      absl::StatusOr<CfVariable> var = Inspect(dataset.get(), SourceLabel(path, name));
+      if (var.ok()) {
+        summary.type = var->type_name;
+        summary.shape = var->shape;
+        summary.loadable = LoadedSpec(*var).ok();
+      }
+      summary.dimensions = Hdf5DimensionNames(dataset.get());
+    }
+    out.push_back(std::move(summary));
+  }
+  return out;
 }
 
 }  // namespace ebzip

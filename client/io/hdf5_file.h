@@ -6,10 +6,12 @@
 #define EBZIP_CLIENT_IO_HDF5_FILE_H_
 
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/io/loaded_array.h"
+#include "client/io/variable_metadata.h"
 #include "client/io/variable_to_write.h"
 
 namespace ebzip {
@@ -17,6 +19,9 @@ namespace ebzip {
 // `dataset` is "/group/dset"; the leading '/' is optional. NotFound for a
 // missing file or dataset (the message lists the datasets there are).
 absl::StatusOr<LoadedArray> LoadHdf5Dataset(std::string_view path, std::string_view dataset);
+
+// Every dataset of the file, loadable or not, by absolute path.
+absl::StatusOr<std::vector<VariableSummary>> ListHdf5Datasets(std::string_view path);
 
 struct Hdf5WriteOptions {
   bool big_endian = false;  // store values big-endian, to test conversion on load

@@ -20,6 +20,9 @@ struct LoadedArray {
   // loaded float32 element with static_cast<float>(*fill_value) is exact.
   std::optional<double> fill_value;
   std::string description;  // e.g. "etopo5.cdf:ROSE (float, 2161x4320, units=meters)"
+  // The variable's name, dimensions and attributes as the archive's metadata
+  // document (variable_metadata.h); "" when the file's are too large to keep.
+  std::string metadata;
 };
 
 }  // namespace ebzip

@@ -16,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "client/io/cf_variable.h"
 #include "client/io/netcdf_handle.h"
+#include "client/io/netcdf_metadata.h"
 
 namespace ebzip {
 namespace {
@@ -158,6 +159,58 @@ absl::Status ReadValues(int grpid, int varid, DType type, const std::string& lab
   return absl::OkStatus();
 }
 
+// Appends the variables of `grpid` and of its subgroups, depth first, named
+// with the group path `prefix` ("" or "a/b/").
+absl::Status ListGroup(int grpid, const std::string& prefix, const std::string& path,
+                       std::vector<VariableSummary>& out) {
+  int nvars = 0;
+  if (int rc = nc_inq_varids(grpid, &nvars, nullptr); rc != NC_NOERR) {
+    return NetcdfError(rc, absl::StatusCode::kInvalidArgument, path);
+  }
+  std::vector<int> ids(static_cast<size_t>(nvars));
+  if (nvars > 0) nc_inq_varids(grpid, &nvars, ids.data());
+  for (int varid : ids) {
+    char name[NC_MAX_NAME + 1] = {};
+    nc_inq_varname(grpid, varid, name);
+    const std::string full = absl::StrCat(prefix, name);
+    VariableSummary summary;
+    summary.name = full;
+    // A variable that would not load (a malformed attribute) is listed as such.
+    absl::StatusOr<CfVariable> var = Inspect(grpid, varid, SourceLabel(path, full));
+    if (var.ok()) {
+      summary.type = var->type_name;
+      summary.shape = var->shape;
+      summary.loadable = LoadedSpec(*var).ok();
+    } else {
+      nc_type type = NC_NAT;
+      nc_inq_vartype(grpid, varid, &type);
+      summary.type = TypeName(grpid, type);
+    }
+    int ndims = 0;
+    nc_inq_varndims(grpid, varid, &ndims);
+    std::vector<int> dimids(static_cast<size_t>(ndims));
+    nc_inq_vardimid(grpid, varid, dimids.data());
+    for (int dimid : dimids) {
+      char dim[NC_MAX_NAME + 1] = {};
+      nc_inq_dimname(grpid, dimid, dim);
+      summary.dimensions.emplace_back(dim);
+    }
+    out.push_back(std::move(summary));
+  }
+  int ngroups = 0;
+  if (nc_inq_grps(grpid, &ngroups, nullptr) != NC_NOERR || ngroups == 0) return absl::OkStatus();
+  std::vector<int> groups(static_cast<size_t>(ngroups));
+  nc_inq_grps(grpid, &ngroups, groups.data());
+  for (int child : groups) {
+    char name[NC_MAX_NAME + 1] = {};
+    nc_inq_grpname(child, name);
+    if (absl::Status s = ListGroup(child, absl::StrCat(prefix, name, "/"), path, out); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<LoadedArray> LoadNetcdfVariable(std::string_view path_view,
@@ -189,7 +242,25 @@ absl::StatusOr<LoadedArray> LoadNetcdfVariable(std::string_view path_view,
   const DType read_type = ReadType(*var);
   std::vector<uint8_t> values(spec->num_elements() * DTypeSize(read_type));
   if (absl::Status s = ReadValues(*grpid, varid, read_type, label, values); !s.ok()) return s;
-  return FinishLoad(*var, *std::move(spec), std::move(values));
+  LoadedArray loaded = FinishLoad(*var, *std::move(spec), std::move(values));
+  absl::StatusOr<VariableMetadata> metadata = ReadNetcdfMetadata(file->id(), *grpid, varid, group);
+  if (!metadata.ok()) {
+    return absl::Status(metadata.status().code(),
+                        absl::StrCat(label, ": ", metadata.status().message()));
+  }
+  DescribeLoaded(*var, loaded.spec.dtype, *metadata);
+  loaded.metadata = FittingMetadataDocument(*std::move(metadata));
+  return loaded;
+}
+
+absl::StatusOr<std::vector<VariableSummary>> ListNetcdfVariables(std::string_view path_view) {
+  const std::string path(path_view);
+  absl::MutexLock lock(&NetcdfMutex());
+  absl::StatusOr<NetcdfFile> file = NetcdfFile::Open(path);
+  if (!file.ok()) return file.status();
+  std::vector<VariableSummary> out;
+  if (absl::Status s = ListGroup(file->id(), "", path, out); !s.ok()) return s;
+  return out;
 }
 
 }  // namespace ebzip

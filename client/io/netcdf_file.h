@@ -4,10 +4,12 @@
 #define EBZIP_CLIENT_IO_NETCDF_FILE_H_
 
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/io/loaded_array.h"
+#include "client/io/variable_metadata.h"
 #include "client/io/variable_to_write.h"
 
 namespace ebzip {
@@ -16,6 +18,9 @@ namespace ebzip {
 // netCDF-4 groups. NotFound for a missing file, group or variable (the
 // message lists the variables there are).
 absl::StatusOr<LoadedArray> LoadNetcdfVariable(std::string_view path, std::string_view variable);
+
+// Every variable of the file, in every group ("grp/VAR"), loadable or not.
+absl::StatusOr<std::vector<VariableSummary>> ListNetcdfVariables(std::string_view path);
 
 enum class NetcdfFormat { kClassic, k64BitOffset, kNetcdf4 };
 

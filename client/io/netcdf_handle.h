@@ -45,6 +45,9 @@ class NetcdfFile {
   // Writers close explicitly: closing flushes, and its failure matters.
   absl::Status Close();
 
+  // Gives up ownership: the caller closes the id.
+  int Release() { return std::exchange(ncid_, -1); }
+
  private:
   NetcdfFile(int ncid, std::string path) : ncid_(ncid), path_(std::move(path)) {}
 

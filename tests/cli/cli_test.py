@@ -10,7 +10,10 @@ the documented ones: 0 success, 1 failure, 2 bad usage; a failed run must
 leave neither its -o file nor any `*.partial-*` file behind. An -o that is
 a FIFO or a device gets the bytes a regular file gets and stays what it was
 (SpecialOutputTest); decompress --max_output_bytes refuses a larger array
-before the output exists (MaxOutputBytesTest).
+before the output exists (MaxOutputBytesTest). NetCDF-4/HDF5 outputs are
+read back with Debian's ncdump and h5dump (NetcdfOutputTest); compress's
+warnings are checked against the Python package's safety.py where NumPy is
+importable (SafetyWarningTest).
 """
 
 import array
@@ -1280,6 +1283,311 @@ class RegionTest(CliTestCase):
         self.ebzip("decompress", "a.ebz", "--region", "0:8,:,:", "--max_output_bytes", "16K",
                    "-o", "r.raw")
         self.assertEqual(len(self.read("r.raw")), 8 * 18 * 20 * 4)
+
+
+def tool(name):
+    """The path of a Debian tool the NetCDF output tests read files back with."""
+    for d in os.environ.get("PATH", "").split(os.pathsep) + ["/usr/bin"]:
+        candidate = os.path.join(d, name)
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise AssertionError("%s missing: install Debian's %s (scripts/install_deps.sh)" %
+                         (name, {"ncdump": "netcdf-bin", "h5dump": "hdf5-tools"}[name]))
+
+
+def ncdump_values(text, name):
+    """The values of variable `name` in `ncdump -v name` output, None for '_'."""
+    m = re.search(r"\n\s*%s\s*=(.*?);" % re.escape(name), text.split("data:", 1)[1], re.S)
+    return [None if v == "_" else float(v) for v in re.findall(r"[^\s,]+", m.group(1))]
+
+
+class NetcdfOutputTest(CliTestCase):
+    """decompress -o OUT.nc / OUT.h5 writes the variable back with its name,
+    dimensions and attributes (the archive's metadata), read back by Debian's
+    ncdump and h5dump, not by ebzip."""
+
+    REL = 1e-4
+
+    def setUp(self):
+        super().setUp()
+        self.src = os.path.join(DATA_DIR, "levitus_climatology.cdf")
+        self.assertTrue(os.path.isfile(self.src),
+                        "%s missing: install Debian's ferret-datasets" % self.src)
+        self.salt = read_cdf_variable(self.src, "SALT")
+        self.fill = self.salt.attribute_value("_FillValue")
+        fill_bits = bits_of(to_bytes([self.fill], "f"), "f")[0]
+        lo, hi = finite_range(from_bytes(self.salt.data, "f"), fill_bits,
+                              bits_of(self.salt.data, "f"))
+        self.abs_bound = self.REL * (hi - lo)
+        c = json.loads(self.ebzip("compress", "--rel", repr(self.REL), self.src + ":SALT",
+                                  "-o", "salt.ebz", "--json").stdout)
+        self.assertGreater(c["metadata_bytes"], 0)
+        self.assertEqual(c["warnings"], [])
+
+    def assert_same_floats(self, expected, printed):
+        """`printed` (9 significant digits) are exactly the float32 `expected`."""
+        self.assertEqual(len(printed), len(expected))
+        as_float32 = array.array("f", printed)
+        bad = next((i for i, (x, y) in enumerate(zip(expected, as_float32)) if x != y), None)
+        self.assertIsNone(bad, "first difference at %s" % bad)
+
+    def test_netcdf_round_trip(self):
+        out = json.loads(self.ebzip("decompress", "salt.ebz", "-o", "salt.nc", "--json").stdout)
+        self.assertEqual(out["format"], "netcdf4")
+        self.assertEqual(out["output_bytes"], os.path.getsize(self.path("salt.nc")))
+        ncdump = tool("ncdump")
+        header = subprocess.run([ncdump, "-h", self.path("salt.nc")], capture_output=True,
+                                text=True, check=True).stdout
+        # The source's header, as ncdump shows it (ncdump -h levitus_climatology.cdf).
+        for line in ["ZAXLEVITR = 20 ;", "YAXLEVITR = 180 ;", "XAXLEVITR = 360 ;",
+                     "float SALT(ZAXLEVITR, YAXLEVITR, XAXLEVITR) ;",
+                     'SALT:long_name = "SALINITY" ;', 'SALT:units = "PPT" ;',
+                     "SALT:_FillValue = -1.e+10f ;", "SALT:missing_value = -1.e+10f ;",
+                     'SALT:history = "From levitus_climatology" ;',
+                     "double XAXLEVITR(XAXLEVITR) ;", 'XAXLEVITR:units = "degrees_east" ;',
+                     'ZAXLEVITR:positive = "down" ;',
+                     ':history = "FERRET V4.45 (GUI) 22-May-97" ;']:
+            self.assertIn(line, header)
+        self.assertIn("_Format", subprocess.run(
+            [ncdump, "-hs", self.path("salt.nc")], capture_output=True, text=True,
+            check=True).stdout)
+        # Values: -p 9 prints every float32 exactly; fill points print as _.
+        dump = subprocess.run([ncdump, "-p", "9,17", "-v", "SALT,ZAXLEVITR",
+                               self.path("salt.nc")],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertEqual(ncdump_values(dump, "ZAXLEVITR")[:4], [0.0, 10.0, 20.0, 30.0])
+        values = ncdump_values(dump, "SALT")
+        self.assertEqual(len(values), 20 * 180 * 360)
+        original = from_bytes(self.salt.data, "f")
+        fills = 0
+        for x, y in zip(original, values):
+            if x == self.fill:
+                self.assertIsNone(y)
+                fills += 1
+            else:
+                self.assertIsNotNone(y)
+                self.assertLessEqual(abs(x - y), self.abs_bound)
+        self.assertGreater(fills, 0)
+        # The same values a raw decompress gives.
+        self.ebzip("decompress", "salt.ebz", "-o", "salt.raw")
+        raw = from_bytes(self.read("salt.raw"), "f")
+        self.assert_same_floats([v for v in raw if v != self.fill],
+                                [v for v in values if v is not None])
+
+    def test_hdf5_round_trip(self):
+        self.ebzip("decompress", "salt.ebz", "-o", "salt.h5")
+        h5dump = tool("h5dump")
+        header = subprocess.run([h5dump, "-H", self.path("salt.h5")], capture_output=True,
+                                text=True, check=True).stdout
+        self.assertIn('DATASET "SALT"', header)
+        self.assertIn("DATASPACE  SIMPLE { ( 20, 180, 360 ) / ( 20, 180, 360 ) }", header)
+        for attribute in ["units", "long_name", "_FillValue", "missing_value",
+                          "DIMENSION_LIST"]:
+            self.assertIn('ATTRIBUTE "%s"' % attribute, header)
+        self.assertIn('DATASET "XAXLEVITR"', header)
+        # The dimension scales, in order, and an attribute's value.
+        dims = subprocess.run([h5dump, "-a", "/SALT/DIMENSION_LIST", self.path("salt.h5")],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertEqual(re.findall(r'DATASET \d+ "?(/\w+)', dims),
+                         ["/ZAXLEVITR", "/YAXLEVITR", "/XAXLEVITR"])
+        units = subprocess.run([h5dump, "-a", "/SALT/units", self.path("salt.h5")],
+                               capture_output=True, text=True, check=True).stdout
+        self.assertIn('"PPT"', units)
+        data = subprocess.run([h5dump, "-d", "/SALT", "-y", "-w", "0", "-m", "%.9g",
+                               self.path("salt.h5")],
+                              capture_output=True, text=True, check=True).stdout
+        body = data.split("DATA {", 1)[1].split("}", 1)[0]
+        values = [float(v) for v in re.findall(r"-?[0-9][0-9.e+-]*", body)]
+        self.assertEqual(len(values), 20 * 180 * 360)
+        self.ebzip("decompress", "salt.ebz", "-o", "salt.raw")
+        self.assert_same_floats(list(from_bytes(self.read("salt.raw"), "f")), values)
+        # And back in: the HDF5 file's dataset carries the same description.
+        self.ebzip("compress", "--rel", repr(self.REL), "salt.h5:/SALT", "-o", "again.ebz")
+        meta = json.loads(self.ebzip("info", "again.ebz", "--json").stdout)["metadata"]
+        self.assertEqual(meta["name"], "SALT")
+        self.assertEqual(meta["dimensions"], ["ZAXLEVITR", "YAXLEVITR", "XAXLEVITR"])
+        self.assertEqual(meta["attributes"]["units"], {"type": "char", "value": "PPT"})
+        self.assertEqual(meta["coordinates"]["ZAXLEVITR"]["values"][:3], [0.0, 10.0, 20.0])
+
+    def test_metadata_document(self):
+        meta = json.loads(self.ebzip("info", "salt.ebz", "--json").stdout)["metadata"]
+        self.assertEqual(meta["name"], "SALT")
+        self.assertEqual(meta["type"], "float")
+        self.assertEqual(meta["dimensions"], ["ZAXLEVITR", "YAXLEVITR", "XAXLEVITR"])
+        self.assertEqual(meta["attributes"]["_FillValue"],
+                         {"type": "float", "value": [self.fill]})
+        self.assertEqual(meta["attributes"]["long_name"], {"type": "char", "value": "SALINITY"})
+        self.assertEqual(len(meta["coordinates"]["XAXLEVITR"]["values"]), 360)
+        # --nometadata stores none (and lets Lorenzo + Huffman write version 1).
+        self.ebzip("compress", "--rel", "1e-4", self.src + ":SALT", "-o", "bare.ebz",
+                   "--nometadata", "--predictor", "lorenzo", "--lossless", "huffman")
+        info = json.loads(self.ebzip("info", "bare.ebz", "--json").stdout)
+        self.assertEqual(info["format_version"], 1)
+        self.assertIsNone(info["metadata"])
+
+    def test_region_slices_the_coordinates(self):
+        self.ebzip("decompress", "salt.ebz", "--region", "2:5,10:20:3,:", "-o", "r.nc")
+        dump = subprocess.run([tool("ncdump"), "-v", "YAXLEVITR,ZAXLEVITR", self.path("r.nc")],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn("YAXLEVITR = 4 ;", dump)
+        y = read_cdf_variable(self.src, "YAXLEVITR")
+        self.assertEqual(ncdump_values(dump, "YAXLEVITR"),
+                         list(from_bytes(y.data, "d"))[10:20:3])
+        self.assertEqual(ncdump_values(dump, "ZAXLEVITR"), [20.0, 30.0, 50.0])
+
+    def test_without_metadata_defaults(self):
+        values = smooth_field(12 * 34, 3, "f")
+        self.write("in.raw", to_bytes(values, "f"))
+        self.ebzip("compress", "--type", "f32", "--shape", "12,34", "--abs", "1e-3",
+                   "--fill", "-5", "in.raw", "-o", "a.ebz")
+        self.ebzip("decompress", "a.ebz", "-o", "a.nc")
+        header = subprocess.run([tool("ncdump"), "-h", self.path("a.nc")], capture_output=True,
+                                text=True, check=True).stdout
+        self.assertIn("float data(dim0, dim1) ;", header)
+        self.assertIn("dim0 = 12 ;", header)
+        self.assertRegex(header, r"data ?:_FillValue = -5.f ;")
+        # Raw stays the default for .raw and any other name.
+        self.ebzip("decompress", "a.ebz", "-o", "a.out")
+        self.assertEqual(os.path.getsize(self.path("a.out")), 12 * 34 * 4)
+
+    def test_netcdf_output_follows_the_output_rules(self):
+        self.write("exists.nc", b"keep")
+        self.assert_failed_cleanly(self.path("exists.nc"), EXIT_FAILURE,
+                                   "decompress", "salt.ebz", "-o", "exists.nc")
+        self.ebzip("decompress", "salt.ebz", "-o", "exists.nc", "-f")
+        self.assertEqual(self.read("exists.nc")[:4], b"\x89HDF")
+        self.assertEqual(self.partials(), [])
+        # NetCDF is written by name and renamed into place: not into a FIFO
+        # (refused before it is opened, which would wait for a reader).
+        os.mkfifo(self.path("fifo.nc"))
+        proc = self.ebzip("decompress", "salt.ebz", "-o", "fifo.nc", expect=EXIT_FAILURE)
+        self.assertIn("regular file", proc.stderr)
+
+    def test_listing_variables(self):
+        for arg in [self.src, self.src + ":"]:
+            proc = self.ebzip("compress", "--rel", "1e-4", arg, "-o", "x.ebz",
+                              expect=EXIT_USAGE)
+            self.assertFalse(os.path.exists(self.path("x.ebz")))
+            self.assertIn("no variable chosen", proc.stderr)
+            lines = {l.split()[0]: l for l in proc.stderr.splitlines()[1:] if l.strip()}
+            self.assertIn("20x180x360", lines["SALT"])
+            self.assertIn("(ZAXLEVITR, YAXLEVITR, XAXLEVITR)", lines["SALT"])
+            self.assertIn("float", lines["SALT"])
+            self.assertIn("double", lines["XAXLEVITR"])
+            self.assertEqual(set(lines), {"XAXLEVITR", "YAXLEVITR", "ZAXLEVITR",
+                                          "ZAXLEVITRedges", "TEMP", "SALT"})
+        # Without -o too: the listing is what the user needs first.
+        proc = self.ebzip("compress", self.src, expect=EXIT_USAGE)
+        self.assertIn("TEMP", proc.stderr)
+        self.ebzip("decompress", "salt.ebz", "-o", "salt.h5")
+        proc = self.ebzip("compress", "salt.h5", expect=EXIT_USAGE)
+        self.assertRegex(proc.stderr, r"/SALT\s+float\s+20x180x360\s+\(ZAXLEVITR, YAXLEVITR")
+
+
+class SafetyWarningTest(CliTestCase):
+    """compress warns on stderr (and in --json's "warnings") when a REL bound
+    is set by values far off the rest, and when the archive is larger than
+    its input: the rule of the Python package's ebzip/safety.py."""
+
+    def warnings_of(self, *args):
+        proc = self.ebzip("compress", *args, "-o", "a.ebz", "-f", "--json")
+        summary = self.last_summary = json.loads(proc.stdout)
+        on_stderr = [l for l in proc.stderr.splitlines() if "warning:" in l]
+        self.assertEqual(len(on_stderr), len(summary["warnings"]), proc.stderr)
+        for line, w in zip(on_stderr, summary["warnings"]):
+            self.assertTrue(line.endswith(w["message"]))
+        return [w["kind"] for w in summary["warnings"]], summary["warnings"]
+
+    def smooth(self):
+        return smooth_field(200 * 300, 7, "f")
+
+    def test_undeclared_fill_in_salt_warns(self):
+        src = os.path.join(DATA_DIR, "levitus_climatology.cdf") + ":SALT"
+        kinds, warnings = self.warnings_of("--rel", "1e-4", "--fill", "none", src)
+        self.assertEqual(kinds, ["dominated_range"])
+        self.assertIn("-1e+10", warnings[0]["message"])
+        self.assertIn("--fill -1e+10", warnings[0]["message"])
+        # Declared (the file's _FillValue, the default) it is quiet, and an
+        # absolute bound does not depend on the range.
+        self.assertEqual(self.warnings_of("--rel", "1e-4", src)[0], [])
+        self.assertEqual(self.warnings_of("--abs", "1e-3", "--fill", "none", src)[0], [])
+        # The same array as raw, the fill undeclared.
+        salt = read_cdf_variable(src.rsplit(":", 1)[0], "SALT")
+        self.write("salt.raw", salt.data)
+        self.assertEqual(self.warnings_of("--rel", "1e-4", "--type", "f32", "--shape",
+                                          "20,180,360", "salt.raw")[0], ["dominated_range"])
+        self.assertEqual(self.warnings_of("--rel", "1e-4", "--type", "f32", "--shape",
+                                          "20,180,360", "--fill", "-1e10", "salt.raw")[0], [])
+
+    def test_one_spike_warns(self):
+        values = self.smooth()
+        values[17 * 300 + 23] = 1e30
+        self.write("spike.raw", to_bytes(values, "f"))
+        kinds, warnings = self.warnings_of("--rel", "1e-4", "--type", "f32", "--shape",
+                                           "200,300", "spike.raw")
+        self.assertEqual(kinds, ["dominated_range"])
+        self.assertIn("99.8 %", warnings[0]["message"])
+        self.assertEqual(self.warnings_of("--abs", "1e-3", "--type", "f32", "--shape",
+                                          "200,300", "spike.raw")[0], [])
+
+    def test_smooth_data_is_quiet(self):
+        self.write("smooth.raw", to_bytes(self.smooth(), "f"))
+        for bound in (["--rel", "1e-3"], ["--rel", "1e-6"], ["--abs", "1e-2"]):
+            self.assertEqual(self.warnings_of(*bound, "--type", "f32", "--shape", "200,300",
+                                              "smooth.raw")[0], [])
+        self.write("constant.raw", to_bytes([7.0] * 2500, "f"))
+        self.assertEqual(self.warnings_of("--rel", "1e-3", "--type", "f32", "--shape", "50,50",
+                                          "constant.raw")[0], [])
+
+    def test_larger_archive_warns(self):
+        rng = random.Random(5)
+        self.write("noise.raw", to_bytes([rng.gauss(0, 1) for _ in range(100000)], "f"))
+        kinds, warnings = self.warnings_of("--abs", "1e-9", "--type", "f32", "--shape",
+                                           "100000", "noise.raw")
+        self.assertEqual(kinds, ["larger_archive"])
+        self.assertIn("larger than the array (400000 bytes)", warnings[0]["message"])
+        # Text mode, and --quiet: still on stderr.
+        for extra in ([], ["-q"]):
+            proc = self.ebzip("compress", "--abs", "1e-9", "--type", "f32", "--shape", "100000",
+                              "noise.raw", "-o", "b.ebz", "-f", *extra)
+            self.assertIn("ebzip compress: warning: the archive", proc.stderr)
+            self.assertNotIn("warning", proc.stdout)
+
+    def test_the_python_package_agrees(self):
+        """The same verdict and numbers as ebzip/safety.py (skipped without
+        NumPy), on arrays near the thresholds too, where only the same sample
+        gives the same answer."""
+        try:
+            import importlib.util
+            import numpy as np
+        except ImportError:
+            self.skipTest("NumPy not available to this interpreter")
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location(
+            "ebzip_safety", os.path.join(here, "..", "..", "client", "python", "ebzip",
+                                         "safety.py"))
+        safety = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(safety)
+        rng = np.random.default_rng(11)
+        base = rng.standard_normal(300000).astype(np.float32)
+        cases = {"normal": base}
+        for count in (1, 2, 3, 30, 300, 3000):  # a few to many far values
+            x = base.copy()
+            x[rng.integers(0, x.size, count)] = 500.0
+            cases["%d far" % count] = x
+        for name, x in cases.items():
+            with self.subTest(name):
+                x.tofile(self.path("x.raw"))
+                _, warnings = self.warnings_of("--rel", "1e-4", "--type", "f32", "--shape",
+                                               str(x.size), "x.raw")
+                reason = safety.dominated_range(x, None, self.last_summary["abs_bound"] / 1e-4)
+                ours = [w["message"] for w in warnings if w["kind"] == "dominated_range"]
+                self.assertEqual(len(ours), 0 if reason is None else 1)
+                if reason is not None:
+                    # The same numbers, told to the command line's user.
+                    py = re.findall(r"[-0-9.e+]+ ", reason.split(";")[0])
+                    self.assertEqual(re.findall(r"[-0-9.e+]+ ", ours[0].split(": ", 1)[1]
+                                                .split(";")[0]), py)
 
 
 def main():

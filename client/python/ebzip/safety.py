@@ -8,7 +8,9 @@ finite values that are not the fill value. An undeclared fill (-1e10 on
 land, -9999, 1e20) or a few wild values stretch that range, and every
 ordinary value gets an error that is large against its own spread. The test
 looks at a sample of SAMPLE_SIZE elements (chosen with a fixed seed, so the
-same array always gives the same answer) against the exact range the codec
+same array always gives the same answer: SplitMix64 from 0, each output
+modulo the size, which `ebzip compress` draws too, client/cli/safety.h, so
+that both warn about the same arrays) against the exact range the codec
 used (the archive's absolute bound divided by rel):
 
   1. a repeated extreme: the sample's minimum (or maximum) occurs at least
@@ -81,12 +83,24 @@ def _spread(values: np.ndarray) -> float:
     return hi - lo if hi > lo else abs(hi)
 
 
+def _sample_indices(n: int) -> np.ndarray:
+    """SAMPLE_SIZE indices below n: SplitMix64 seeded with 0, modulo n.
+
+    The command line's sample (client/cli/safety.cc) is the same. NumPy's
+    uint64 array arithmetic wraps, as the generator needs.
+    """
+    z = np.arange(1, SAMPLE_SIZE + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return z % np.uint64(n)
+
+
 def _sample(array: np.ndarray, fill_value: Optional[float]) -> np.ndarray:
     """Up to SAMPLE_SIZE finite, non-fill elements as sorted float64."""
     flat = array.reshape(-1)
     if flat.size > SAMPLE_SIZE:
-        rng = np.random.default_rng(0)
-        flat = flat[rng.integers(0, flat.size, SAMPLE_SIZE)]
+        flat = flat[_sample_indices(flat.size)]
     s = flat.astype(np.float64)
     keep = np.isfinite(s)
     if fill_value is not None:

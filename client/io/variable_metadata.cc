@@ -1,0 +1,213 @@
+#include "client/io/variable_metadata.h"
+
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "codec/format.h"
+#include "nlohmann/json.hpp"
+
+namespace ebzip {
+namespace {
+
+// Ordered: the document lists attributes in the file's order, which is the
+// order ncdump shows and the writer restores.
+using Json = nlohmann::ordered_json;
+
+Json Number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+absl::StatusOr<double> NumberFrom(const Json& j, const std::string& where) {
+  if (j.is_number()) return j.get<double>();
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
+    if (s == "Infinity") return std::numeric_limits<double>::infinity();
+    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(where, ": expected a number, got ", j.dump()));
+}
+
+Json NumberArray(const std::vector<double>& values) {
+  Json a = Json::array();
+  for (double v : values) a.push_back(Number(v));
+  return a;
+}
+
+absl::StatusOr<std::vector<double>> NumbersFrom(const Json& j, const std::string& where) {
+  if (!j.is_array()) return absl::InvalidArgumentError(absl::StrCat(where, ": expected an array"));
+  std::vector<double> out;
+  out.reserve(j.size());
+  for (const Json& v : j) {
+    absl::StatusOr<double> d = NumberFrom(v, where);
+    if (!d.ok()) return d.status();
+    out.push_back(*d);
+  }
+  return out;
+}
+
+Json AttributesToJson(const std::vector<Attribute>& attributes) {
+  Json object = Json::object();
+  for (const Attribute& a : attributes) {
+    Json value;
+    if (a.type == "char") {
+      value = a.text;
+    } else if (a.type == "string") {
+      value = a.strings;
+    } else {
+      value = NumberArray(a.numbers);
+    }
+    object[a.name] = {{"type", a.type}, {"value", std::move(value)}};
+  }
+  return object;
+}
+
+absl::StatusOr<std::vector<Attribute>> AttributesFrom(const Json& j, const std::string& where) {
+  if (!j.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": expected an object"));
+  }
+  std::vector<Attribute> out;
+  for (const auto& [name, entry] : j.items()) {
+    const std::string at = absl::StrCat(where, ".", name);
+    if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string() ||
+        !entry.contains("value")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": expected {\"type\": ..., \"value\": ...}"));
+    }
+    Attribute a;
+    a.name = name;
+    a.type = entry["type"].get<std::string>();
+    const Json& value = entry["value"];
+    if (a.type == "char") {
+      if (!value.is_string()) return absl::InvalidArgumentError(absl::StrCat(at, ": not text"));
+      a.text = value.get<std::string>();
+    } else if (a.type == "string") {
+      if (!value.is_array()) return absl::InvalidArgumentError(absl::StrCat(at, ": not strings"));
+      for (const Json& s : value) {
+        if (!s.is_string()) return absl::InvalidArgumentError(absl::StrCat(at, ": not strings"));
+        a.strings.push_back(s.get<std::string>());
+      }
+    } else {
+      absl::StatusOr<std::vector<double>> numbers = NumbersFrom(value, at);
+      if (!numbers.ok()) return numbers.status();
+      a.numbers = *std::move(numbers);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> StringFrom(const Json& doc, const char* key) {
+  if (!doc.contains(key)) return std::string();
+  if (!doc[key].is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat("metadata: \"", key, "\" is not a string"));
+  }
+  return doc[key].get<std::string>();
+}
+
+}  // namespace
+
+std::string VariableMetadataToJson(const VariableMetadata& m) {
+  Json doc = Json::object();
+  doc["name"] = m.name;
+  if (!m.group.empty() && m.group != "/") doc["group"] = m.group;
+  if (!m.type.empty()) doc["type"] = m.type;
+  doc["dimensions"] = m.dimensions;
+  doc["attributes"] = AttributesToJson(m.attributes);
+  if (!m.global_attributes.empty())
+    doc["global_attributes"] = AttributesToJson(m.global_attributes);
+  if (!m.coordinates.empty()) {
+    Json coordinates = Json::object();
+    for (const CoordinateVariable& c : m.coordinates) {
+      coordinates[c.name] = {{"type", c.type},
+                             {"values", NumberArray(c.values)},
+                             {"attributes", AttributesToJson(c.attributes)}};
+    }
+    doc["coordinates"] = std::move(coordinates);
+  }
+  // Invalid UTF-8 (a name from a file in another encoding) becomes U+FFFD
+  // rather than failing the whole compression.
+  return doc.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string FittingMetadataDocument(VariableMetadata metadata) {
+  std::string doc = VariableMetadataToJson(metadata);
+  if (doc.size() <= format::kMaxMetadataDocument) return doc;
+  metadata.coordinates.clear();
+  doc = VariableMetadataToJson(metadata);
+  if (doc.size() <= format::kMaxMetadataDocument) return doc;
+  metadata.global_attributes.clear();
+  doc = VariableMetadataToJson(metadata);
+  return doc.size() <= format::kMaxMetadataDocument ? doc : "";
+}
+
+absl::StatusOr<VariableMetadata> ParseVariableMetadata(std::string_view json) {
+  Json doc = Json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return absl::InvalidArgumentError("metadata: not a JSON object");
+  }
+  VariableMetadata m;
+  for (auto [key, field] : {std::pair{"name", &m.name}, {"group", &m.group}, {"type", &m.type}}) {
+    absl::StatusOr<std::string> value = StringFrom(doc, key);
+    if (!value.ok()) return value.status();
+    *field = *std::move(value);
+  }
+  if (doc.contains("dimensions")) {
+    const Json& dims = doc["dimensions"];
+    if (!dims.is_array()) return absl::InvalidArgumentError("metadata: dimensions not an array");
+    for (const Json& d : dims) {
+      if (!d.is_string()) return absl::InvalidArgumentError("metadata: a dimension not a string");
+      m.dimensions.push_back(d.get<std::string>());
+    }
+  }
+  for (auto [key, field] :
+       {std::pair{"attributes", &m.attributes}, {"global_attributes", &m.global_attributes}}) {
+    if (!doc.contains(key)) continue;
+    absl::StatusOr<std::vector<Attribute>> attributes =
+        AttributesFrom(doc[key], absl::StrCat("metadata: ", key));
+    if (!attributes.ok()) return attributes.status();
+    *field = *std::move(attributes);
+  }
+  if (doc.contains("coordinates")) {
+    const Json& coordinates = doc["coordinates"];
+    if (!coordinates.is_object()) {
+      return absl::InvalidArgumentError("metadata: coordinates not an object");
+    }
+    for (const auto& [name, entry] : coordinates.items()) {
+      const std::string where = absl::StrCat("metadata: coordinates.", name);
+      if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string() ||
+          !entry.contains("values")) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": expected {\"type\": ..., \"values\": [...]}"));
+      }
+      CoordinateVariable c;
+      c.name = name;
+      c.type = entry["type"].get<std::string>();
+      absl::StatusOr<std::vector<double>> values = NumbersFrom(entry["values"], where);
+      if (!values.ok()) return values.status();
+      c.values = *std::move(values);
+      if (entry.contains("attributes")) {
+        absl::StatusOr<std::vector<Attribute>> attributes =
+            AttributesFrom(entry["attributes"], absl::StrCat(where, ".attributes"));
+        if (!attributes.ok()) return attributes.status();
+        c.attributes = *std::move(attributes);
+      }
+      m.coordinates.push_back(std::move(c));
+    }
+  }
+  return m;
+}
+
+const Attribute* FindAttribute(const std::vector<Attribute>& attributes, std::string_view name) {
+  for (const Attribute& a : attributes) {
+    if (a.name == name) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace ebzip
