@@ -48,8 +48,11 @@ void LogEvent(LogLevel level, const std::string& message, const LogFields& field
   line["time"] = absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone());
   line["level"] = LevelName(level);
   line["msg"] = message;
-  for (const auto& [key, value] : fields) {
-    std::visit([&line, &key](const auto& v) { line[key] = v; }, value.value());
+  // A named pair, not a structured binding: clang 14 (the fuzz build's)
+  // cannot capture those.
+  for (const auto& field : fields) {
+    const auto& key = field.first;
+    std::visit([&line, &key](const auto& v) { line[key] = v; }, field.second.value());
   }
   // Strings may carry what a client sent (request ids, peers, messages):
   // bytes that are not UTF-8 become U+FFFD rather than an exception.
