@@ -24,6 +24,8 @@ test_packages=(
   # and its tests use it with.
   pybind11-dev python3-dev python3-netcdf4
   python3-numcodecs python3-zarr python3-xarray python3-dask python3-distributed
+  # The HDF5 filter plugin's tests: h5py, h5dump, nccopy and ncdump.
+  python3-h5py hdf5-tools netcdf-bin
 )
 
 packages=("${build_packages[@]}")
