@@ -28,6 +28,8 @@ test_packages=(
   python3-numcodecs python3-zarr python3-xarray python3-dask python3-distributed
   # The container test (tests/deploy/container_test.py).
   podman runc debootstrap
+  # The HDF5 filter plugin's tests: h5py, h5dump, nccopy and ncdump.
+  python3-h5py hdf5-tools netcdf-bin
 )
 
 packages=("${build_packages[@]}")
