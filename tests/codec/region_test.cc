@@ -11,29 +11,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/region_slice.h"
 
 namespace ebzip {
 namespace {
 
-// The slice of a full decode, element by element: index (i_0, ..., i_n-1)
-// of the region is element (start_d + i_d * step_d) of the array.
-std::vector<uint8_t> SliceOf(const std::vector<uint8_t>& full, const std::vector<uint64_t>& shape,
-                             const Hyperslab& r, size_t elem) {
-  std::vector<uint8_t> out;
-  const size_t ndim = shape.size();
-  const uint64_t n = r.NumElements();
-  std::vector<uint64_t> idx(ndim, 0);
-  for (uint64_t k = 0; k < n; ++k) {
-    uint64_t at = 0;
-    for (size_t d = 0; d < ndim; ++d) at = at * shape[d] + r.start[d] + idx[d] * r.step[d];
-    out.insert(out.end(), full.begin() + at * elem, full.begin() + (at + 1) * elem);
-    for (size_t d = ndim; d-- > 0;) {
-      if (++idx[d] < r.count[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
+using ::ebzip::testing::SliceOf;
 
 // A smooth field with a fill value, NaN, ±Inf, -0.0 and subnormals sprinkled in.
 template <typename T>

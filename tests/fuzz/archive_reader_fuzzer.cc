@@ -28,6 +28,7 @@
 #include "codec/archive.h"
 #include "codec/region.h"
 #include "tests/fuzz/archive_checksums.h"
+#include "tests/region_slice.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
@@ -62,25 +63,6 @@ bool IsRejection(const absl::Status& s, DecoderKind kind) {
   }
 }
 
-// The slice of `full` (the whole array) that region `r` names, element by
-// element.
-std::vector<uint8_t> SliceOf(const std::vector<uint8_t>& full, const std::vector<uint64_t>& shape,
-                             const ebzip::Hyperslab& r, size_t elem) {
-  std::vector<uint8_t> out;
-  const size_t ndim = shape.size();
-  std::vector<uint64_t> idx(ndim, 0);
-  for (uint64_t k = 0; k < r.NumElements(); ++k) {
-    uint64_t at = 0;
-    for (size_t d = 0; d < ndim; ++d) at = at * shape[d] + r.start[d] + idx[d] * r.step[d];
-    out.insert(out.end(), full.begin() + at * elem, full.begin() + (at + 1) * elem);
-    for (size_t d = ndim; d-- > 0;) {
-      if (++idx[d] < r.count[d]) break;
-      idx[d] = 0;
-    }
-  }
-  return out;
-}
-
 void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
                  const std::vector<uint8_t>& full, const ebzip::Hyperslab& r) {
   const ebzip::ArraySpec spec = info.spec();
@@ -89,7 +71,8 @@ void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archi
   const absl::Status s =
       ebzip::DecompressRegion(info, archive, r, DecoderKind::kAuto, absl::MakeSpan(got));
   if (!s.ok()) Fail("a region of an accepted archive failed", s);
-  if (got != SliceOf(full, spec.shape, r, elem)) Fail("a region differs from the full decode");
+  if (got != ebzip::testing::SliceOf(full, spec.shape, r, elem))
+    Fail("a region differs from the full decode");
 }
 
 void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
