@@ -80,6 +80,16 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
     return absl::InvalidArgumentError("chunk group out of range");
   }
   if (o.frame_elements < 1) return absl::InvalidArgumentError("frame size must be positive");
+  if (o.range) {
+    if (o.mode != BoundMode::kRel) {
+      return absl::InvalidArgumentError("a value range applies to a relative bound only");
+    }
+    if (o.range->any && !(std::isfinite(o.range->min) && std::isfinite(o.range->max) &&
+                          o.range->min <= o.range->max)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a value range needs finite min <= max, got [", o.range->min, ", ", o.range->max, "]"));
+    }
+  }
   if (o.interp_order != 0 && o.interp_order != 1 && o.interp_order != 3) {
     return absl::InvalidArgumentError("interpolation order must be 1 (linear) or 3 (cubic)");
   }
@@ -121,6 +131,13 @@ ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
 
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
   return ResolveBoundFor(options.mode, options.bound, range.any, range.min, range.max);
+}
+
+ValueRange RangeFor(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                    const CompressOptions& options, const std::atomic<bool>* cancel) {
+  if (options.mode != BoundMode::kRel) return {};
+  if (options.range) return *options.range;
+  return FiniteRange(spec, data, options.fill_value, cancel);
 }
 
 uint16_t ArchiveVersion(const CompressOptions& o) {
@@ -243,8 +260,7 @@ absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<
   }
   constexpr absl::string_view kWhat = "compression";
   if (Cancelled(cancel)) return CancelledStatus(kWhat);
-  ValueRange range;
-  if (options.mode == BoundMode::kRel) range = FiniteRange(spec, data, options.fill_value, cancel);
+  const ValueRange range = RangeFor(spec, data, options, cancel);
   if (Cancelled(cancel)) return CancelledStatus(kWhat);
   auto plan = PlanArchive(spec, options, ResolveBound(options, range));
   if (!plan.ok()) return plan.status();

@@ -22,6 +22,14 @@
 
 namespace ebzip {
 
+// The extremes of the finite values that are not the fill value: what a
+// relative bound is relative to.
+struct ValueRange {
+  bool any = false;
+  double min = 0;
+  double max = 0;
+};
+
 struct CompressOptions {
   BoundMode mode = BoundMode::kAbs;
   double bound = 0;  // > 0; ABS: absolute; REL: fraction of the finite range
@@ -42,6 +50,12 @@ struct CompressOptions {
   Predictor predictor = Predictor::kAuto;
   Lossless lossless = Lossless::kAuto;
   int interp_order = 0;  // 0: chosen per frame; 1 linear, 3 cubic
+  // REL only: the range the bound is relative to, when the caller knows it,
+  // so the array is not scanned. Compressing the parts of an array apart
+  // (codec/archive_parts.h) gives each part the whole array's range; their
+  // frames are then the whole array's. A range that misses some values
+  // still bounds every value by the bound it resolves to.
+  std::optional<ValueRange> range;
   // A JSON object stored in the metadata block (version 2); empty for none.
   // It must be a JSON text (FORMAT.md §15.1); ValidateCompressOptions checks
   // only that it is braced, not that it parses.
@@ -55,19 +69,18 @@ uint16_t ArchiveVersion(const CompressOptions& options);
 // non-finite fill value, or parameters out of FORMAT.md's limits.
 absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOptions& options);
 
-// The extremes of the finite values that are not the fill value: what a
-// relative bound is relative to. Once *cancel is set the scan stops early
-// and the range is meaningless: the caller checks the flag.
-struct ValueRange {
-  bool any = false;
-  double min = 0;
-  double max = 0;
-};
+// The range of `data` a relative bound refers to. Once *cancel is set the
+// scan stops early and the range is meaningless: the caller checks the flag.
 ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
                        std::optional<double> fill_value, const std::atomic<bool>* cancel = nullptr);
 
 // ResolveBoundFor (codec/resolve_bound.h) applied to the options and range.
 ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range);
+
+// The range a relative bound of `options` refers to: options.range when
+// given, else FiniteRange's scan; nothing for an absolute bound.
+ValueRange RangeFor(const ArraySpec& spec, absl::Span<const uint8_t> data,
+                    const CompressOptions& options, const std::atomic<bool>* cancel = nullptr);
 
 // Fixed before any frame is written: the file header and each frame's
 // parameters. With it, frames can be compressed in any order or in parallel

@@ -140,7 +140,14 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     }
     item.min_key = ~0ull;
     item.max_key = 0;
-    plan.any_relative |= item.relative != 0;
+    if (item.relative && task.options.range) {
+      item.relative = 2;
+      if (task.options.range->any) {
+        item.min_key = OrderedKey(task.options.range->min);
+        item.max_key = OrderedKey(task.options.range->max);
+      }
+    }
+    plan.any_relative |= item.relative == 1;
     plan.items.push_back(item);
     format::AppendFileHeader(archive->header, &plan.file_templates);
 

@@ -24,7 +24,7 @@ __global__ void RangeKernel(const Segment* segments, uint32_t num_segments, Item
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   Item& item = items[seg.item];
-  if (!item.relative) return;  // uniform across the block
+  if (item.relative != 1) return;  // uniform across the block
   const T* x = static_cast<const T*>(seg.input);
   // The segment's tiles split its elements evenly in index order here.
   const uint64_t per_tile = (seg.geo.n + seg.tiles - 1) / seg.tiles;

@@ -103,7 +103,9 @@ struct Item {
   uint64_t capacity;       // compression: bytes available at `archive`
   uint64_t first_segment;
   uint64_t num_segments;
-  uint32_t relative;  // bound mode is REL
+  // The bound mode: 0 ABS; REL: 1 with the range reduced on the device,
+  // 2 with the caller's range (CompressOptions::range) preset in the keys.
+  uint32_t relative;
   uint32_t has_fill;
   double bound;
   uint64_t fill_bits;  // fill value's bit pattern in the element type

@@ -42,8 +42,7 @@ absl::Status Cancelled() { return absl::CancelledError("the call was cancelled")
 
 void CompressOnCpu(Work& w) {
   const absl::Span<const uint8_t> data = w.input_bytes();
-  ValueRange range;
-  if (w.options.mode == BoundMode::kRel) range = FiniteRange(w.spec, data, w.options.fill_value);
+  const ValueRange range = RangeFor(w.spec, data, w.options);
   auto plan = PlanFor(w, range);
   if (!plan.ok()) {
     w.status = plan.status();

@@ -251,8 +251,7 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const Input& in,
 }
 
 absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options, OutputFile& out) {
-  ValueRange range;
-  if (options.mode == BoundMode::kRel) range = FiniteRange(in.spec, in.bytes, options.fill_value);
+  const ValueRange range = RangeFor(in.spec, in.bytes, options);
   auto plan = PlanArchive(in.spec, options, ResolveBound(options, range));
   if (!plan.ok()) return plan.status();
   ArchiveWriter writer(*plan);
