@@ -8,7 +8,7 @@
 namespace ebzip {
 
 absl::StatusOr<CompressOptions> SlabOptions(const CompressOptions& options) {
-  if (options.mode != BoundMode::kAbs) {
+  if (options.mode != BoundMode::kAbs && !options.range) {
     return absl::FailedPreconditionError(
         "a relative bound depends on the whole array's range: slabs cannot be compressed apart");
   }

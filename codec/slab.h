@@ -19,8 +19,9 @@ namespace ebzip {
 // Options that compress frame `index` of `plan` (an absolute bound: the
 // frames of an array share one resolved bound) as a one-frame archive of
 // the slab's own shape, plan.ParamsForFrame(index) in all but first_row.
-// FAILED_PRECONDITION for a relative bound, which needs the whole array's
-// range before its first frame.
+// FAILED_PRECONDITION for a relative bound without its range
+// (CompressOptions::range), which needs the whole array before its first
+// frame.
 absl::StatusOr<CompressOptions> SlabOptions(const CompressOptions& options);
 ArraySpec SlabSpec(const ArchivePlan& plan, uint64_t index);
 

@@ -15,8 +15,10 @@ namespace {
 // Two ways through a Compress call:
 // - buffered: the whole array arrives, then one work compresses it (and may
 //   share a batched launch with other small requests). Needed for relative
-//   bounds, which depend on the whole array's range, and for one-frame arrays.
-// - streamed: with an absolute bound and more than one frame, each frame
+//   bounds, which depend on the whole array's range (unless the client gave
+//   it), and for one-frame arrays.
+// - streamed: with an absolute bound (or a relative one with its range
+//   given) and more than one frame, each frame
 //   (FORMAT.md §2) becomes a work of its own as soon as its rows arrive, and
 //   its bytes go out as soon as it and the frames before it are done. The
 //   archive is byte-identical to the buffered one; at most --stream_frames
@@ -54,8 +56,10 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (have_header_) return absl::InvalidArgumentError("a second header");
     auto parsed = ParseCompressHeader(header);
     if (!parsed.ok()) return parsed.status();
-    auto plan =
-        PlanArchive(parsed->spec, parsed->options, ResolveBound(parsed->options, ValueRange{}));
+    // The streamed path writes this plan's file header: a given range
+    // resolves the bound now.
+    auto plan = PlanArchive(parsed->spec, parsed->options,
+                            ResolveBound(parsed->options, parsed->options.range.value_or(ValueRange{})));
     if (!plan.ok()) return plan.status();
     if (absl::Status s = CheckOptionLimits(*parsed, *plan, env_.limits.min_frame_elements);
         !s.ok()) {
@@ -71,7 +75,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (absl::Status s = env_.CheckSize(Limit::kOutputBytes, bytes, "the array holds"); !s.ok()) {
       return s;
     }
-    if (options_.mode == BoundMode::kAbs && plan->frame_count() > 1) {
+    // A relative bound whose range the client gave streams too: only the
+    // range needed the whole array.
+    if ((options_.mode == BoundMode::kAbs || options_.range) && plan->frame_count() > 1) {
       return StartStreamed(*std::move(plan));
     }
     if (absl::Status s = env_.CheckSize(

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <new>
@@ -12,8 +14,10 @@
 
 #include "absl/numeric/int128.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/remote/retry.h"
+#include "codec/archive_parts.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -77,6 +81,11 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
       break;
   }
   opt->set_interp_order(static_cast<uint32_t>(o.interp_order));
+  if (o.range) {
+    opt->mutable_value_range()->set_any(o.range->any);
+    opt->mutable_value_range()->set_min(o.range->min);
+    opt->mutable_value_range()->set_max(o.range->max);
+  }
   h.set_request_id(r.request_id);
   h.set_priority(r.priority);
   return h;
@@ -167,6 +176,25 @@ struct RemoteClient::Impl {
   RemoteOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Compressor::Stub> stub;
+  // A split call's parts, one connection each; part 0 takes `stub`.
+  std::vector<std::unique_ptr<v1::Compressor::Stub>> part_stubs;
+
+  v1::Compressor::Stub& StubFor(size_t part) {
+    return part == 0 ? *stub : *part_stubs[(part - 1) % part_stubs.size()];
+  }
+
+  // How many calls an array of `bytes` in `frames` frames is split over.
+  uint64_t PartsFor(uint64_t bytes, uint64_t frames, bool in_order) const {
+    constexpr uint64_t kBytesPerAutoStream = uint64_t{128} << 20;
+    constexpr uint64_t kMaxAutoStreams = 8;
+    if (options.streams == 1 || frames < 2 || part_stubs.empty()) return 1;
+    if (in_order && bytes > PhysicalMemoryBytes() / 4) return 1;
+    const uint64_t wanted =
+        options.streams > 0
+            ? static_cast<uint64_t>(options.streams)
+            : std::min<uint64_t>(kMaxAutoStreams, std::max<uint64_t>(1, bytes / kBytesPerAutoStream));
+    return std::min(wanted, frames);
+  }
 
   // When a call, all of its attempts together, must have ended.
   absl::Time Deadline() const {
@@ -184,11 +212,12 @@ struct RemoteClient::Impl {
     if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
   }
 
-  absl::StatusOr<RemoteSummary> CompressOnce(const ArraySpec& spec, absl::Span<const uint8_t> data,
+  absl::StatusOr<RemoteSummary> CompressOnce(v1::Compressor::Stub& on, const ArraySpec& spec,
+                                             absl::Span<const uint8_t> data,
                                              const CompressOptions& codec_options,
                                              absl::Time deadline, const ByteSink& sink);
   absl::StatusOr<RemoteArrayHeader> DecompressOnce(
-      absl::Span<const uint8_t> archive,
+      v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
       absl::Time deadline);
 };
@@ -199,6 +228,10 @@ RemoteClient::~RemoteClient() = default;
 absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const RemoteOptions& o) {
   if (o.server.empty()) return absl::InvalidArgumentError("no server address given");
   if (o.message_bytes == 0) return absl::InvalidArgumentError("message size must be positive");
+  if (o.streams < 0 || o.streams > kMaxStreams) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("streams must be 0 (automatic) to ", kMaxStreams, ", got ", o.streams));
+  }
   if (o.timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the timeout must not be negative (zero: none)");
   }
@@ -226,6 +259,15 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   impl->options = o;
   impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
   impl->stub = v1::Compressor::NewStub(impl->channel);
+  // Channels of one process share connections (gRPC's global subchannel
+  // pool); a pool of its own gives each part's channel a connection of its
+  // own. They connect on their first call.
+  const int parts = o.streams == 0 ? 8 : o.streams;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  for (int i = 1; i < parts; ++i) {
+    impl->part_stubs.push_back(
+        v1::Compressor::NewStub(grpc::CreateCustomChannel(o.server, credentials, args)));
+  }
   return std::unique_ptr<RemoteClient>(new RemoteClient(std::move(impl)));
 }
 
@@ -237,11 +279,18 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
     return absl::InvalidArgumentError(
         absl::StrCat("the array has ", data.size(), " bytes; its shape needs ", spec.num_bytes()));
   }
+  // The frame count needs no bound; a plan that fails is the server's to
+  // refuse, in one call.
+  if (auto plan = PlanArchive(spec, options, ResolvedBound{1, 2});
+      plan.ok() && ValidateCompressOptions(spec, options).ok()) {
+    const uint64_t parts = impl_->PartsFor(spec.num_bytes(), plan->frame_count(), true);
+    if (parts > 1) return CompressInParts(spec, data, options, parts, sink);
+  }
   const absl::Time deadline = impl_->Deadline();
   RemoteSummary summary;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
-    auto once =
-        impl_->CompressOnce(spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
+    auto once = impl_->CompressOnce(
+        *impl_->stub, spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
           *delivered = true;
           return sink(bytes);
         });
@@ -252,14 +301,12 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
   return summary;
 }
 
-absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(const ArraySpec& spec,
-                                                               absl::Span<const uint8_t> data,
-                                                               const CompressOptions& codec_options,
-                                                               absl::Time deadline,
-                                                               const ByteSink& sink) {
+absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(
+    v1::Compressor::Stub& on, const ArraySpec& spec, absl::Span<const uint8_t> data,
+    const CompressOptions& codec_options, absl::Time deadline, const ByteSink& sink) {
   grpc::ClientContext context;
   Prepare(&context, deadline);
-  auto stream = stub->Compress(&context);
+  auto stream = on.Compress(&context);
   // The server streams an archive back while the array is still arriving
   // (absolute bounds, several frames) and stops reading when its window is
   // full: send on a thread of its own while this one reads.
@@ -346,11 +393,47 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     absl::Span<const uint8_t> archive,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
+  if (auto info = ReadArchiveInfo(archive); info.ok()) {
+    const uint64_t parts =
+        impl_->PartsFor(info->spec().num_bytes(), info->header.frame_count, true);
+    if (parts > 1) {
+      // Parts arrive at once; the sink takes bytes in order. The earliest
+      // unfinished part writes straight through, later ones are held until
+      // it is done.
+      absl::Mutex mu;
+      size_t head = 0;
+      std::vector<std::vector<uint8_t>> held(parts);
+      std::vector<bool> finished(parts, false);
+      return DecompressInParts(
+          archive, *info, parts, on_header,
+          [&](size_t part, uint64_t, absl::Span<const uint8_t> bytes) -> absl::Status {
+            absl::MutexLock lock(&mu);
+            if (part == head) return sink(bytes);
+            try {
+              held[part].insert(held[part].end(), bytes.begin(), bytes.end());
+            } catch (const std::bad_alloc&) {
+              return absl::ResourceExhaustedError("out of memory holding a part of the array");
+            }
+            return absl::OkStatus();
+          },
+          [&](size_t part) -> absl::Status {
+            absl::MutexLock lock(&mu);
+            finished[part] = true;
+            while (head < parts && finished[head]) {
+              if (++head == parts) break;
+              absl::Status s = sink(held[head]);
+              std::vector<uint8_t>().swap(held[head]);
+              if (!s.ok()) return s;
+            }
+            return absl::OkStatus();
+          });
+    }
+  }
   const absl::Time deadline = impl_->Deadline();
   RemoteArrayHeader header;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->DecompressOnce(
-        archive,
+        *impl_->stub, archive,
         [&](const RemoteArrayHeader& h) {
           *delivered = true;
           return on_header(h);
@@ -364,12 +447,12 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
 }
 
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
-    absl::Span<const uint8_t> archive,
+    v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
     absl::Time deadline) {
   grpc::ClientContext context;
   Prepare(&context, deadline);
-  auto stream = stub->Decompress(&context);
+  auto stream = on.Decompress(&context);
   // Rows come back while the archive is still arriving (archives of several
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
@@ -430,13 +513,12 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
 
 absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive) {
   DecompressedArray out;
-  auto h = Decompress(
-      archive,
-      [&](const RemoteArrayHeader& header) -> absl::Status {
+  auto h = DecompressInto(
+      archive, [&](const RemoteArrayHeader& header) -> absl::StatusOr<absl::Span<uint8_t>> {
         // Within max_output_bytes, which may still be more than this process
         // can have; the exception must not cross the call's read loop.
         try {
-          out.data.reserve(header.spec.num_bytes());
+          out.data.resize(header.spec.num_bytes());
         } catch (const std::bad_alloc&) {
           return absl::ResourceExhaustedError(
               absl::StrCat("cannot allocate ", header.spec.num_bytes(), " bytes for the array"));
@@ -444,16 +526,210 @@ absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint
           return absl::ResourceExhaustedError(absl::StrCat("an array of ", header.spec.num_bytes(),
                                                            " bytes is beyond this process"));
         }
-        return absl::OkStatus();
-      },
-      [&](absl::Span<const uint8_t> bytes) {
-        out.data.insert(out.data.end(), bytes.begin(), bytes.end());
-        return absl::OkStatus();
+        return absl::MakeSpan(out.data);
       });
   if (!h.ok()) return h.status();
   out.spec = h->spec;
   out.abs_bound = h->abs_bound;
   return out;
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::DecompressInto(absl::Span<const uint8_t> archive,
+                                                               const Destination& destination) {
+  absl::Span<uint8_t> out;
+  auto take = [&](const RemoteArrayHeader& header) -> absl::Status {
+    auto span = destination(header);
+    if (!span.ok()) return span.status();
+    if (span->size() != header.spec.num_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("the destination holds ", span->size(),
+                                                     " bytes; the array has ",
+                                                     header.spec.num_bytes()));
+    }
+    out = *span;
+    return absl::OkStatus();
+  };
+  if (auto info = ReadArchiveInfo(archive); info.ok()) {
+    const uint64_t parts =
+        impl_->PartsFor(info->spec().num_bytes(), info->header.frame_count, false);
+    if (parts > 1) {
+      const uint64_t row_bytes = info->spec().num_bytes() / info->header.shape[0];
+      const std::vector<FrameRange> ranges = SplitFrames(info->header.frame_count, parts);
+      return DecompressInParts(
+          archive, *info, parts, take,
+          [&](size_t part, uint64_t at, absl::Span<const uint8_t> bytes) {
+            const uint64_t offset = ranges[part].first * info->header.frame_rows * row_bytes + at;
+            std::memcpy(out.data() + offset, bytes.data(), bytes.size());
+            return absl::OkStatus();
+          },
+          [](size_t) { return absl::OkStatus(); });
+    }
+  }
+  uint64_t at = 0;
+  return Decompress(archive, take, [&](absl::Span<const uint8_t> bytes) {
+    std::memcpy(out.data() + at, bytes.data(), bytes.size());
+    at += bytes.size();
+    return absl::OkStatus();
+  });
+}
+
+namespace {
+
+// Runs part(i) for i in [0, n) on threads of their own; the first failure.
+// Once one part fails, `stop` is set so the others give up.
+absl::Status RunParts(size_t n, std::atomic<bool>& stop,
+                      const std::function<absl::Status(size_t)>& part) {
+  std::vector<absl::Status> status(n);
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      status[i] = part(i);
+      if (!status[i].ok()) stop = true;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  // The first part that failed of its own accord, not because another did.
+  for (const absl::Status& s : status) {
+    if (!s.ok() && !absl::IsCancelled(s)) return s;
+  }
+  for (const absl::Status& s : status) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OtherPartFailed() {
+  return absl::CancelledError("another part of the call failed");
+}
+
+}  // namespace
+
+absl::StatusOr<RemoteSummary> RemoteClient::CompressInParts(const ArraySpec& spec,
+                                                            absl::Span<const uint8_t> data,
+                                                            const CompressOptions& options,
+                                                            uint64_t parts, const ByteSink& sink) {
+  // Every part is quantized against the whole array's range.
+  const ValueRange range = RangeFor(spec, data, options);
+  auto plan = PlanArchive(spec, options, ResolveBound(options, range));
+  if (!plan.ok()) return plan.status();
+  const CompressOptions part_options = PartOptions(options, range);
+  const std::vector<FrameRange> ranges = SplitFrames(plan->frame_count(), parts);
+  const absl::Time deadline = impl_->Deadline();
+  std::vector<std::vector<uint8_t>> archives(ranges.size());
+  std::vector<RemoteSummary> summaries(ranges.size());
+  std::atomic<bool> stop{false};
+  absl::Status s = RunParts(ranges.size(), stop, [&](size_t i) {
+    const ArraySpec part = PartSpec(*plan, ranges[i]);
+    const absl::Span<const uint8_t> rows =
+        data.subspan(PartDataOffset(*plan, ranges[i]), part.num_bytes());
+    return CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) -> absl::Status {
+      archives[i].clear();
+      auto once = impl_->CompressOnce(
+          impl_->StubFor(i), part, rows, part_options, deadline,
+          [&](absl::Span<const uint8_t> bytes) -> absl::Status {
+            if (stop) return OtherPartFailed();
+            *delivered = true;
+            try {
+              archives[i].insert(archives[i].end(), bytes.begin(), bytes.end());
+            } catch (const std::bad_alloc&) {
+              return absl::ResourceExhaustedError("out of memory holding a part's archive");
+            }
+            return absl::OkStatus();
+          });
+      if (once.ok()) summaries[i] = *std::move(once);
+      return once.status();
+    });
+  });
+  if (!s.ok()) return s;
+
+  ArchiveAssembler assembler(*plan);
+  RemoteSummary summary;
+  summary.input_bytes = spec.num_bytes();
+  summary.abs_bound = plan->header.abs_bound;
+  std::vector<uint8_t> bytes = assembler.Begin();
+  for (size_t i = 0; i <= ranges.size(); ++i) {
+    if (i > 0) {
+      const RemoteSummary& p = summaries[i - 1];
+      summary.outliers += p.outliers;
+      summary.verbatim += p.verbatim;
+      summary.frames += p.frames;
+      if (summary.request_id.empty()) summary.request_id = p.request_id;
+      if (summary.backend.find(p.backend) == std::string::npos) {
+        summary.backend += summary.backend.empty() ? p.backend : "," + p.backend;
+      }
+    }
+    absl::Status added = i < ranges.size() ? assembler.AddPart(archives[i], &bytes)
+                                           : assembler.Finish(&bytes);
+    if (!added.ok()) return ProtocolError(absl::StrCat("sent a part archive that ", added.message()));
+    if (i < ranges.size()) std::vector<uint8_t>().swap(archives[i]);
+    summary.archive_bytes += bytes.size();
+    if (absl::Status sunk = sink(bytes); !sunk.ok()) return sunk;
+    bytes.clear();
+  }
+  return summary;
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::DecompressInParts(
+    absl::Span<const uint8_t> archive, const ArchiveInfo& info, uint64_t parts,
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
+    const PartWrite& write, const PartDone& done) {
+  const ArraySpec spec = info.spec();
+  if (spec.num_bytes() > impl_->options.max_output_bytes) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the archive holds an array of ", spec.num_bytes(),
+                     " bytes, more than max_output_bytes=", impl_->options.max_output_bytes,
+                     "; raise it to accept"));
+  }
+  const std::vector<FrameRange> ranges = SplitFrames(info.header.frame_count, parts);
+  const uint64_t row_bytes = spec.num_bytes() / spec.shape[0];
+  const absl::Time deadline = impl_->Deadline();
+  RemoteArrayHeader header{spec, info.header.abs_bound, ""};
+  std::vector<std::string> backends(ranges.size());
+  // The caller sees the array's header once, before any part's bytes: the
+  // parts' replies are checked against their share of it.
+  if (absl::Status s = on_header(header); !s.ok()) return s;
+  std::atomic<bool> stop{false};
+  absl::Status s = RunParts(ranges.size(), stop, [&](size_t i) -> absl::Status {
+    auto part = PartArchive(info, archive, ranges[i]);
+    if (!part.ok()) return part.status();
+    const uint64_t part_bytes =
+        std::min(ranges[i].count * info.header.frame_rows,
+                 spec.shape[0] - ranges[i].first * info.header.frame_rows) *
+        row_bytes;
+    uint64_t at = 0;
+    absl::Status called = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
+      auto once = impl_->DecompressOnce(
+          impl_->StubFor(i), *part,
+          [&](const RemoteArrayHeader& h) -> absl::Status {
+            if (h.spec.dtype != spec.dtype || h.spec.num_bytes() != part_bytes ||
+                h.abs_bound != header.abs_bound) {
+              return ProtocolError(absl::StrCat("answered part ", i, " with another array (",
+                                                h.spec.num_bytes(), " bytes, bound ",
+                                                h.abs_bound, ")"));
+            }
+            backends[i] = h.backend;
+            return absl::OkStatus();
+          },
+          [&](absl::Span<const uint8_t> bytes) -> absl::Status {
+            if (stop) return OtherPartFailed();
+            *delivered = true;
+            absl::Status w = write(i, at, bytes);
+            at += bytes.size();
+            return w;
+          },
+          deadline);
+      return once.status();
+    });
+    if (!called.ok()) return called;
+    return done(i);
+  });
+  if (!s.ok()) return s;
+  for (const std::string& b : backends) {
+    if (header.backend.find(b) == std::string::npos) {
+      header.backend += header.backend.empty() ? b : "," + b;
+    }
+  }
+  return header;
 }
 
 absl::StatusOr<v1::ServerInfo> RemoteClient::Info() {

@@ -61,6 +61,14 @@ struct RemoteOptions {
   // InfiniteDuration): no deadline.
   absl::Duration timeout = kDefaultTimeout;
   size_t message_bytes = size_t{1} << 20;  // payload per sent message
+  // Calls one array or archive of several frames is split over, by whole
+  // frames, each on a connection of its own, at once (the archive is the
+  // same bytes: codec/archive_parts.h). A connection carries a few GB/s;
+  // several carry several times that. 0: one per 128 MiB of array, at most
+  // kMaxStreams; 1: one call. While parts arrive out of order the sink
+  // forms below hold up to the array's (or archive's) bytes in memory, so
+  // they split only arrays of up to a quarter of physical memory.
+  int streams = 0;
   std::string request_id;                  // appears in the server's logs
   int priority = 0;
   // The largest array a Decompress may return or stream: a reply header
@@ -68,6 +76,8 @@ struct RemoteOptions {
   // allocated or handed to the caller.
   uint64_t max_output_bytes = PhysicalMemoryBytes();
 };
+
+inline constexpr int kMaxStreams = 16;
 
 struct RemoteSummary {
   uint64_t input_bytes = 0;
@@ -118,6 +128,14 @@ class RemoteClient {
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink);
   // The same into memory; an allocation that fails is RESOURCE_EXHAUSTED.
   absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive);
+  // The same into the caller's memory: `destination` sees the reply's
+  // header first and returns where its array goes (exactly its bytes; a
+  // NumPy array, a mapped file). The parts of a split call write their rows
+  // there at once, so nothing is copied or held twice.
+  using Destination =
+      std::function<absl::StatusOr<absl::Span<uint8_t>>(const RemoteArrayHeader&)>;
+  absl::StatusOr<RemoteArrayHeader> DecompressInto(absl::Span<const uint8_t> archive,
+                                                   const Destination& destination);
 
   absl::StatusOr<v1::ServerInfo> Info();
   // OK when the server (or `service`) reports SERVING; UNAVAILABLE with the
@@ -126,6 +144,19 @@ class RemoteClient {
 
  private:
   struct Impl;
+  // A call split into part calls by whole frames (RemoteOptions::streams).
+  // Each part's bytes go to write(part, offset in the part, bytes) as they
+  // arrive, from the part's own thread; done(part) follows its last byte.
+  using PartWrite = std::function<absl::Status(size_t, uint64_t, absl::Span<const uint8_t>)>;
+  using PartDone = std::function<absl::Status(size_t)>;
+  absl::StatusOr<RemoteSummary> CompressInParts(const ArraySpec& spec,
+                                                absl::Span<const uint8_t> data,
+                                                const CompressOptions& options, uint64_t parts,
+                                                const ByteSink& sink);
+  absl::StatusOr<RemoteArrayHeader> DecompressInParts(
+      absl::Span<const uint8_t> archive, const ArchiveInfo& info, uint64_t parts,
+      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header,
+      const PartWrite& write, const PartDone& done);
   explicit RemoteClient(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
