@@ -46,6 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/remote/remote_client.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "ebzip/v1/ebzip.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -75,6 +76,9 @@ ABSL_FLAG(int64_t, warmup, 0, "Requests made first and not measured");
 ABSL_FLAG(uint64_t, message_bytes, uint64_t{1} << 20, "Payload bytes per request message");
 ABSL_FLAG(double, timeout_s, 0, "Per-request deadline in seconds; 0: none");
 ABSL_FLAG(bool, verify, false, "Check every decompressed value against the bound");
+ABSL_FLAG(int32_t, parts, 0,
+          "Through the C++ client library, each array split over this many calls at once, each "
+          "on its own connection (RemoteOptions::streams); 0: one call per array on raw stubs");
 
 namespace {
 
@@ -223,6 +227,7 @@ struct Config {
   uint64_t message_bytes = 1 << 20;
   double timeout_s = 0;
   bool verify = false;
+  int parts = 0;  // > 0: the client library, --parts
 };
 
 // Fatal: a reply that contradicts the request (not a gRPC error).
@@ -334,6 +339,16 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
   return status;
 }
 
+void Verify(const Config& cfg, double bound, const std::string& array) {
+  const float* got = reinterpret_cast<const float*>(array.data());
+  uint64_t bad = 0;
+  for (size_t i = 0; i < cfg.field->size(); ++i) {
+    const double x = (*cfg.field)[i], y = got[i];
+    if (!(std::fabs(x - y) <= bound)) ++bad;
+  }
+  if (bad != 0) Wrong(absl::StrCat("decompress: ", bad, " values beyond the bound ", bound));
+}
+
 grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::string& archive,
                         std::string* array) {
   grpc::ClientContext ctx;
@@ -378,16 +393,60 @@ grpc::Status Decompress(Compressor::Stub& stub, const Config& cfg, const std::st
                        array->size(), " bytes received, want [", absl::StrJoin(cfg.shape, ","),
                        "] and ", bytes));
   } else if (cfg.verify) {
-    const double bound = header.abs_error_bound();
-    const float* got = reinterpret_cast<const float*>(array->data());
-    uint64_t bad = 0;
-    for (size_t i = 0; i < cfg.field->size(); ++i) {
-      const double x = (*cfg.field)[i], y = got[i];
-      if (!(std::fabs(x - y) <= bound)) ++bad;
-    }
-    if (bad != 0) Wrong(absl::StrCat("decompress: ", bad, " values beyond the bound ", bound));
+    Verify(cfg, header.abs_error_bound(), *array);
   }
   return status;
+}
+
+// The same two calls through the client library (--parts): the array split
+// over several calls, the archive assembled; decompression writes the parts
+// into one buffer the thread keeps, as a client reusing its array would.
+ebzip::CompressOptions LibraryOptions(const Config& cfg) {
+  ebzip::CompressOptions o;
+  o.mode = cfg.bound.mode() == ebzip::v1::ABS ? ebzip::BoundMode::kAbs : ebzip::BoundMode::kRel;
+  o.bound = cfg.bound.value();
+  return o;
+}
+
+grpc::Status FromAbsl(const absl::Status& s) {
+  return s.ok() ? grpc::Status::OK
+                : grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+grpc::Status LibraryCompress(ebzip::client::RemoteClient& client, const Config& cfg,
+                             std::string* archive, ebzip::v1::CompressSummary* summary) {
+  const ebzip::ArraySpec spec{ebzip::DType::kFloat32, cfg.shape};
+  const auto* data = reinterpret_cast<const uint8_t*>(cfg.field->data());
+  archive->clear();
+  auto s = client.Compress(spec, {data, spec.num_bytes()}, LibraryOptions(cfg),
+                           [&](absl::Span<const uint8_t> bytes) {
+                             archive->append(reinterpret_cast<const char*>(bytes.data()),
+                                             bytes.size());
+                             return absl::OkStatus();
+                           });
+  summary->Clear();
+  if (s.ok()) {
+    summary->set_input_bytes(s->input_bytes);
+    summary->set_archive_bytes(s->archive_bytes);
+  }
+  return FromAbsl(s.status());
+}
+
+grpc::Status LibraryDecompress(ebzip::client::RemoteClient& client, const Config& cfg,
+                               const std::string& archive, std::string* array) {
+  auto h = client.DecompressInto(
+      {reinterpret_cast<const uint8_t*>(archive.data()), archive.size()},
+      [&](const ebzip::client::RemoteArrayHeader& header)
+          -> absl::StatusOr<absl::Span<uint8_t>> {
+        array->resize(header.spec.num_bytes());  // once per thread: the buffer is kept
+        return absl::MakeSpan(reinterpret_cast<uint8_t*>(array->data()), array->size());
+      });
+  if (h.ok() && (h->spec.shape != cfg.shape || h->spec.dtype != ebzip::DType::kFloat32)) {
+    Wrong(absl::StrCat("decompress: header shape [", absl::StrJoin(h->spec.shape, ","), "]"));
+  } else if (h.ok() && cfg.verify) {
+    Verify(cfg, h->abs_bound, *array);
+  }
+  return FromAbsl(h.status());
 }
 
 // ---------------------------------------------------------------- the run
@@ -399,8 +458,10 @@ struct Phase {
 };
 
 // Runs `count` requests from `stubs.size()` threads; returns merged stats.
-Phase RunPhase(std::vector<std::unique_ptr<Compressor::Stub>>& stubs, const Config& cfg,
-               Method method, const std::string& shared_archive, int64_t count) {
+Phase RunPhase(std::vector<std::unique_ptr<Compressor::Stub>>& stubs,
+               std::vector<std::unique_ptr<ebzip::client::RemoteClient>>& clients,
+               const Config& cfg, Method method, const std::string& shared_archive,
+               int64_t count) {
   std::atomic<int64_t> next{0};
   std::vector<Phase> per(stubs.size());
   std::vector<std::thread> threads;
@@ -414,7 +475,8 @@ Phase RunPhase(std::vector<std::unique_ptr<Compressor::Stub>>& stubs, const Conf
         const absl::Time t0 = absl::Now();
         const std::string* to_decompress = &shared_archive;
         if (method != Method::kDecompress) {
-          grpc::Status st = Compress(*stubs[s], cfg, &archive, &summary);
+          grpc::Status st = cfg.parts > 0 ? LibraryCompress(*clients[s], cfg, &archive, &summary)
+                                          : Compress(*stubs[s], cfg, &archive, &summary);
           const absl::Time t1 = absl::Now();
           if (!st.ok()) {
             mine.compress.errors[CodeName(st.error_code())]++;
@@ -432,7 +494,9 @@ Phase RunPhase(std::vector<std::unique_ptr<Compressor::Stub>>& stubs, const Conf
           if (method == Method::kCompress) continue;
         }
         const absl::Time t1 = absl::Now();
-        grpc::Status st = Decompress(*stubs[s], cfg, *to_decompress, &array);
+        grpc::Status st = cfg.parts > 0
+                              ? LibraryDecompress(*clients[s], cfg, *to_decompress, &array)
+                              : Decompress(*stubs[s], cfg, *to_decompress, &array);
         const absl::Time t2 = absl::Now();
         if (!st.ok()) {
           mine.decompress.errors[CodeName(st.error_code())]++;
@@ -541,6 +605,7 @@ int main(int argc, char** argv) {
   cfg.message_bytes = absl::GetFlag(FLAGS_message_bytes);
   cfg.timeout_s = absl::GetFlag(FLAGS_timeout_s);
   cfg.verify = absl::GetFlag(FLAGS_verify);
+  cfg.parts = absl::GetFlag(FLAGS_parts);
   if (absl::GetFlag(FLAGS_abs) > 0) {
     cfg.bound.set_mode(ebzip::v1::ABS);
     cfg.bound.set_value(absl::GetFlag(FLAGS_abs));
@@ -590,6 +655,23 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<Compressor::Stub>> stubs;
   for (int s = 0; s < streams; ++s) stubs.push_back(Compressor::NewStub(chans[s % channels]));
+  std::vector<std::unique_ptr<ebzip::client::RemoteClient>> clients;
+  for (int s = 0; cfg.parts > 0 && s < streams; ++s) {
+    ebzip::client::RemoteOptions ro;
+    ro.server = server;
+    ro.streams = cfg.parts;
+    ro.token = cfg.token;
+    ro.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+    ro.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+    ro.message_bytes = cfg.message_bytes;
+    ro.timeout = cfg.timeout_s > 0 ? absl::Seconds(cfg.timeout_s) : absl::ZeroDuration();
+    auto c = ebzip::client::RemoteClient::Connect(ro);
+    if (!c.ok()) {
+      std::fprintf(stderr, "ebzip_load: %s\n", std::string(c.status().message()).c_str());
+      return 1;
+    }
+    clients.push_back(*std::move(c));
+  }
 
   std::string server_desc = "?";
   {
@@ -621,16 +703,19 @@ int main(int argc, char** argv) {
   std::printf("ebzip_load: method %s, %" PRIu64
               " B arrays (float32 [%s], %s field, made in %.1f s), "
               "bound %s %g, %d streams over %d channels, %" PRId64 " requests after %" PRId64
-              " warm-up, %" PRIu64 " B messages%s\n",
+              " warm-up, %" PRIu64 " B messages%s%s\n",
               method_name.c_str(), bytes, absl::StrJoin(cfg.shape, " x ").c_str(),
               field_name.c_str(), gen_s, cfg.bound.mode() == ebzip::v1::ABS ? "ABS" : "REL",
               cfg.bound.value(), streams, channels, requests, warmup, cfg.message_bytes,
-              cfg.verify ? ", verified" : "");
+              cfg.verify ? ", verified" : "",
+              cfg.parts > 0 ? absl::StrCat(", client library, ", cfg.parts,
+                                           " parts per array (own connections)").c_str()
+                            : "");
   std::fflush(stdout);
 
-  if (warmup > 0) RunPhase(stubs, cfg, method, shared_archive, warmup);
+  if (warmup > 0) RunPhase(stubs, clients, cfg, method, shared_archive, warmup);
   const absl::Time t0 = absl::Now();
-  Phase p = RunPhase(stubs, cfg, method, shared_archive, requests);
+  Phase p = RunPhase(stubs, clients, cfg, method, shared_archive, requests);
   const double seconds = absl::ToDoubleSeconds(absl::Now() - t0);
 
   std::printf("%-11s %9s %7s %9s %9s %8s %9s %9s %9s %9s %9s\n", "op", "requests", "errors",

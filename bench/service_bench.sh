@@ -13,6 +13,9 @@
 #   big    BIG_REQUESTS arrays of BIG_BYTES from BIG_STREAMS streams   (3 x 1 GiB, 1)
 #   mid    MID_REQUESTS arrays of MID_BYTES from MID_STREAMS streams   (8 x 256 MiB, 4)
 #   small  SMALL_REQUESTS arrays of SMALL_BYTES from SMALL_STREAMS     (10000 x 256 KiB, 32)
+# BIG_PARTS / MID_PARTS > 0 send each array through the C++ client library
+# split over that many calls, each on its own connection (ebzip_load
+# --parts; RemoteOptions::streams); 0 (the default): one call per array.
 # The defaults suit a small CPU machine; on a GPU host use e.g.
 #   BIG_REQUESTS=16 BIG_STREAMS=2 MID_REQUESTS=64 SMALL_REQUESTS=50000
 #
@@ -133,11 +136,13 @@ PYEOF
 # WORKLOAD: sets bytes, n (requests), s (streams) and warm (warm-up requests).
 workload_params() {
   case $1 in
-    big)   bytes=${BIG_BYTES:-$((1 << 30))}; n=${BIG_REQUESTS:-3}; s=${BIG_STREAMS:-1}; warm=${BIG_WARMUP:-0};;
-    mid)   bytes=${MID_BYTES:-$((256 << 20))}; n=${MID_REQUESTS:-8}; s=${MID_STREAMS:-4}; warm=${MID_WARMUP:-0};;
-    small) bytes=${SMALL_BYTES:-$((256 << 10))}; n=${SMALL_REQUESTS:-10000}; s=${SMALL_STREAMS:-32}; warm=${SMALL_WARMUP:-200};;
+    big)   bytes=${BIG_BYTES:-$((1 << 30))}; n=${BIG_REQUESTS:-3}; s=${BIG_STREAMS:-1}; warm=${BIG_WARMUP:-0}; p=${BIG_PARTS:-0};;
+    mid)   bytes=${MID_BYTES:-$((256 << 20))}; n=${MID_REQUESTS:-8}; s=${MID_STREAMS:-4}; warm=${MID_WARMUP:-0}; p=${MID_PARTS:-0};;
+    small) bytes=${SMALL_BYTES:-$((256 << 10))}; n=${SMALL_REQUESTS:-10000}; s=${SMALL_STREAMS:-32}; warm=${SMALL_WARMUP:-200}; p=0;;
     *) echo "unknown workload $1" >&2; exit 2;;
   esac
+  # Connections: one per stream, or one per part of each stream's array.
+  c=$((s * (p > 0 ? p : 1)))
 }
 
 # WORKLOAD LOAD_OUTPUT LIMITS_OUTPUT: each operation of ebzip_load's table
@@ -155,6 +160,9 @@ head = re.search(r'method \S+, (\d+) B arrays.*?(\d+) streams over (\d+) channel
 if not head:
     sys.exit(f"{workload}: no ebzip_load header to relate to the limits")
 array, streams, channels = (int(g) for g in head.groups())
+parts = re.search(r'(\d+) parts per array', load)
+if parts:  # the client library: each part on a connection of its own
+    channels = streams * int(parts.group(1))
 def of(rate, what, n, label):
     lim = limits.get((what, f"connections={n}"))
     if not lim:
@@ -213,9 +221,9 @@ if [[ $measure_limits != 0 ]]; then
   for w in $workloads; do
     workload_params "$w"
     echo
-    echo "==== limits for $w: $s x $bytes B, connections: $s (ebzip_transfer_limits)"
+    echo "==== limits for $w: $s x $bytes B, connections: $c (ebzip_transfer_limits)"
     rc=0
-    "${limits[@]}" --bytes="$((s * bytes))" --connections="$s" --measure="$measure" \
+    "${limits[@]}" --bytes="$((s * bytes))" --connections="$c" --measure="$measure" \
         "${extra_limits[@]}" > "$work/limits-$w.txt" || rc=$?
     grep -v '^limit ' "$work/limits-$w.txt" || true
     if [[ $rc != 0 ]]; then
@@ -249,7 +257,8 @@ for batching in $batchings; do
     # time, a few kB copied, lands in ebzip_load's).
     set +e
     "${load[@]}" --server "127.0.0.1:$port" --method "$method" --array_bytes "$bytes" \
-        --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" "${extra_load[@]}" |
+        --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" --parts "$p" \
+        "${extra_load[@]}" |
       tee "$work/load.out"
     rc=${PIPESTATUS[0]}
     set -e

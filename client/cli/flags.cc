@@ -45,6 +45,9 @@ constexpr FlagSpec kFlags[] = {
     {"token", 0, "T", "bearer token (default: $EBZIP_TOKEN)"},
     {"deadline", 0, "S", "seconds before a server call is abandoned; 0: none (default 300)"},
     {"timeout", 0, "S", "the same as --deadline"},
+    {"streams", 0, "N",
+     "calls a large array is split over, by whole frames, each on its own connection; "
+     "0: one per 128 MiB, up to 8 (default); 1: one call"},
 };
 
 constexpr size_t kHelpColumn = 32;

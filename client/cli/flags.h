@@ -41,6 +41,8 @@ class ParsedArgs {
   const std::vector<std::string>& positional() const { return positional_; }
   bool help() const { return help_; }
 
+  // Whether the command takes the flag (whether or not it was given).
+  bool Takes(absl::string_view name) const { return taken_.contains(name); }
   // Whether the flag was given. Asking about a flag the command does not
   // take is a bug in the command (its list and its code disagree): it aborts
   // so that the tests find it.

@@ -42,6 +42,7 @@ struct RemoteConnection {
   std::string token;
   std::optional<double> timeout_seconds;
   uint64_t max_output_bytes = 0;
+  int streams = 0;  // RemoteOptions::streams
 };
 
 // client::RemoteClient's calls, with Info's reply as plain fields.

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/remote/remote_client.h"
 
 namespace ebzip::cli {
 
@@ -31,6 +32,16 @@ absl::StatusOr<std::unique_ptr<RemoteSession>> ConnectFromFlags(const ParsedArgs
   }
   o.timeout_seconds = deadline;  // 0: none (RemoteOptions::timeout)
   o.max_output_bytes = max_output_bytes;
+  // Health makes one small call: it takes no --streams.
+  if (const std::optional<std::string> streams =
+          args.Takes("streams") ? args.OptionalValue("streams") : std::nullopt;
+      streams) {
+    if (!absl::SimpleAtoi(*streams, &o.streams) || o.streams < 0 ||
+        o.streams > client::kMaxStreams) {
+      return absl::InvalidArgumentError(absl::StrCat("bad --streams '", *streams, "': expected 0 to ",
+                                                     client::kMaxStreams));
+    }
+  }
   auto module = LoadRemoteModule();
   if (!module.ok()) return module.status();
   return (*module)->Connect(o);

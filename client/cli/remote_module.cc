@@ -53,6 +53,7 @@ class Module final : public RemoteModule {
     o.token = c.token;
     if (c.timeout_seconds) o.timeout = absl::Seconds(*c.timeout_seconds);
     o.max_output_bytes = c.max_output_bytes;
+    o.streams = c.streams;
     auto client = client::RemoteClient::Connect(o);
     if (!client.ok()) return client.status();
     return std::unique_ptr<RemoteSession>(new Session(*std::move(client)));

@@ -232,14 +232,15 @@ class SameFilesTest(RemoteTestCase):
         super().setUpClass()
         cls.server = cls.start_class_server("ebzipd", server_flags())
 
-    def raw_same_files(self, typecode, shape, bound_flag, bound, *extra, seed=7):
+    def raw_same_files(self, typecode, shape, bound_flag, bound, *extra, seed=7,
+                       remote_extra=()):
         n = math.prod(shape)
         original = with_special_values(smooth_field(n, seed, typecode), typecode)
         self.write("in.raw", original)
         args = ["--type", "f32" if typecode == "f" else "f64",
                 "--shape", ",".join(map(str, shape)), bound_flag, repr(bound), *extra, "in.raw"]
-        self.compress_both_ways(args)
-        decoded = self.decompress_both_ways()
+        self.compress_both_ways(args, remote_extra=remote_extra)
+        decoded = self.decompress_both_ways(remote_extra=remote_extra)
         # Identical files could still both be wrong: check the bound too.
         if bound_flag == "--abs":
             abs_bound = bound
@@ -323,6 +324,25 @@ class SameFilesTest(RemoteTestCase):
         self.raw_same_files("f", shape, "--abs", 1e-2, "--frame_elements", str(96 * 64 * 8),
                             seed=3)
         self.assertEqual(frame_count(self.info("remote.ebz")), 8)
+
+    def test_split_over_streams(self):
+        # --streams 3: the array goes out as three calls of whole frames on
+        # three connections, and the archive (relative bound: the range is
+        # the client's) and the array come back the same as in one call.
+        shape = (64, 96, 64)
+        since = len(self.server.events())
+        self.raw_same_files("f", shape, "--rel", 1e-4, "--frame_elements", str(96 * 64 * 8),
+                            seed=4, remote_extra=("--streams", "3"))
+        self.assertEqual(frame_count(self.info("remote.ebz")), 8)
+        finished = self.server.finished_requests(since)
+        # Compress and decompress of two archives, three calls each.
+        self.assertEqual(len(finished), 9, finished)
+        self.write("tiny.raw", bytes(16))
+        for bad in ("-1", "17", "x"):
+            proc = self.ebzip("compress", "--type", "f32", "--shape", "4", "--abs", "1",
+                              "tiny.raw", "-o", "bad.ebz", "--streams", bad, *self.remote(),
+                              expect=EXIT_USAGE)
+            self.assertIn("--streams", proc.stderr)
 
     def test_f64_rel_many_frames_non_default_options(self):
         # Every codec option must reach the server, or its archive differs.
