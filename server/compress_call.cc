@@ -134,16 +134,17 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
 
   void StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
+    block_tried_ = false;  // each frame may have a block of its own
   }
 
   // Data bytes join the budget as they arrive, and no memory is taken for
   // an array before its data does. The GPU backend's page-locked block for
-  // a small array is taken with its first bytes (a whole block: the pool's
+  // an array or a streamed frame is taken with its first bytes (a whole block: the pool's
   // memory is page-locked from the start, and held in the budget by size).
   absl::Status Keep(absl::Span<const uint8_t> bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     Work& w = *current_;
     const uint64_t need = w.spec.num_bytes();
-    if (!plan_ && !block_tried_) {
+    if (!block_tried_) {
       block_tried_ = true;
       w.input_block = env_.backend.InputBlock(need);
     }
@@ -196,12 +197,12 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
       absl::Span<const uint8_t> piece = pieces[i];
       while (!piece.empty()) {
         if (window_full()) return Defer(pieces, i, pieces[i].size() - piece.size());
-        const size_t room = current_->spec.num_bytes() - current_->input.size();
+        const size_t room = current_->spec.num_bytes() - current_->input_bytes().size();
         const size_t n = std::min(room, piece.size());
         if (absl::Status s = Keep(piece.first(n)); !s.ok()) return s;
         received_ += n;
         piece.remove_prefix(n);
-        if (current_->input.size() == current_->spec.num_bytes()) {
+        if (current_->input_bytes().size() == current_->spec.num_bytes()) {
           if (absl::Status s = SubmitCurrent(); !s.ok()) return s;
           if (++next_frame_ < plan_->frame_count()) StartFrame();
         }
@@ -335,7 +336,7 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   int priority_ = 0;
   std::shared_ptr<Work> current_;  // being filled
   uint64_t working_bytes_ = 0;     // what current_ will need when queued
-  bool block_tried_ = false;       // buffered: InputBlock asked for once
+  bool block_tried_ = false;       // InputBlock asked for once per work
   uint64_t received_ = 0;
   // Streamed only.
   std::optional<ArchivePlan> plan_;

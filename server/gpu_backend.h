@@ -54,10 +54,10 @@ inline constexpr GpuWaitName kGpuWaitNames[] = {
 struct GpuBackendOptions {
   uint64_t memory_bytes = 0;  // pool per GPU, shared by its workers; 0: 3/4 of its free memory
   uint64_t pinned_bytes = uint64_t{256} << 20;  // per worker
-  // Page-locked memory, shared by all GPUs, that arrays of up to 8 MiB are
-  // received into (to compress) and decompressed into (host_block_pool.h);
-  // 0: none, the heap.
-  uint64_t host_pool_bytes = uint64_t{256} << 20;
+  // Page-locked memory, shared by all GPUs, that arrays and streamed frames
+  // of up to 128 MiB are received into (to compress) and decompressed into
+  // (host_block_pool.h); 0: none, the heap.
+  uint64_t host_pool_bytes = uint64_t{1} << 30;
   int workers_per_gpu = 2;
   GpuWait wait = GpuWait::kYield;
   GpuFailurePolicy on_failure = GpuFailurePolicy::kRetry;

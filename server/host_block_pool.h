@@ -72,7 +72,10 @@ struct HostPoolStats {
 class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
  public:
   static constexpr uint64_t kSmallestBlock = uint64_t{64} << 10;
-  static constexpr uint64_t kLargestBlock = uint64_t{8} << 20;
+  // A whole frame of the default size (2^24 float32 elements) or of
+  // float64 fits one block, so large arrays stream through the pool frame by
+  // frame too.
+  static constexpr uint64_t kLargestBlock = uint64_t{128} << 20;
 
   // The pool carves [region, region + bytes); `release(region)` runs when
   // the pool and every block it gave out are gone.
@@ -90,7 +93,7 @@ class HostBlockPool : public std::enable_shared_from_this<HostBlockPool> {
   HostPoolStats stats() const;
 
  private:
-  static constexpr int kClasses = 8;  // 64 KiB .. 8 MiB
+  static constexpr int kClasses = 12;  // 64 KiB .. 128 MiB
   static_assert(kSmallestBlock << (kClasses - 1) == kLargestBlock);
   HostBlockPool(uint8_t* region, uint64_t bytes, std::function<void(uint8_t*)> release)
       : region_(region), bytes_(bytes), release_(std::move(release)) {}

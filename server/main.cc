@@ -62,9 +62,9 @@ ABSL_FLAG(uint64_t, gpu_memory_bytes, 0,
           "GPU backend: device memory pool per GPU in bytes (0: 3/4 of free memory)");
 ABSL_FLAG(uint64_t, gpu_pinned_bytes, uint64_t{256} << 20,
           "GPU backend: pinned host memory per GPU worker in bytes");
-ABSL_FLAG(uint64_t, gpu_host_pool_bytes, uint64_t{256} << 20,
-          "GPU backend: pinned host memory, shared by all GPUs, that arrays of up to 8 MiB are "
-          "received into (to compress) and sent from (decompressed); 0: none");
+ABSL_FLAG(uint64_t, gpu_host_pool_bytes, uint64_t{1} << 30,
+          "GPU backend: pinned host memory, shared by all GPUs, that arrays and frames of up to "
+          "128 MiB are received into (to compress) and sent from (decompressed); 0: none");
 ABSL_FLAG(int32_t, gpu_workers, 2,
           "GPU backend: workers per GPU, each with its own CUDA stream, share of the pool and "
           "pinned memory, so one's copies and host work overlap another's kernels");

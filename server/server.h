@@ -55,7 +55,7 @@ struct ServerOptions {
   // worker waits for its GPU: "yield", "block" or "spin".
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
-  uint64_t gpu_host_pool_bytes = uint64_t{256} << 20;
+  uint64_t gpu_host_pool_bytes = uint64_t{1} << 30;
   int gpu_workers = 2;
   std::string gpu_failure_policy = "retry";
   std::string gpu_wait = "yield";
