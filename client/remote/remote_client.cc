@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "client/remote/retry.h"
 #include "codec/archive_parts.h"
+#include "proto/transport_args.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -255,6 +256,7 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   // NOT_SERVING) leaves the rotation at once, before its endpoint is removed.
   args.SetServiceConfigJSON(kServiceConfig);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // CallWithRetries instead (retry.h)
+  ApplyTransportArgs([&](const char* name, int value) { args.SetInt(name, value); });
   auto impl = std::make_unique<Impl>();
   impl->options = o;
   impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
