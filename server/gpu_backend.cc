@@ -21,13 +21,6 @@ namespace {
 using gpu::runtime::AlignUp;
 using gpu::runtime::RunResult;
 
-const char* WaitName(GpuWait wait) {
-  for (const GpuWaitName& w : kGpuWaitNames) {
-    if (w.wait == wait) return w.name;
-  }
-  return "?";
-}
-
 gpu::runtime::HostWait HostWaitOf(GpuWait wait) {
   switch (wait) {
     case GpuWait::kSpin:
@@ -90,7 +83,7 @@ class GpuBackend final : public Backend {
                {{"device", g->name},
                 {"description", g->device->description()},
                 {"workers", per_gpu},
-                {"wait", WaitName(options.wait)},
+                {"wait", NameOf(kGpuWaitNames, options.wait)},
                 {"pool_bytes_per_worker", slices.front().bytes()},
                 {"pinned_bytes_per_worker", options.pinned_bytes}});
       gpus_.push_back(std::move(g));

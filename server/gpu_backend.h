@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend.h"
+#include "server/enum_names.h"
 
 namespace ebzip::server {
 
@@ -30,6 +31,9 @@ enum class GpuFailurePolicy {
   kRetry,  // runs again on another GPU (the CPU codec when none is left)
   kFail,   // finishes with UNAVAILABLE, naming the GPU; the client resends
 };
+// Their names (--gpu_failure_policy), the default first.
+inline constexpr EnumName<GpuFailurePolicy> kGpuFailurePolicyNames[] = {
+    {GpuFailurePolicy::kRetry, "retry"}, {GpuFailurePolicy::kFail, "fail"}};
 
 // How a worker waits for its GPU (cudaDeviceSchedule*). CUDA's default,
 // spinning while the process has fewer contexts than cores, keeps one core
@@ -44,11 +48,7 @@ enum class GpuWait {
   kSpin,   // polls
 };
 // Their names (--gpu_wait, the "gpu ready" log line), the default first.
-struct GpuWaitName {
-  GpuWait wait;
-  const char* name;
-};
-inline constexpr GpuWaitName kGpuWaitNames[] = {
+inline constexpr EnumName<GpuWait> kGpuWaitNames[] = {
     {GpuWait::kYield, "yield"}, {GpuWait::kBlock, "block"}, {GpuWait::kSpin, "spin"}};
 
 struct GpuBackendOptions {
