@@ -18,7 +18,6 @@
 namespace ebzip::server {
 namespace {
 
-using gpu::runtime::AlignUp;
 using gpu::runtime::RunResult;
 
 gpu::runtime::HostWait HostWaitOf(GpuWait wait) {

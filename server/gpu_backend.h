@@ -1,8 +1,11 @@
 // The GPU backend: a few scheduler workers per visible GPU (Triton's
 // instance groups), each owning a CUDA stream, a slice of the device's memory
-// pool and pinned host memory allocated once at start, so requests never
-// allocate on the device and one worker's copies and host work overlap
-// another's kernels. A batch of arrays of one dtype runs as one set of the
+// pool and pinned host memory allocated once at start (gpu/runtime/worker.h),
+// so requests never allocate on the device and one worker's copies and host
+// work overlap another's kernels. This is the adapter between the scheduler's
+// works and the runtime: it cuts batches into rounds, runs what the GPU does
+// not take on the CPU codec and applies the failure policy; it makes no CUDA
+// calls of its own. A batch of arrays of one dtype runs as one set of the
 // GPU codec's batched launches (gpu_codec.h). What the kernels do not take
 // (gpu_codec.h's UNIMPLEMENTED cases, arrays larger than a worker's pool)
 // runs on the CPU codec, which writes the same bytes. Every worker runs a

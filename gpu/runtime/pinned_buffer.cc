@@ -8,7 +8,6 @@ namespace ebzip::gpu::runtime {
 
 absl::StatusOr<PinnedBuffer> PinnedBuffer::Make(uint64_t bytes, unsigned flags) {
   PinnedBuffer b;
-  CUDA_RETURN_IF_ERROR(cudaGetDevice(&b.device_));
   void* data = nullptr;
   CUDA_RETURN_IF_ERROR(cudaHostAlloc(&data, bytes, flags));
   b.data_ = static_cast<uint8_t*>(data);
@@ -29,7 +28,6 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
     Free();
     data_ = other.data_;
     bytes_ = other.bytes_;
-    device_ = other.device_;
     other.data_ = nullptr;
     other.bytes_ = 0;
   }
@@ -38,7 +36,6 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
 
 void PinnedBuffer::Free() {
   if (data_ == nullptr) return;
-  cudaSetDevice(device_);
   cudaFreeHost(data_);
   data_ = nullptr;
   bytes_ = 0;

@@ -33,7 +33,6 @@ class PinnedBuffer {
   void Free();
   uint8_t* data_ = nullptr;
   uint64_t bytes_ = 0;
-  int device_ = 0;  // current when allocated, current again when freed
 };
 
 }  // namespace ebzip::gpu::runtime
