@@ -1,8 +1,11 @@
 // The GPU backend: a few scheduler workers per visible GPU (Triton's
 // instance groups), each owning a CUDA stream, a slice of the device's memory
-// pool and pinned host memory allocated once at start, so requests never
-// allocate on the device and one worker's copies and host work overlap
-// another's kernels. A batch of arrays of one dtype runs as one set of the
+// pool and pinned host memory allocated once at start (gpu/runtime/worker.h),
+// so requests never allocate on the device and one worker's copies and host
+// work overlap another's kernels. This is the adapter between the scheduler's
+// works and the runtime: it cuts batches into rounds, runs what the GPU does
+// not take on the CPU codec and applies the failure policy; it makes no CUDA
+// calls of its own. A batch of arrays of one dtype runs as one set of the
 // GPU codec's batched launches (gpu_codec.h). What the kernels do not take
 // (gpu_codec.h's UNIMPLEMENTED cases, arrays larger than a worker's pool)
 // runs on the CPU codec, which writes the same bytes. Every worker runs a
@@ -22,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend.h"
+#include "server/enum_names.h"
 
 namespace ebzip::server {
 
@@ -30,6 +34,9 @@ enum class GpuFailurePolicy {
   kRetry,  // runs again on another GPU (the CPU codec when none is left)
   kFail,   // finishes with UNAVAILABLE, naming the GPU; the client resends
 };
+// Their names (--gpu_failure_policy), the default first.
+inline constexpr EnumName<GpuFailurePolicy> kGpuFailurePolicyNames[] = {
+    {GpuFailurePolicy::kRetry, "retry"}, {GpuFailurePolicy::kFail, "fail"}};
 
 // How a worker waits for its GPU (cudaDeviceSchedule*). CUDA's default,
 // spinning while the process has fewer contexts than cores, keeps one core
@@ -44,11 +51,7 @@ enum class GpuWait {
   kSpin,   // polls
 };
 // Their names (--gpu_wait, the "gpu ready" log line), the default first.
-struct GpuWaitName {
-  GpuWait wait;
-  const char* name;
-};
-inline constexpr GpuWaitName kGpuWaitNames[] = {
+inline constexpr EnumName<GpuWait> kGpuWaitNames[] = {
     {GpuWait::kYield, "yield"}, {GpuWait::kBlock, "block"}, {GpuWait::kSpin, "spin"}};
 
 struct GpuBackendOptions {

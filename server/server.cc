@@ -11,7 +11,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/compressor_service.h"
 #include "server/cpu_backend.h"
-#include "server/gpu_backend.h"  // its options, checked with or without CUDA
+#include "server/gpu_backend.h"
 #include "server/listen_address.h"
 #include "server/log.h"
 #include "server/reflection.h"
@@ -47,24 +47,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
-  if (o.backend != "gpu" && o.backend != "auto" && o.backend != "cpu") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--backend must be auto, gpu or cpu, not \"", o.backend, "\""));
-  }
-  if (o.gpu_failure_policy != "retry" && o.gpu_failure_policy != "fail") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--gpu_failure_policy must be retry or fail, not \"", o.gpu_failure_policy, "\""));
-  }
-  const GpuWaitName* wait = nullptr;
-  for (const GpuWaitName& w : kGpuWaitNames) {
-    if (o.gpu_wait == w.name) wait = &w;
-  }
-  if (wait == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--gpu_wait must be yield, block or spin, not \"", o.gpu_wait, "\""));
-  }
   if (o.gpu_workers < 1) return absl::InvalidArgumentError("--gpu_workers must be at least 1");
-  if (o.backend == "cpu") return MakeCpuBackend(o.cpu_workers);
+  if (o.backend == BackendChoice::kCpu) return MakeCpuBackend(o.cpu_workers);
 #ifdef EBZIP_HAVE_GPU
   const absl::Status gpu = gpu::DeviceAvailable();
   if (gpu.ok()) {
@@ -73,20 +57,19 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const ServerOptions& o) {
     g.pinned_bytes = o.gpu_pinned_bytes;
     g.host_pool_bytes = o.gpu_host_pool_bytes;
     g.workers_per_gpu = o.gpu_workers;
-    g.on_failure =
-        o.gpu_failure_policy == "fail" ? GpuFailurePolicy::kFail : GpuFailurePolicy::kRetry;
-    g.wait = wait->wait;
+    g.on_failure = o.gpu_failure_policy;
+    g.wait = o.gpu_wait;
     g.fail_at_batch = o.gpu_fail_at_batch;
     g.fail_device = o.gpu_fail_device;
     return MakeGpuBackend(g);
   }
-  if (o.backend == "gpu") {
+  if (o.backend == BackendChoice::kGpu) {
     return absl::FailedPreconditionError(absl::StrCat("--backend gpu: ", gpu.message()));
   }
   LogEvent(LogLevel::kInfo, "no GPU visible; using the CPU backend",
            {{"why", std::string(gpu.message())}});
 #else
-  if (o.backend == "gpu") {
+  if (o.backend == BackendChoice::kGpu) {
     return absl::FailedPreconditionError(
         "--backend gpu: this ebzipd was built without CUDA (configure with nvcc present)");
   }

@@ -13,6 +13,8 @@
 #include "server/admission.h"
 #include "server/backend.h"
 #include "server/call_env.h"
+#include "server/enum_names.h"
+#include "server/gpu_backend.h"  // its options' modes, with or without CUDA
 #include "server/idle_watch.h"
 #include "server/metrics.h"
 #include "server/scheduler.h"
@@ -25,10 +27,19 @@ namespace ebzip::server {
 
 class CompressorService;
 
+// What runs the codec (--backend).
+enum class BackendChoice {
+  kAuto,  // the GPU when one is visible, else the CPU
+  kGpu,
+  kCpu,
+};
+inline constexpr EnumName<BackendChoice> kBackendNames[] = {
+    {BackendChoice::kAuto, "auto"}, {BackendChoice::kGpu, "gpu"}, {BackendChoice::kCpu, "cpu"}};
+
 struct ServerOptions {
   std::string listen = "0.0.0.0:50051";         // HOST:PORT; port 0 picks one
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no /metrics
-  std::string backend = "auto";                 // auto | gpu | cpu
+  BackendChoice backend = BackendChoice::kAuto;
   // Limits (docs/operations.md, "Limits and abuse"; call_env.h's CallLimits).
   uint64_t max_request_bytes = uint64_t{4} << 30;
   uint64_t max_queued_bytes = uint64_t{8} << 30;
@@ -51,14 +62,14 @@ struct ServerOptions {
   int cpu_workers = 2;
   // GPU backend (GpuBackendOptions): device memory pooled per GPU (0: 3/4
   // of the free memory at start), shared by its workers; pinned host memory
-  // per worker; what a failed GPU's work does: "retry" or "fail"; how a
-  // worker waits for its GPU: "yield", "block" or "spin".
+  // per worker; what a failed GPU's work does; how a worker waits for its
+  // GPU.
   uint64_t gpu_memory_bytes = 0;
   uint64_t gpu_pinned_bytes = uint64_t{256} << 20;
   uint64_t gpu_host_pool_bytes = uint64_t{1} << 30;
   int gpu_workers = 2;
-  std::string gpu_failure_policy = "retry";
-  std::string gpu_wait = "yield";
+  GpuFailurePolicy gpu_failure_policy = GpuFailurePolicy::kRetry;
+  GpuWait gpu_wait = GpuWait::kYield;
   int64_t gpu_fail_at_batch = -1;  // tests only: GpuBackendOptions::fail_at_batch
   int gpu_fail_device = -1;        // tests only: GpuBackendOptions::fail_device
   std::string tls_cert_file;       // PEM; both or neither

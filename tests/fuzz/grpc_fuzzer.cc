@@ -649,7 +649,7 @@ Fixture& TheFixture() {
     ebzip::server::ServerOptions o;
     o.listen = "127.0.0.1:0";
     o.metrics_listen = "";
-    o.backend = "cpu";
+    o.backend = ebzip::server::BackendChoice::kCpu;
     o.cpu_workers = 2;
     o.max_request_bytes = kMaxRequestBytes;
     o.max_queued_bytes = kMaxQueuedBytes;

@@ -427,7 +427,7 @@ TEST(ServerStreaming, WithTheFailPolicyTheRequestFailsWithAClearStatus) {
   if (std::string(EBZIP_TEST_BACKEND) != "gpu") GTEST_SKIP() << "a GPU backend test";
   auto options = TestServerOptions();
   options.stream_frames = 2;
-  options.gpu_failure_policy = "fail";
+  options.gpu_failure_policy = server::GpuFailurePolicy::kFail;
   options.gpu_fail_device = 0;
   options.gpu_fail_at_batch = 1;
   options.batching.enabled = false;

@@ -26,7 +26,7 @@ inline server::ServerOptions TestServerOptions() {
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "";
-  o.backend = EBZIP_TEST_BACKEND;
+  o.backend = *server::ParseEnumName("backend", server::kBackendNames, EBZIP_TEST_BACKEND);
   o.max_queued_bytes = uint64_t{2} << 30;
   o.gpu_memory_bytes = uint64_t{2} << 30;
   o.gpu_pinned_bytes = uint64_t{64} << 20;
