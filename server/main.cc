@@ -79,6 +79,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, ser
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, token, "", "Require \"authorization: Bearer TOKEN\" on every call");
 ABSL_FLAG(std::string, token_file, "", "Read the token from this file (e.g. a mounted secret)");
+ABSL_FLAG(std::string, archive_root, "",
+          "Directory a Decompress may name archives under by a relative path instead of "
+          "uploading them (no symbolic links, regular files only); empty: off");
 ABSL_FLAG(int64_t, drain_seconds, 30,
           "On SIGTERM: how long calls in progress may take to finish before being cancelled");
 ABSL_FLAG(uint32_t, message_bytes, 1 << 20, "Payload bytes per streamed response message");
@@ -105,7 +108,8 @@ std::vector<char*> ArgsWithEnvironment(int argc, char** argv, std::vector<std::s
       "drain_seconds",   "message_bytes",      "stream_frames",     "max_connection_age_seconds",
       "gpu_workers",     "gpu_failure_policy", "gpu_wait",
       "max_output_bytes", "max_ratio",         "max_calls",         "idle_timeout_seconds", "min_frame_elements",
-      "grpc_memory_bytes", "max_concurrent_streams", "keepalive_seconds", "reflection"};
+      "grpc_memory_bytes", "max_concurrent_streams", "keepalive_seconds", "reflection",
+      "archive_root"};
   // clang-format on
   for (const char* flag : kFlags) {
     const std::string var = "EBZIPD_" + absl::AsciiStrToUpper(flag);
@@ -202,6 +206,7 @@ int main(int argc, char** argv) {
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.token = Token();
+  o.archive_root = absl::GetFlag(FLAGS_archive_root);
   o.message_bytes = absl::GetFlag(FLAGS_message_bytes);
   o.stream_frames = absl::GetFlag(FLAGS_stream_frames);
   o.max_connection_age = absl::Seconds(absl::GetFlag(FLAGS_max_connection_age_seconds));

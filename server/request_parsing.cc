@@ -93,6 +93,7 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
     return absl::InvalidArgumentError("header.options.interp_order must be 0, 1 or 3");
   }
   out.options.interp_order = static_cast<int>(o.interp_order());
+  out.options.metadata = header.metadata();
   if (auto s = ValidateCompressOptions(out.spec, out.options); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
   }
