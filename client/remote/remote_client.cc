@@ -77,6 +77,7 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
       break;
   }
   opt->set_interp_order(static_cast<uint32_t>(o.interp_order));
+  h.set_metadata(o.metadata);
   h.set_request_id(r.request_id);
   h.set_priority(r.priority);
   return h;
@@ -111,6 +112,59 @@ absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p, uint64_t max_output_
                      "), more than max_output_bytes=", max_output_bytes, "; raise it to accept"));
   }
   return spec;
+}
+
+v1::DecompressOptions ToProto(const DecompressRequestOptions& o) {
+  v1::DecompressOptions p;
+  if (o.region) {
+    auto* r = p.mutable_region();
+    for (uint64_t v : o.region->start) r->add_start(v);
+    for (uint64_t v : o.region->count) r->add_count(v);
+    for (uint64_t v : o.region->step) r->add_step(v);
+  }
+  p.set_archive_path(o.archive_path);
+  p.set_header_only(o.header_only);
+  return p;
+}
+
+// A reply header to a request with options, checked against what was
+// asked: the whole array valid, and the array sent the region's (or, for
+// a path or the header alone, the whole array).
+absl::Status CheckOptionsReply(const v1::DecompressHeader& h, const DecompressRequestOptions& o,
+                               uint64_t max_output_bytes, RemoteArrayHeader* out) {
+  if (!h.has_archive_array()) {
+    return absl::FailedPreconditionError(
+        "the server ignored the request's options (region, archive path, header only): it "
+        "predates them; upgrade it, or decompress the whole uploaded archive");
+  }
+  auto whole = FromProto(h.archive_array(), std::numeric_limits<uint64_t>::max());
+  if (!whole.ok()) return whole.status();
+  out->archive_spec = *whole;
+  out->abs_bound = h.abs_error_bound();
+  out->backend = h.backend();
+  if (!o.region) {
+    if (h.array().SerializeAsString() != h.archive_array().SerializeAsString()) {
+      return ProtocolError("sent an array that is not the archive's");
+    }
+    out->spec = *whole;
+    if (!o.header_only && whole->num_bytes() > max_output_bytes) {
+      return FromProto(h.array(), max_output_bytes).status();
+    }
+    return absl::OkStatus();
+  }
+  ArraySpec region{whole->dtype, o.region->count};
+  if (h.array().dtype() != h.archive_array().dtype() ||
+      !std::equal(h.array().shape().begin(), h.array().shape().end(), region.shape.begin(),
+                  region.shape.end())) {
+    return ProtocolError("sent an array that is not the region asked for");
+  }
+  if (region.num_bytes() > max_output_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("the region holds ", region.num_bytes(),
+                                                     " bytes, more than max_output_bytes=",
+                                                     max_output_bytes, "; raise it to accept"));
+  }
+  out->spec = std::move(region);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -188,7 +242,7 @@ struct RemoteClient::Impl {
                                              const CompressOptions& codec_options,
                                              absl::Time deadline, const ByteSink& sink);
   absl::StatusOr<RemoteArrayHeader> DecompressOnce(
-      absl::Span<const uint8_t> archive,
+      absl::Span<const uint8_t> archive, const DecompressRequestOptions& request,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
       absl::Time deadline);
 };
@@ -346,11 +400,20 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     absl::Span<const uint8_t> archive,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
+  return Decompress(archive, DecompressRequestOptions(), on_header, sink);
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
+    absl::Span<const uint8_t> archive, const DecompressRequestOptions& request,
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
+  if (!request.archive_path.empty() && !archive.empty()) {
+    return absl::InvalidArgumentError("an archive path and archive bytes: send one or the other");
+  }
   const absl::Time deadline = impl_->Deadline();
   RemoteArrayHeader header;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->DecompressOnce(
-        archive,
+        archive, request,
         [&](const RemoteArrayHeader& h) {
           *delivered = true;
           return on_header(h);
@@ -364,7 +427,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
 }
 
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
-    absl::Span<const uint8_t> archive,
+    absl::Span<const uint8_t> archive, const DecompressRequestOptions& request,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
     absl::Time deadline) {
   grpc::ClientContext context;
@@ -373,14 +436,22 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   // Rows come back while the archive is still arriving (archives of several
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
-    v1::DecompressRequest request;
+    v1::DecompressRequest message;
     bool sending = true, closed = false;
+    // The options ride in the first message, with the first archive bytes
+    // or alone.
+    if (request.any()) *message.mutable_options() = ToProto(request);
+    if (archive.empty() && request.any()) {
+      closed = true;
+      sending = stream->Write(message, grpc::WriteOptions().set_last_message());
+    }
     for (size_t at = 0; sending && at < archive.size(); at += options.message_bytes) {
       const size_t n = std::min(options.message_bytes, archive.size() - at);
-      request.set_archive(archive.data() + at, n);
+      message.set_archive(archive.data() + at, n);
       closed = at + n == archive.size();  // the last message carries the half-close
       sending = stream->Write(
-          request, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
+          message, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
+      message.clear_options();
     }
     if (!closed) stream->WritesDone();
   });
@@ -394,11 +465,15 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     if (response.has_header()) {
       if (have_header) {
         local = ProtocolError("sent a second header");
+      } else if (request.any()) {
+        local = CheckOptionsReply(response.header(), request, options.max_output_bytes, &header);
+        have_header = local.ok();
+        if (local.ok()) local = on_header(header);
       } else if (auto spec = FromProto(response.header().array(), options.max_output_bytes);
                  !spec.ok()) {
         local = spec.status();
       } else {
-        header = {*spec, response.header().abs_error_bound(), response.header().backend()};
+        header = {*spec, response.header().abs_error_bound(), response.header().backend(), {}};
         have_header = true;
         local = on_header(header);
       }
@@ -407,9 +482,10 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     } else {
       const std::string& d = response.data();
       received += d.size();
-      if (received > header.spec.num_bytes()) {
+      const uint64_t expected = request.header_only ? 0 : header.spec.num_bytes();
+      if (received > expected) {
         local = ProtocolError(
-            absl::StrCat("sent more data than the header's ", header.spec.num_bytes(), " bytes"));
+            absl::StrCat("sent more data than the header's ", expected, " bytes"));
       } else {
         local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
       }
@@ -421,7 +497,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   if (!local.ok()) return local;
   if (!status.ok()) return FromGrpc(status);
   if (!have_header) return ProtocolError("ended the call without a header");
-  if (received != header.spec.num_bytes()) {
+  if (received != (request.header_only ? 0 : header.spec.num_bytes())) {
     return ProtocolError(absl::StrCat("ended the call after ", received, " bytes of a ",
                                       header.spec.num_bytes(), "-byte array"));
   }
@@ -429,14 +505,19 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
 }
 
 absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive) {
+  return Decompress(archive, DecompressRequestOptions());
+}
+
+absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive,
+                                                           const DecompressRequestOptions& request) {
   DecompressedArray out;
   auto h = Decompress(
-      archive,
+      archive, request,
       [&](const RemoteArrayHeader& header) -> absl::Status {
         // Within max_output_bytes, which may still be more than this process
         // can have; the exception must not cross the call's read loop.
         try {
-          out.data.reserve(header.spec.num_bytes());
+          out.data.reserve(request.header_only ? 0 : header.spec.num_bytes());
         } catch (const std::bad_alloc&) {
           return absl::ResourceExhaustedError(
               absl::StrCat("cannot allocate ", header.spec.num_bytes(), " bytes for the array"));
