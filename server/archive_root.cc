@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace ebzip::server {
@@ -96,8 +96,8 @@ absl::StatusOr<std::unique_ptr<ArchiveRoot>> ArchiveRoot::Open(const std::string
   if (dir.empty()) return absl::InvalidArgumentError("--archive_root: empty directory");
   UniqueFd fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (fd.get() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--archive_root ", dir, ": cannot open the directory: ", std::strerror(errno)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--archive_root ", dir, ": cannot open the directory: ", std::strerror(errno)));
   }
   const bool openat2 = resolver == Resolver::kAuto && HaveOpenat2(fd.get());
   return std::unique_ptr<ArchiveRoot>(new ArchiveRoot(dir, std::move(fd), openat2));
@@ -179,7 +179,8 @@ absl::Status ReadAt(int fd, uint64_t offset, absl::Span<uint8_t> out) {
         pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return absl::UnavailableError(absl::StrCat("cannot read the archive: ", std::strerror(errno)));
+      return absl::UnavailableError(
+          absl::StrCat("cannot read the archive: ", std::strerror(errno)));
     }
     if (n == 0) {
       return absl::DataLossError(absl::StrCat("the archive file ended at ", offset + done,

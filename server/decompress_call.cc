@@ -53,7 +53,8 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     return ReceivePayload(Payload::Of(message.archive()));
   }
 
-  absl::Status TakeOptions(const v1::DecompressOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  absl::Status TakeOptions(const v1::DecompressOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (choice_ || payload_seen_) {
       return absl::InvalidArgumentError("options are taken in the first message only");
     }
@@ -85,8 +86,8 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
         decided_ = true;
         auto header = format::ParseFileHeader(whole_->input);
         if (!header.ok()) return header.status();
-        if (absl::Status s = choice_ ? choice_->CheckFileHeader(env_, *header, 0)
-                                     : CheckFileHeader(*header);
+        if (absl::Status s =
+                choice_ ? choice_->CheckFileHeader(env_, *header, 0) : CheckFileHeader(*header);
             !s.ok()) {
           return s;
         }

@@ -29,9 +29,10 @@ absl::StatusOr<DecompressChoice> DecompressChoice::Parse(const v1::DecompressOpt
     const v1::Region& r = o.region();
     const int n = r.start_size();
     if (n < 1 || n > 4 || r.count_size() != n || (r.step_size() != 0 && r.step_size() != n)) {
-      return Invalid(absl::StrCat("region: start, count (and step, unless empty) need one entry "
-                                  "per dimension, 1 to 4; got ",
-                                  r.start_size(), ", ", r.count_size(), " and ", r.step_size()));
+      return Invalid(
+          absl::StrCat("region: start, count (and step, unless empty) need one entry "
+                       "per dimension, 1 to 4; got ",
+                       r.start_size(), ", ", r.count_size(), " and ", r.step_size()));
     }
     Hyperslab h;
     h.start.assign(r.start().begin(), r.start().end());
@@ -100,8 +101,8 @@ absl::Status DecompressChoice::CheckFileHeader(CallEnv& env, const format::FileH
     out = 0;
   } else if (region_) {
     if (absl::Status s = CheckHyperslab(*region_, h.shape); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("options.", s.message(), " (the array is ",
-                                                     ShapeToString(h.shape), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("options.", s.message(), " (the array is ", ShapeToString(h.shape), ")"));
     }
     out = SaturatingMul(region_->NumElements(), DTypeSize(h.dtype));
   }

@@ -149,8 +149,8 @@ struct Summary {
 };
 
 // What the user should hear about: the rules of safety.h.
-std::vector<Warning> WarningsFor(const Input& in,
-                                 const CompressOptions& options, const Summary& s) {
+std::vector<Warning> WarningsFor(const Input& in, const CompressOptions& options,
+                                 const Summary& s) {
   std::vector<Warning> warnings;
   if (options.mode == BoundMode::kRel) {
     if (auto reason =

@@ -193,8 +193,7 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile* archi
     }
     auto region = ParseHyperslab(args.Value("region"), whole.shape);
     if (!region.ok()) return region.status();
-    if (auto s = CheckOutputSize(name, {whole.dtype, region->Shape()}, max_output_bytes);
-        !s.ok()) {
+    if (auto s = CheckOutputSize(name, {whole.dtype, region->Shape()}, max_output_bytes); !s.ok()) {
       return s;
     }
     request.region = *std::move(region);
@@ -212,10 +211,9 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile* archi
         format::FileHeader archive_header = file_header.ok() ? *file_header : format::FileHeader{};
         archive_header.dtype = reply.spec.dtype;
         const std::string metadata = file_header.ok() ? MetadataOf(bytes, *file_header) : "";
-        auto created = ArrayOutput::Create(output, args.Switch("force"), archive_header,
-                                           request.region ? *request.region
-                                                          : WholeArray(reply.spec.shape),
-                                           metadata);
+        auto created = ArrayOutput::Create(
+            output, args.Switch("force"), archive_header,
+            request.region ? *request.region : WholeArray(reply.spec.shape), metadata);
         if (!created.ok()) return created.status();
         out.emplace(*std::move(created));
         return absl::OkStatus();
@@ -315,9 +313,9 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
   }
 
   std::optional<ArrayOutput> out;
-  auto summary = remote ? RunRemote(args, archive ? &*archive : nullptr, output,
-                                    *max_output_bytes, out)
-                        : RunLocal(args, *archive, output, *max_output_bytes, out);
+  auto summary =
+      remote ? RunRemote(args, archive ? &*archive : nullptr, output, *max_output_bytes, out)
+             : RunLocal(args, *archive, output, *max_output_bytes, out);
   if (!summary.ok()) return summary.status();
   if (!out) return absl::InternalError("the server sent no array header");
   if (auto s = out->Commit(); !s.ok()) return s;

@@ -159,9 +159,9 @@ absl::Status CheckOptionsReply(const v1::DecompressHeader& h, const DecompressRe
     return ProtocolError("sent an array that is not the region asked for");
   }
   if (region.num_bytes() > max_output_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat("the region holds ", region.num_bytes(),
-                                                     " bytes, more than max_output_bytes=",
-                                                     max_output_bytes, "; raise it to accept"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the region holds ", region.num_bytes(),
+        " bytes, more than max_output_bytes=", max_output_bytes, "; raise it to accept"));
   }
   out->spec = std::move(region);
   return absl::OkStatus();
@@ -484,8 +484,8 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
       received += d.size();
       const uint64_t expected = request.header_only ? 0 : header.spec.num_bytes();
       if (received > expected) {
-        local = ProtocolError(
-            absl::StrCat("sent more data than the header's ", expected, " bytes"));
+        local =
+            ProtocolError(absl::StrCat("sent more data than the header's ", expected, " bytes"));
       } else {
         local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
       }
@@ -508,8 +508,8 @@ absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint
   return Decompress(archive, DecompressRequestOptions());
 }
 
-absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive,
-                                                           const DecompressRequestOptions& request) {
+absl::StatusOr<DecompressedArray> RemoteClient::Decompress(
+    absl::Span<const uint8_t> archive, const DecompressRequestOptions& request) {
   DecompressedArray out;
   auto h = Decompress(
       archive, request,

@@ -64,16 +64,15 @@ class ArchiveRootTest : public ::testing::TestWithParam<Resolver> {
 };
 
 TEST_P(ArchiveRootTest, OpensRegularFilesBelowTheRoot) {
-  for (const auto& [path, text] :
-       std::vector<std::pair<std::string, std::string>>{{"top.ebz", "top"},
-                                                        {"a/b/x.ebz", "inside"}}) {
+  for (const auto& [path, text] : std::vector<std::pair<std::string, std::string>>{
+           {"top.ebz", "top"}, {"a/b/x.ebz", "inside"}}) {
     auto f = root_obj_->OpenFile(path);
     ASSERT_TRUE(f.ok()) << path << ": " << f.status();
     EXPECT_EQ(f->size, text.size());
     std::string got(f->size, '\0');
-    ASSERT_TRUE(ReadAt(f->fd.get(), 0,
-                       absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()), got.size()))
-                    .ok());
+    ASSERT_TRUE(
+        ReadAt(f->fd.get(), 0, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()), got.size()))
+            .ok());
     EXPECT_EQ(got, text);
   }
 }
@@ -83,8 +82,8 @@ TEST_P(ArchiveRootTest, MalformedPathsAreInvalid) {
        {std::string(""), std::string("/etc/passwd"), std::string("../outside/secret.ebz"),
         std::string("a/../../outside/secret.ebz"), std::string("a/b/../x.ebz"),
         std::string("a/./b/x.ebz"), std::string("./top.ebz"), std::string("a//b/x.ebz"),
-        std::string("a/b/x.ebz/"), std::string("top.ebz\0x", 9),
-        std::string(5000, 'a'), std::string(300, 'a') + "/x"}) {
+        std::string("a/b/x.ebz/"), std::string("top.ebz\0x", 9), std::string(5000, 'a'),
+        std::string(300, 'a') + "/x"}) {
     EXPECT_EQ(Code(p), absl::StatusCode::kInvalidArgument) << absl::CHexEscape(p);
   }
 }
@@ -117,9 +116,9 @@ TEST_P(ArchiveRootTest, AFileThatShrankIsDataLoss) {
   auto f = root_obj_->OpenFile("top.ebz");
   ASSERT_TRUE(f.ok());
   std::string got(10, '\0');
-  EXPECT_EQ(ReadAt(f->fd.get(), 0, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()), 10))
-                .code(),
-            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(
+      ReadAt(f->fd.get(), 0, absl::MakeSpan(reinterpret_cast<uint8_t*>(got.data()), 10)).code(),
+      absl::StatusCode::kDataLoss);
 }
 
 INSTANTIATE_TEST_SUITE_P(Resolvers, ArchiveRootTest,
@@ -131,8 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Resolvers, ArchiveRootTest,
 TEST(ArchiveRoot, TheRootMustBeADirectory) {
   EXPECT_EQ(ArchiveRoot::Open("/nonexistent/ebzip").status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ArchiveRoot::Open("/etc/hostname").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ArchiveRoot::Open("/etc/hostname").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ArchiveRoot::Open("").status().code(), absl::StatusCode::kInvalidArgument);
 }
 

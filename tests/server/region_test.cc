@@ -4,6 +4,8 @@
 // documented statuses, the feature is off unless configured, and the
 // metrics count what regions saved. Also CompressHeader.metadata: the
 // server's archive equals the local codec's with the same metadata.
+#include "codec/region.h"
+
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -13,7 +15,6 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
-#include "codec/region.h"
 #include "gtest/gtest.h"
 #include "tests/real_fields.h"
 #include "tests/region_slice.h"
@@ -37,7 +38,8 @@ class TempRoot {
   std::string Put(const std::string& name, const std::vector<uint8_t>& bytes) const {
     fs::create_directories((dir_ / name).parent_path());
     std::ofstream out(dir_ / name, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     return name;
   }
   fs::path dir() const { return dir_; }
@@ -124,7 +126,8 @@ TEST(ServerRegion, RandomRegionsOfRandomArraysEqualTheSliceOfAFullDecode) {
         ASSERT_TRUE(archive.ok()) << archive.status();
         auto full = Decompress(*archive);
         ASSERT_TRUE(full.ok());
-        const std::string path = root.Put(absl::StrCat("d", ndim, "/a", arrays++, ".ebz"), *archive);
+        const std::string path =
+            root.Put(absl::StrCat("d", ndim, "/a", arrays++, ".ebz"), *archive);
         std::vector<Hyperslab> regions = {WholeArray(shape)};
         for (int i = 0; i < 6; ++i) regions.push_back(RandomRegion(shape, rng));
         for (const Hyperslab& r : regions) {
@@ -247,11 +250,10 @@ TEST(ServerRegion, MalformedRegionsAreInvalidArguments) {
   co.bound = 1e-3;
   auto archive = Compress(a.spec, a.bytes, co);
   ASSERT_TRUE(archive.ok());
-  for (const Hyperslab& r :
-       {Slab({0, 0}, {21, 1}), Slab({20, 0}, {1, 1}), Slab({0, 29}, {1, 2}),
-        Slab({0, 0}, {1, 1}, {0, 1}), Slab({0}, {1}), Slab({0, 0, 0}, {1, 1, 1}),
-        Slab({0, 0}, {2, 11}, {1, 3}), Slab({0, 0}, {1, 1}, {1}),
-        Slab({0, ~uint64_t{0}}, {1, 2})}) {
+  for (const Hyperslab& r : {Slab({0, 0}, {21, 1}), Slab({20, 0}, {1, 1}), Slab({0, 29}, {1, 2}),
+                             Slab({0, 0}, {1, 1}, {0, 1}), Slab({0}, {1}),
+                             Slab({0, 0, 0}, {1, 1, 1}), Slab({0, 0}, {2, 11}, {1, 3}),
+                             Slab({0, 0}, {1, 1}, {1}), Slab({0, ~uint64_t{0}}, {1, 2})}) {
     EXPECT_EQ(RegionCode(*c, *archive, r), absl::StatusCode::kInvalidArgument) << r.ToString();
   }
   // A region with header_only.
@@ -323,9 +325,9 @@ TEST(ServerRegion, PathEscapesAreRefused) {
   EXPECT_EQ(code("ok.ebz"), absl::StatusCode::kOk);
   const std::string outside_rel =
       absl::StrCat("../", outside.dir().filename().string(), "/secret.ebz");
-  for (const std::string& p : {outside_rel, std::string("sub/../../x"),
-                               (outside.dir() / "secret.ebz").string(), std::string("./ok.ebz"),
-                               std::string("sub//ok.ebz"), std::string("ok.ebz\0", 7)}) {
+  for (const std::string& p :
+       {outside_rel, std::string("sub/../../x"), (outside.dir() / "secret.ebz").string(),
+        std::string("./ok.ebz"), std::string("sub//ok.ebz"), std::string("ok.ebz\0", 7)}) {
     EXPECT_EQ(code(p), absl::StatusCode::kInvalidArgument) << absl::CHexEscape(p);
   }
   for (const char* p : {"link.ebz", "out/secret.ebz", "inner_link.ebz", "sub", "fifo.ebz"}) {
