@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -23,6 +24,8 @@
 
 namespace ebzip::server {
 
+class ArchiveRoot;
+
 // What one call may do (docs/operations.md, "Limits and abuse").
 struct CallLimits {
   uint64_t max_request_bytes = uint64_t{4} << 30;   // an array or archive held whole
@@ -33,6 +36,8 @@ struct CallLimits {
   size_t message_bytes = size_t{1} << 20;           // payload per outgoing message
   size_t stream_frames = 4;                         // frames of a streamed request in flight
   std::string token;                                // empty: no authentication
+  // Where a Decompress may name archives (--archive_root); null: nowhere.
+  std::shared_ptr<const ArchiveRoot> archive_root;
 };
 
 class CallEnv {

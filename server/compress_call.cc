@@ -103,6 +103,12 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   absl::Status StartStreamed(ArchivePlan plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto slab = SlabOptions(options_);
     if (!slab.ok()) return slab.status();
+    // The metadata block is the array's file header's (writer_); a frame's
+    // bytes do not depend on it, but for the format version it may decide,
+    // and without it a slab runs on the GPU.
+    CompressOptions bare = *slab;
+    bare.metadata.clear();
+    if (ArchiveVersion(bare) == ArchiveVersion(*slab)) slab->metadata.clear();
     plan_ = std::move(plan);
     writer_.emplace(*plan_);
     slab_options_ = *std::move(slab);

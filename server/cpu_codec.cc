@@ -9,6 +9,7 @@
 #include "codec/frame_codec.h"
 #include "codec/memory_bounds.h"
 #include "codec/parallel.h"
+#include "server/region_call.h"
 
 namespace ebzip::server {
 namespace {
@@ -138,6 +139,7 @@ uint64_t CpuWorkingBytes(const Work& work) {
     if (!plan.ok()) return 0;  // refused before it could be queued
     return CompressWorkingBytes(*plan);
   }
+  if (work.region) return RegionWorkingBytes(work);
   uint64_t frame = 0;
   for (const format::FrameHeader& h : work.info->frame_headers) {
     frame = std::max(frame, DecodeFrameWorkingBytes(h));
@@ -153,6 +155,8 @@ void RunOnCpu(Work& work) {
   }
   if (work.method == Method::kCompress) {
     CompressOnCpu(work);
+  } else if (work.region) {
+    DecompressRegionOnCpu(work);
   } else {
     DecompressOnCpu(work);
   }

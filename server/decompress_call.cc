@@ -7,6 +7,7 @@
 #include "codec/memory_bounds.h"
 #include "codec/slab.h"
 #include "server/cpu_codec.h"
+#include "server/region_call.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
 
@@ -42,13 +43,35 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   }
 
  private:
-  // A DecompressRequest holds nothing but its payload, the archive's bytes.
+  // A DecompressRequest holds the archive's bytes and, in the first
+  // message only, options (region_call.h).
   absl::Status OnMessage(const v1::DecompressRequest& message) override
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (message.has_options()) {
+      if (absl::Status s = TakeOptions(message.options()); !s.ok()) return s;
+    }
     return ReceivePayload(Payload::Of(message.archive()));
   }
 
+  absl::Status TakeOptions(const v1::DecompressOptions& options)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (choice_ || payload_seen_) {
+      return absl::InvalidArgumentError("options are taken in the first message only");
+    }
+    auto choice = DecompressChoice::Parse(options, env_.limits);
+    if (!choice.ok()) return choice.status();
+    choice_ = *std::move(choice);
+    if (!choice_->by_path()) return absl::OkStatus();
+    decided_ = true;  // buffered, whatever the frames
+    return choice_->ReadArchive(env_, *whole_);
+  }
+
   absl::Status OnPayload(const Payload& data) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    payload_seen_ = true;
+    if (choice_ && choice_->by_path() && data.size() > 0) {
+      return absl::InvalidArgumentError(
+          "a request naming options.archive_path sends no archive bytes");
+    }
     if (header_) return Feed(data.pieces(), 0, 0);
     const auto& pieces = data.pieces();
     for (size_t i = 0; i < pieces.size(); ++i) {
@@ -63,8 +86,12 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
         decided_ = true;
         auto header = format::ParseFileHeader(whole_->input);
         if (!header.ok()) return header.status();
-        if (absl::Status s = CheckFileHeader(*header); !s.ok()) return s;
-        if (header->frame_count >= 2) {
+        if (absl::Status s =
+                choice_ ? choice_->CheckFileHeader(env_, *header, 0) : CheckFileHeader(*header);
+            !s.ok()) {
+          return s;
+        }
+        if (header->frame_count >= 2 && !choice_) {
           // Streamed: the rest goes to the frames, and only the frames in
           // flight are held, however large the archive.
           header_ = *std::move(header);
@@ -255,6 +282,9 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
     whole_->method = Method::kDecompress;
     whole_->priority = priority_;
     whole_->info = *std::move(info);
+    if (choice_) {
+      if (absl::Status s = choice_->Apply(*whole_); !s.ok()) return s;
+    }
     if (absl::Status s = whole_->reservation.Grow(CpuWorkingBytes(*whole_)); !s.ok()) {
       return env_.Refuse(Limit::kQueuedBytes, s);
     }
@@ -306,6 +336,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
       } else {
         *h->mutable_array() = ToProto(work->info->spec());
         h->set_abs_error_bound(work->abs_bound);
+        if (choice_) choice_->Describe(*work, env_.metrics, h);
       }
       h->set_request_id(request_id());
       h->set_backend(work->device);
@@ -342,6 +373,9 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   // header has been read.
   std::shared_ptr<Work> whole_ = std::make_shared<Work>();
   bool decided_ = false;
+  // The first message's options, when it had any: always buffered.
+  std::optional<DecompressChoice> choice_;
+  bool payload_seen_ = false;
 
   // Streamed only.
   std::optional<format::FileHeader> header_;

@@ -112,7 +112,8 @@ class GpuBackend final : public Backend {
   }
   int workers() const override { return static_cast<int>(lanes_.size()); }
   bool Compatible(const Work& a, const Work& b) const override {
-    return a.method == b.method && a.dtype() == b.dtype();
+    return a.method == b.method && a.dtype() == b.dtype() &&
+           a.region.has_value() == b.region.has_value();
   }
   bool Retired(int worker) const override { return lanes_[worker]->gpu->retired.load(); }
   HostBlock InputBlock(uint64_t bytes) const override {
@@ -131,7 +132,9 @@ class GpuBackend final : public Backend {
     StartBusy(g);
     std::vector<Work*> cpu;  // what goes to the CPU codec instead
     std::vector<std::shared_ptr<Work>> returned;
-    if (g.failed.load()) {  // the last GPU left, failed: the CPU codec does its work
+    // The last GPU left, failed, or regions (decoded on the CPU codec for
+    // now, docs/operations.md): the CPU codec does the work.
+    if (g.failed.load() || batch.front()->region) {
       for (const auto& w : batch) cpu.push_back(w.get());
     } else {
       const bool inject =

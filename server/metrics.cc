@@ -171,7 +171,18 @@ Metrics::Metrics(const std::string& version, const std::string& backend)
                  .Help("Input bytes over archive bytes of successful compressions")
                  .Register(*registry_)
                  .Add({}, prometheus::Histogram::BucketBoundaries{1, 1.5, 2, 3, 4, 5, 7, 10, 15, 20,
-                                                                  30, 50, 100, 1000})) {
+                                                                  30, 50, 100, 1000})),
+      region_requests_(prometheus::BuildCounter()
+                           .Name("ebzip_region_requests_total")
+                           .Help("Decompress calls that sent a region of the array")
+                           .Register(*registry_)
+                           .Add({})),
+      region_saved_bytes_(prometheus::BuildCounter()
+                              .Name("ebzip_region_saved_bytes_total")
+                              .Help("Array bytes region requests did not send: each whole "
+                                    "array's bytes minus its region's")
+                              .Register(*registry_)
+                              .Add({})) {
   prometheus::BuildGauge()
       .Name("ebzip_build_info")
       .Help("Constant 1, labelled with the server's version and backend")
@@ -287,5 +298,9 @@ const Metrics::DeviceSeries& Metrics::ForDevice(const std::string& device) {
 }
 void Metrics::Ratio(double ratio) { ratio_.Observe(ratio); }
 void Metrics::LimitHit(Limit limit) { limit_hits_[static_cast<size_t>(limit)]->Increment(); }
+void Metrics::RegionSent(uint64_t array_bytes, uint64_t region_bytes) {
+  region_requests_.Increment();
+  region_saved_bytes_.Increment(static_cast<double>(array_bytes - region_bytes));
+}
 
 }  // namespace ebzip::server

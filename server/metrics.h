@@ -64,6 +64,9 @@ class Metrics {
   void Ratio(double ratio);
   // A request refused or ended by `limit`.
   void LimitHit(Limit limit);
+  // A Decompress that sent a region of `region_bytes` of an array of
+  // `array_bytes`.
+  void RegionSent(uint64_t array_bytes, uint64_t region_bytes);
 
  private:
   class StateCollector;
@@ -81,6 +84,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& batch_requests_;
   prometheus::Family<prometheus::Histogram>& batch_bytes_;
   prometheus::Histogram& ratio_;
+  prometheus::Counter& region_requests_;
+  prometheus::Counter& region_saved_bytes_;
   std::array<prometheus::Counter*, kAllLimits.size()> limit_hits_{};
 
   // The series each request updates, looked up once: a family's Add builds a

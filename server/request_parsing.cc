@@ -97,6 +97,7 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
     out.options.range = ValueRange{o.value_range().any(), o.value_range().min(),
                                    o.value_range().max()};
   }
+  out.options.metadata = header.metadata();
   if (auto s = ValidateCompressOptions(out.spec, out.options); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("header: ", s.message()));
   }

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "server/archive_root.h"
 #include "server/compressor_service.h"
 #include "server/cpu_backend.h"
 #include "server/gpu_backend.h"
@@ -92,6 +93,12 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
       return st;
     }
   }
+  std::shared_ptr<const ArchiveRoot> archive_root;
+  if (!o.archive_root.empty()) {
+    auto root = ArchiveRoot::Open(o.archive_root);
+    if (!root.ok()) return root.status();
+    archive_root = *std::move(root);
+  }
   std::unique_ptr<EbzipServer> s(new EbzipServer());
   auto backend = MakeBackend(o);
   if (!backend.ok()) return backend.status();
@@ -108,6 +115,7 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   limits.message_bytes = o.message_bytes;
   limits.stream_frames = o.stream_frames;
   limits.token = o.token;
+  limits.archive_root = std::move(archive_root);
   s->idle_watch_ = std::make_unique<IdleWatch>(o.idle_timeout);
   s->env_ = std::make_unique<CallEnv>(*s->scheduler_, *s->admission_, *s->metrics_, *s->backend_,
                                       *s->idle_watch_, limits);

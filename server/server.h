@@ -75,6 +75,9 @@ struct ServerOptions {
   std::string tls_cert_file;       // PEM; both or neither
   std::string tls_key_file;
   std::string token;  // bearer token; empty: none required
+  // A directory Decompress may name archives under (archive_root.h);
+  // empty: requests must upload theirs.
+  std::string archive_root;
   size_t message_bytes = size_t{1} << 20;
   // Frames of one streamed Compress (absolute bound, several frames) queued
   // or unsent at once: its memory bound.

@@ -69,6 +69,9 @@ ABSL_FLAG(std::string, tls_cert, "", "PEM certificate chain; with --tls_key, ser
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls_cert");
 ABSL_FLAG(std::string, token, "", "Require \"authorization: Bearer TOKEN\" on every call");
 ABSL_FLAG(std::string, token_file, "", "Read the token from this file (e.g. a mounted secret)");
+ABSL_FLAG(std::string, archive_root, "",
+          "Directory a Decompress may name archives under by a relative path instead of "
+          "uploading them (no symbolic links, regular files only); empty: off");
 ABSL_FLAG(int64_t, drain_seconds, 30,
           "On SIGTERM: how long calls in progress may take to finish before being cancelled");
 ABSL_FLAG(uint32_t, message_bytes, 1 << 20, "Payload bytes per streamed response message");
@@ -146,6 +149,7 @@ absl::StatusOr<DaemonConfig> DaemonConfigFromFlags() {
   o.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   o.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   o.token = absl::GetFlag(FLAGS_token);
+  o.archive_root = absl::GetFlag(FLAGS_archive_root);
   c.token_file = absl::GetFlag(FLAGS_token_file);
   o.message_bytes = absl::GetFlag(FLAGS_message_bytes);
   o.stream_frames = absl::GetFlag(FLAGS_stream_frames);

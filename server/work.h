@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 #include "codec/types.h"
 #include "server/admission.h"
 #include "server/host_block_pool.h"
@@ -46,6 +47,12 @@ struct Work {
   absl::Span<const uint8_t> input_bytes() const {
     return input_block ? input_block.bytes() : absl::Span<const uint8_t>(input);
   }
+  // Decompress of part of the archive (server/region_call.h): only the
+  // region's values, in its C order; with header_only an empty region, and
+  // the reply is the header alone. The CPU codec decodes these on every
+  // backend.
+  std::optional<Hyperslab> region;
+  bool header_only = false;
 
   // Host bytes this work holds against the budget: its input as it arrived,
   // then (once queued) the codec's working memory, then its output

@@ -29,11 +29,13 @@ const std::vector<Command>& Commands() {
               "subsequence_bits", "gap_array", "metadata", "streams"},
              kRemoteFlags}),
        CompressCommand},
-      {"decompress", "decompress IN.ebz [--region 10:20,:,100:260] -o OUT.raw|OUT.nc|OUT.h5",
+      {"decompress",
+       "decompress IN.ebz [--region 10:20,:,100:260] -o OUT.raw|OUT.nc|OUT.h5\n"
+       "       ebzip decompress --server HOST:PORT --remote_path DIR/NAME.ebz [--region R] -o OUT",
        "decompress an archive, or a region of it, into a raw little-endian array, or a "
        "NetCDF-4 file (which is HDF5) for -o *.nc or *.h5 ('-': standard input)",
        Join({{"output", "force", "quiet", "json", "decoder", "max_output_bytes", "region",
-              "streams"},
+              "streams", "remote_path"},
              kRemoteFlags}),
        DecompressCommand},
       {"info",

@@ -36,7 +36,7 @@ struct Input {
 
 // Something the user should know about a compression that succeeded.
 struct Warning {
-  std::string kind;  // "dominated_range", "larger_archive", "metadata_not_stored"
+  std::string kind;  // "dominated_range", "larger_archive"
   std::string message;
 };
 
@@ -148,10 +148,9 @@ struct Summary {
   std::string backend;          // remote only
 };
 
-// What the user should hear about: the rules of safety.h, and metadata
-// that --server could not store.
-std::vector<Warning> WarningsFor(const ParsedArgs& args, const Input& in,
-                                 const CompressOptions& options, const Summary& s) {
+// What the user should hear about: the rules of safety.h.
+std::vector<Warning> WarningsFor(const Input& in, const CompressOptions& options,
+                                 const Summary& s) {
   std::vector<Warning> warnings;
   if (options.mode == BoundMode::kRel) {
     if (auto reason =
@@ -163,13 +162,6 @@ std::vector<Warning> WarningsFor(const ParsedArgs& args, const Input& in,
   }
   if (auto reason = LargerArchive(s.output_bytes, in.spec, in.bytes)) {
     warnings.push_back({"larger_archive", *reason});
-  }
-  if (RemoteRequested(args) && !in.metadata.empty() && args.Switch("metadata", true)) {
-    warnings.push_back(
-        {"metadata_not_stored",
-         "with --server the archive holds no metadata (the service takes none yet): decompress "
-         "-o OUT.nc will name the variable \"data\" and its dimensions dim0, dim1, ...; "
-         "compress locally to keep them"});
   }
   return warnings;
 }
@@ -297,8 +289,8 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   if (!in.ok()) return in.status();
   auto options = CompressOptionsFromFlags(args, in->file_fill);
   if (!options.ok()) return options.status();
-  // The service takes no metadata: a remote archive is the one it writes.
-  if (args.Switch("metadata", true) && !RemoteRequested(args)) options->metadata = in->metadata;
+  // Sent to the service as well (CompressHeader.metadata): the same archive.
+  if (args.Switch("metadata", true)) options->metadata = in->metadata;
   if (auto s = ValidateCompressOptions(in->spec, *options); !s.ok()) return s;
 
   auto out = OutputFile::Create(output, replace);
@@ -309,7 +301,7 @@ absl::Status CompressCommand(const ParsedArgs& args) {
   if (auto s = out->Commit(); !s.ok()) return s;
   summary->output_bytes = out->bytes_written();
   PrintSummary(args, *in, *options, output, out->SameAsStandardOutput(), *summary,
-               WarningsFor(args, *in, *options, *summary), start);
+               WarningsFor(*in, *options, *summary), start);
   return absl::OkStatus();
 }
 

@@ -155,41 +155,73 @@ absl::StatusOr<InputFile> ReadArchive(const std::string& path, uint64_t max_outp
 
 // Decompressed by ebzipd; the array streams into the output as it arrives.
 // The output is created only once the reply's header has passed the
-// client's checks (max_output_bytes among them).
-absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile& archive,
+// client's checks (max_output_bytes among them). `archive` is null with
+// --remote_path (the server reads its own file); --region is parsed
+// against the archive's shape, which the server tells first (a header-only
+// call) when the archive is the server's.
+absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const InputFile* archive,
                                   const std::string& output, uint64_t max_output_bytes,
                                   std::optional<ArrayOutput>& out) {
+  const absl::Span<const uint8_t> bytes =
+      archive != nullptr ? archive->bytes() : absl::Span<const uint8_t>();
+  const std::string name = archive != nullptr ? archive->name() : args.Value("remote_path");
   // The archive's own header, when it parses, says at once whether the
   // array is too large, without a call; the server's reply is checked
   // against the same limit (ConnectFromFlags) in case it says otherwise.
-  auto file_header = format::ParseFileHeader(archive.bytes());
-  if (file_header.ok()) {
-    if (auto s = CheckOutputSize(archive.name(), {file_header->dtype, file_header->shape},
-                                 max_output_bytes);
+  absl::StatusOr<format::FileHeader> file_header =
+      archive != nullptr ? format::ParseFileHeader(bytes)
+                         : absl::NotFoundError("the archive is the server's");
+  auto client = ConnectFromFlags(args, max_output_bytes);
+  if (!client.ok()) return client.status();
+  client::DecompressRequestOptions request;
+  request.archive_path = args.Value("remote_path");
+  if (args.Has("region")) {
+    ArraySpec whole;
+    if (file_header.ok()) {
+      whole = {file_header->dtype, file_header->shape};
+    } else if (archive == nullptr) {
+      client::DecompressRequestOptions probe;
+      probe.archive_path = request.archive_path;
+      probe.header_only = true;
+      auto h = (*client)->Decompress(
+          {}, probe, [](const client::RemoteArrayHeader&) { return absl::OkStatus(); },
+          [](absl::Span<const uint8_t>) { return absl::OkStatus(); });
+      if (!h.ok()) return h.status();
+      whole = h->archive_spec;
+    } else {
+      return file_header.status();
+    }
+    auto region = ParseHyperslab(args.Value("region"), whole.shape);
+    if (!region.ok()) return region.status();
+    if (auto s = CheckOutputSize(name, {whole.dtype, region->Shape()}, max_output_bytes); !s.ok()) {
+      return s;
+    }
+    request.region = *std::move(region);
+  } else if (file_header.ok()) {
+    if (auto s = CheckOutputSize(name, {file_header->dtype, file_header->shape}, max_output_bytes);
         !s.ok()) {
       return s;
     }
   }
-  auto client = ConnectFromFlags(args, max_output_bytes);
-  if (!client.ok()) return client.status();
   auto header = (*client)->Decompress(
-      archive.bytes(),
+      bytes, request,
       [&](const client::RemoteArrayHeader& reply) -> absl::Status {
         // The server's array, with what the archive itself says of the
         // variable (the server sends no metadata).
         format::FileHeader archive_header = file_header.ok() ? *file_header : format::FileHeader{};
         archive_header.dtype = reply.spec.dtype;
-        const std::string metadata =
-            file_header.ok() ? MetadataOf(archive.bytes(), *file_header) : "";
-        auto created = ArrayOutput::Create(output, args.Switch("force"), archive_header,
-                                           WholeArray(reply.spec.shape), metadata);
+        const std::string metadata = file_header.ok() ? MetadataOf(bytes, *file_header) : "";
+        auto created = ArrayOutput::Create(
+            output, args.Switch("force"), archive_header,
+            request.region ? *request.region : WholeArray(reply.spec.shape), metadata);
         if (!created.ok()) return created.status();
         out.emplace(*std::move(created));
         return absl::OkStatus();
       },
       [&](absl::Span<const uint8_t> b) { return out->Write(b); });
   if (!header.ok()) return header.status();
-  return Summary{header->spec, header->abs_bound, header->backend, ""};
+  return Summary{header->spec, header->abs_bound, header->backend,
+                 request.region ? request.region->ToString() : ""};
 }
 
 absl::StatusOr<Summary> RunRegion(const ParsedArgs& args, const InputFile& archive,
@@ -252,8 +284,16 @@ absl::StatusOr<Summary> RunLocal(const ParsedArgs& args, const InputFile& archiv
 }  // namespace
 
 absl::Status DecompressCommand(const ParsedArgs& args) {
-  if (args.positional().size() != 1) {
-    return absl::InvalidArgumentError("usage: ebzip decompress [flags] INPUT.ebz -o OUTPUT.raw");
+  const bool remote = RemoteRequested(args);
+  const bool server_file = args.Has("remote_path");
+  if (server_file && !remote) {
+    return absl::InvalidArgumentError("--remote_path names an archive on a server: give --server");
+  }
+  if (args.positional().size() != (server_file ? 0u : 1u)) {
+    return absl::InvalidArgumentError(
+        server_file ? "usage: ebzip decompress --server HOST:PORT --remote_path PATH -o OUTPUT "
+                      "(no INPUT: the archive is the server's)"
+                    : "usage: ebzip decompress [flags] INPUT.ebz -o OUTPUT.raw");
   }
   if (args.Switch("json") && args.Switch("quiet")) {
     return absl::InvalidArgumentError("--json and --quiet contradict each other");
@@ -265,18 +305,17 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
   if (!max_output_bytes.ok()) return max_output_bytes.status();
   if (auto s = CheckOutputMayBeWritten(output, args.Switch("force")); !s.ok()) return s;
   const auto start = std::chrono::steady_clock::now();
-  auto archive = ReadArchive(args.positional()[0], *max_output_bytes);
-  if (!archive.ok()) return archive.status();
+  std::optional<InputFile> archive;
+  if (!server_file) {
+    auto read = ReadArchive(args.positional()[0], *max_output_bytes);
+    if (!read.ok()) return read.status();
+    archive.emplace(*std::move(read));
+  }
 
   std::optional<ArrayOutput> out;
-  const bool remote = RemoteRequested(args);
-  if (remote && args.Has("region")) {
-    return absl::UnimplementedError(
-        "--region with --server: the service decodes whole archives only so far; decompress the "
-        "region locally");
-  }
-  auto summary = remote ? RunRemote(args, *archive, output, *max_output_bytes, out)
-                        : RunLocal(args, *archive, output, *max_output_bytes, out);
+  auto summary =
+      remote ? RunRemote(args, archive ? &*archive : nullptr, output, *max_output_bytes, out)
+             : RunLocal(args, *archive, output, *max_output_bytes, out);
   if (!summary.ok()) return summary.status();
   if (!out) return absl::InternalError("the server sent no array header");
   if (auto s = out->Commit(); !s.ok()) return s;
@@ -290,11 +329,11 @@ absl::Status DecompressCommand(const ParsedArgs& args) {
   if (args.Switch("json")) {
     PrintJson(
         {
-            {"input", archive->name()},
+            {"input", archive ? archive->name() : args.Value("remote_path")},
             {"output", output},
             {"dtype", DTypeName(spec.dtype)},
             {"shape", spec.shape},
-            {"input_bytes", archive->bytes().size()},
+            {"input_bytes", archive ? archive->bytes().size() : 0},
             {"output_bytes", out->bytes_written()},
             {"format", out->format()},
             {"abs_bound", summary->abs_bound},

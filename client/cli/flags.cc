@@ -40,6 +40,9 @@ constexpr FlagSpec kFlags[] = {
     {"region", 0, "R",
      "decode only the hyperslab R: START:STOP[:STEP] per dimension, comma-separated"},
     {"server", 0, "HOST:PORT", "run on this ebzipd instead of locally"},
+    {"remote_path", 0, "PATH",
+     "with --server: decompress the server's archive PATH (relative to its --archive_root) "
+     "instead of uploading IN.ebz"},
     {"tls", 0, "CA.pem", "use TLS, trusting the CA in this PEM file"},
     {"tls_server_name", 0, "NAME", "name expected in the server's certificate"},
     {"token", 0, "T", "bearer token (default: $EBZIP_TOKEN)"},

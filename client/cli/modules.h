@@ -61,7 +61,7 @@ class RemoteSession {
                                                          const CompressOptions& options,
                                                          const client::ByteSink& sink) = 0;
   virtual absl::StatusOr<client::RemoteArrayHeader> Decompress(
-      absl::Span<const uint8_t> archive,
+      absl::Span<const uint8_t> archive, const client::DecompressRequestOptions& request,
       const std::function<absl::Status(const client::RemoteArrayHeader&)>& on_header,
       const client::ByteSink& sink) = 0;
   virtual absl::Status Health() = 0;

@@ -22,10 +22,10 @@ class Session final : public RemoteSession {
     return client_->Compress(spec, data, options, sink);
   }
   absl::StatusOr<client::RemoteArrayHeader> Decompress(
-      absl::Span<const uint8_t> archive,
+      absl::Span<const uint8_t> archive, const client::DecompressRequestOptions& request,
       const std::function<absl::Status(const client::RemoteArrayHeader&)>& on_header,
       const client::ByteSink& sink) override {
-    return client_->Decompress(archive, on_header, sink);
+    return client_->Decompress(archive, request, on_header, sink);
   }
   absl::Status Health() override { return client_->Health(); }
   absl::StatusOr<ServerDescription> Info() override {

@@ -87,6 +87,7 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
     opt->mutable_value_range()->set_min(o.range->min);
     opt->mutable_value_range()->set_max(o.range->max);
   }
+  h.set_metadata(o.metadata);
   h.set_request_id(r.request_id);
   h.set_priority(r.priority);
   return h;
@@ -121,6 +122,59 @@ absl::StatusOr<ArraySpec> FromProto(const v1::ArraySpec& p, uint64_t max_output_
                      "), more than max_output_bytes=", max_output_bytes, "; raise it to accept"));
   }
   return spec;
+}
+
+v1::DecompressOptions ToProto(const DecompressRequestOptions& o) {
+  v1::DecompressOptions p;
+  if (o.region) {
+    auto* r = p.mutable_region();
+    for (uint64_t v : o.region->start) r->add_start(v);
+    for (uint64_t v : o.region->count) r->add_count(v);
+    for (uint64_t v : o.region->step) r->add_step(v);
+  }
+  p.set_archive_path(o.archive_path);
+  p.set_header_only(o.header_only);
+  return p;
+}
+
+// A reply header to a request with options, checked against what was
+// asked: the whole array valid, and the array sent the region's (or, for
+// a path or the header alone, the whole array).
+absl::Status CheckOptionsReply(const v1::DecompressHeader& h, const DecompressRequestOptions& o,
+                               uint64_t max_output_bytes, RemoteArrayHeader* out) {
+  if (!h.has_archive_array()) {
+    return absl::FailedPreconditionError(
+        "the server ignored the request's options (region, archive path, header only): it "
+        "predates them; upgrade it, or decompress the whole uploaded archive");
+  }
+  auto whole = FromProto(h.archive_array(), std::numeric_limits<uint64_t>::max());
+  if (!whole.ok()) return whole.status();
+  out->archive_spec = *whole;
+  out->abs_bound = h.abs_error_bound();
+  out->backend = h.backend();
+  if (!o.region) {
+    if (h.array().SerializeAsString() != h.archive_array().SerializeAsString()) {
+      return ProtocolError("sent an array that is not the archive's");
+    }
+    out->spec = *whole;
+    if (!o.header_only && whole->num_bytes() > max_output_bytes) {
+      return FromProto(h.array(), max_output_bytes).status();
+    }
+    return absl::OkStatus();
+  }
+  ArraySpec region{whole->dtype, o.region->count};
+  if (h.array().dtype() != h.archive_array().dtype() ||
+      !std::equal(h.array().shape().begin(), h.array().shape().end(), region.shape.begin(),
+                  region.shape.end())) {
+    return ProtocolError("sent an array that is not the region asked for");
+  }
+  if (region.num_bytes() > max_output_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the region holds ", region.num_bytes(),
+        " bytes, more than max_output_bytes=", max_output_bytes, "; raise it to accept"));
+  }
+  out->spec = std::move(region);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -219,6 +273,7 @@ struct RemoteClient::Impl {
                                              absl::Time deadline, const ByteSink& sink);
   absl::StatusOr<RemoteArrayHeader> DecompressOnce(
       v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
+      const DecompressRequestOptions& request,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
       absl::Time deadline);
 };
@@ -395,7 +450,20 @@ absl::StatusOr<std::vector<uint8_t>> RemoteClient::Compress(const ArraySpec& spe
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
     absl::Span<const uint8_t> archive,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
-  if (auto info = ReadArchiveInfo(archive); info.ok()) {
+  return Decompress(archive, DecompressRequestOptions(), on_header, sink);
+}
+
+absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
+    absl::Span<const uint8_t> archive, const DecompressRequestOptions& request,
+    const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink) {
+  if (!request.archive_path.empty() && !archive.empty()) {
+    return absl::InvalidArgumentError("an archive path and archive bytes: send one or the other");
+  }
+  // A region, a path or the header alone is one call; a whole uploaded
+  // archive may be split.
+  if (auto info = request.any() ? absl::StatusOr<ArchiveInfo>(absl::CancelledError())
+                                : ReadArchiveInfo(archive);
+      info.ok()) {
     const uint64_t parts =
         impl_->PartsFor(info->spec().num_bytes(), info->header.frame_count, true);
     if (parts > 1) {
@@ -435,7 +503,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
   RemoteArrayHeader header;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->DecompressOnce(
-        *impl_->stub, archive,
+        *impl_->stub, archive, request,
         [&](const RemoteArrayHeader& h) {
           *delivered = true;
           return on_header(h);
@@ -450,6 +518,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
 
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
+    const DecompressRequestOptions& request,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
     absl::Time deadline) {
   grpc::ClientContext context;
@@ -458,14 +527,22 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   // Rows come back while the archive is still arriving (archives of several
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
-    v1::DecompressRequest request;
+    v1::DecompressRequest message;
     bool sending = true, closed = false;
+    // The options ride in the first message, with the first archive bytes
+    // or alone.
+    if (request.any()) *message.mutable_options() = ToProto(request);
+    if (archive.empty() && request.any()) {
+      closed = true;
+      sending = stream->Write(message, grpc::WriteOptions().set_last_message());
+    }
     for (size_t at = 0; sending && at < archive.size(); at += options.message_bytes) {
       const size_t n = std::min(options.message_bytes, archive.size() - at);
-      request.set_archive(archive.data() + at, n);
+      message.set_archive(archive.data() + at, n);
       closed = at + n == archive.size();  // the last message carries the half-close
       sending = stream->Write(
-          request, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
+          message, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
+      message.clear_options();
     }
     if (!closed) stream->WritesDone();
   });
@@ -479,11 +556,15 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     if (response.has_header()) {
       if (have_header) {
         local = ProtocolError("sent a second header");
+      } else if (request.any()) {
+        local = CheckOptionsReply(response.header(), request, options.max_output_bytes, &header);
+        have_header = local.ok();
+        if (local.ok()) local = on_header(header);
       } else if (auto spec = FromProto(response.header().array(), options.max_output_bytes);
                  !spec.ok()) {
         local = spec.status();
       } else {
-        header = {*spec, response.header().abs_error_bound(), response.header().backend()};
+        header = {*spec, response.header().abs_error_bound(), response.header().backend(), {}};
         have_header = true;
         local = on_header(header);
       }
@@ -492,9 +573,10 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     } else {
       const std::string& d = response.data();
       received += d.size();
-      if (received > header.spec.num_bytes()) {
-        local = ProtocolError(
-            absl::StrCat("sent more data than the header's ", header.spec.num_bytes(), " bytes"));
+      const uint64_t expected = request.header_only ? 0 : header.spec.num_bytes();
+      if (received > expected) {
+        local =
+            ProtocolError(absl::StrCat("sent more data than the header's ", expected, " bytes"));
       } else {
         local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
       }
@@ -506,7 +588,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
   if (!local.ok()) return local;
   if (!status.ok()) return FromGrpc(status);
   if (!have_header) return ProtocolError("ended the call without a header");
-  if (received != header.spec.num_bytes()) {
+  if (received != (request.header_only ? 0 : header.spec.num_bytes())) {
     return ProtocolError(absl::StrCat("ended the call after ", received, " bytes of a ",
                                       header.spec.num_bytes(), "-byte array"));
   }
@@ -514,6 +596,36 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
 }
 
 absl::StatusOr<DecompressedArray> RemoteClient::Decompress(absl::Span<const uint8_t> archive) {
+  return Decompress(archive, DecompressRequestOptions());
+}
+
+absl::StatusOr<DecompressedArray> RemoteClient::Decompress(
+    absl::Span<const uint8_t> archive, const DecompressRequestOptions& request) {
+  if (request.any()) {
+    DecompressedArray out;
+    auto h = Decompress(
+        archive, request,
+        [&](const RemoteArrayHeader& header) -> absl::Status {
+          try {
+            out.data.reserve(request.header_only ? 0 : header.spec.num_bytes());
+          } catch (const std::bad_alloc&) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat("cannot allocate ", header.spec.num_bytes(), " bytes for the array"));
+          } catch (const std::length_error&) {
+            return absl::ResourceExhaustedError(absl::StrCat(
+                "an array of ", header.spec.num_bytes(), " bytes is beyond this process"));
+          }
+          return absl::OkStatus();
+        },
+        [&](absl::Span<const uint8_t> bytes) {
+          out.data.insert(out.data.end(), bytes.begin(), bytes.end());
+          return absl::OkStatus();
+        });
+    if (!h.ok()) return h.status();
+    out.spec = h->spec;
+    out.abs_bound = h->abs_bound;
+    return out;
+  }
   DecompressedArray out;
   auto h = DecompressInto(
       archive, [&](const RemoteArrayHeader& header) -> absl::StatusOr<absl::Span<uint8_t>> {
@@ -685,7 +797,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::DecompressInParts(
   const std::vector<FrameRange> ranges = SplitFrames(info.header.frame_count, parts);
   const uint64_t row_bytes = spec.num_bytes() / spec.shape[0];
   const absl::Time deadline = impl_->Deadline();
-  RemoteArrayHeader header{spec, info.header.abs_bound, ""};
+  RemoteArrayHeader header{spec, info.header.abs_bound, "", spec};
   std::vector<std::string> backends(ranges.size());
   // The caller sees the array's header once, before any part's bytes: the
   // parts' replies are checked against their share of it.
@@ -701,7 +813,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::DecompressInParts(
     uint64_t at = 0;
     absl::Status called = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
       auto once = impl_->DecompressOnce(
-          impl_->StubFor(i), *part,
+          impl_->StubFor(i), *part, DecompressRequestOptions(),
           [&](const RemoteArrayHeader& h) -> absl::Status {
             if (h.spec.dtype != spec.dtype || h.spec.num_bytes() != part_bytes ||
                 h.abs_bound != header.abs_bound) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 #include "codec/types.h"
 
 namespace ebzip::v1 {
@@ -91,9 +93,26 @@ struct RemoteSummary {
 };
 
 struct RemoteArrayHeader {
-  ArraySpec spec;
+  ArraySpec spec;  // of the bytes sent: the array, or the region
   double abs_bound = 0;
   std::string backend;
+  // The archive's whole array (set when the request had options).
+  ArraySpec archive_spec;
+};
+
+// What a Decompress asks for beyond decoding an uploaded archive whole
+// (ebzip.proto's DecompressOptions).
+struct DecompressRequestOptions {
+  // Only the region's values, in its C order; the reply's spec has the
+  // region's shape (count per dimension; 0 allowed).
+  std::optional<Hyperslab> region;
+  // An archive on the server, relative to its --archive_root, in place of
+  // the uploaded bytes (pass none).
+  std::string archive_path;
+  // The header alone (the whole array's spec), no values.
+  bool header_only = false;
+
+  bool any() const { return region.has_value() || !archive_path.empty() || header_only; }
 };
 
 using ByteSink = std::function<absl::Status(absl::Span<const uint8_t>)>;
@@ -136,6 +155,15 @@ class RemoteClient {
       std::function<absl::StatusOr<absl::Span<uint8_t>>(const RemoteArrayHeader&)>;
   absl::StatusOr<RemoteArrayHeader> DecompressInto(absl::Span<const uint8_t> archive,
                                                    const Destination& destination);
+  // Both with options: a region, a server-side archive, or the header
+  // alone. A reply that ignores them (a server older than the options:
+  // no archive_array in its header) is FAILED_PRECONDITION; one whose
+  // shape is not the region's is INTERNAL.
+  absl::StatusOr<RemoteArrayHeader> Decompress(
+      absl::Span<const uint8_t> archive, const DecompressRequestOptions& request,
+      const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink);
+  absl::StatusOr<DecompressedArray> Decompress(absl::Span<const uint8_t> archive,
+                                               const DecompressRequestOptions& request);
 
   absl::StatusOr<v1::ServerInfo> Info();
   // OK when the server (or `service`) reports SERVING; UNAVAILABLE with the

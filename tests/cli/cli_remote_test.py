@@ -376,12 +376,14 @@ class SameFilesTest(RemoteTestCase):
 
     def test_netcdf_etopo20_rose_rel(self):
         path = self.netcdf_source("etopo20.cdf")
-        # The service stores no metadata (the variable's description) yet:
-        # the same bytes locally need --nometadata, and remotely it warns.
-        self.compress_both_ways(["--rel", "1e-4", path + ":ROSE", "--nometadata"])
+        # The variable's description (metadata, stored by default) travels
+        # to the server too: the same archive, without a warning.
+        self.compress_both_ways(["--rel", "1e-4", path + ":ROSE"])
         proc = self.ebzip("compress", "--rel", "1e-4", path + ":ROSE", "-o", "remote.ebz",
                           "-f", *self.remote())
-        self.assertIn("warning: with --server the archive holds no metadata", proc.stderr)
+        self.assertNotIn("warning", proc.stderr)
+        info = json.loads(self.ebzip("info", "remote.ebz", "--json").stdout)
+        self.assertIn("ROSE", json.dumps(info))
         decoded = self.decompress_both_ways()
         var = read_cdf_variable(path, "ROSE")
         self.assertEqual(len(decoded), len(var.data))
@@ -398,6 +400,99 @@ class SameFilesTest(RemoteTestCase):
         values = from_bytes(var.data, "f")
         lo, hi = finite_range([x for x in values if x != fill])
         self.assert_within(var.data, decoded, "f", 1e-4 * (hi - lo), fill)
+
+
+class RemoteRegionTest(RemoteTestCase):
+    """decompress --region through a server, of an uploaded archive and of
+    one under the server's --archive_root (--remote_path): the same bytes
+    as a local --region; malformed regions and paths are refused; without
+    --archive_root the server reads no files of its own."""
+
+    SHAPE = (24, 18, 20)
+    REGIONS = ["10:20,0:18,5:17", ":,:,:", "23,17,19", "1:24:7,::5,3:4", "5:5,:,:"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.root = os.path.join(cls.class_dir, "root")
+        os.makedirs(os.path.join(cls.root, "runs"))
+        # Configured through the environment, as containers configure it.
+        cls.server = cls.start_class_server("rooted", server_flags(),
+                                            env={"EBZIPD_ARCHIVE_ROOT": cls.root})
+        cls.plain = cls.start_class_server("plain", server_flags())
+
+    def setUp(self):
+        super().setUp()
+        n = math.prod(self.SHAPE)
+        self.write("in.raw", with_special_values(smooth_field(n, 5, "f"), "f"))
+        self.compress_raw("in.raw", "f", self.SHAPE, "--rel", 1e-3, "a.ebz",
+                          "--frame_elements", str(18 * 20 * 8))
+        shutil.copy(self.path("a.ebz"), os.path.join(self.root, "runs", "a.ebz"))
+
+    def test_regions_equal_the_local_region(self):
+        for text in self.REGIONS:
+            with self.subTest(region=text):
+                self.ebzip("decompress", "a.ebz", "--region", text, "-o", "local.raw", "-f")
+                proc = self.ebzip("decompress", "a.ebz", "--region", text, "-o", "up.raw", "-f",
+                                  *self.remote())
+                self.assert_went_remote(proc)
+                proc = self.ebzip("decompress", "--remote_path", "runs/a.ebz", "--region", text,
+                                  "-o", "path.raw", "-f", *self.remote())
+                self.assert_went_remote(proc)
+                if text != "5:5,:,:":  # an empty region: empty files all
+                    self.assert_same_file("local.raw", "up.raw")
+                    self.assert_same_file("local.raw", "path.raw")
+                else:
+                    self.assertEqual(self.read("up.raw"), b"")
+                    self.assertEqual(self.read("path.raw"), b"")
+
+    def test_whole_archive_by_path(self):
+        self.ebzip("decompress", "a.ebz", "-o", "local.raw")
+        proc = self.ebzip("decompress", "--remote_path", "runs/a.ebz", "-o", "path.raw",
+                          "--json", *self.remote())
+        self.assert_same_file("local.raw", "path.raw")
+        r = json.loads(proc.stdout)
+        self.assertEqual(r["input"], "runs/a.ebz")
+        self.assertEqual(r["shape"], list(self.SHAPE))
+
+    def test_malformed_regions_are_usage_errors(self):
+        for text in ["0:25,:,:", "0:5:0,:,:", "1:2,3", "x,:,:", "9:3,:,:"]:
+            for source in (["a.ebz"], ["--remote_path", "runs/a.ebz"]):
+                with self.subTest(region=text, source=source[0]):
+                    proc = self.assert_failed_cleanly(self.path("r.raw"), EXIT_USAGE,
+                                                      "decompress", *source, "--region", text,
+                                                      "-o", "r.raw", *self.remote())
+                    self.assertIn("region", proc.stderr)
+
+    def test_paths_that_leave_the_root_are_refused(self):
+        outside = os.path.join(self.class_dir, "outside.ebz")
+        shutil.copy(self.path("a.ebz"), outside)
+        link = os.path.join(self.root, "link.ebz")
+        if not os.path.lexists(link):
+            os.symlink(outside, link)
+        for path, code, text in [("../outside.ebz", EXIT_USAGE, '".." component'),
+                                 ("runs/../../outside.ebz", EXIT_USAGE, '".." component'),
+                                 (outside, EXIT_USAGE, "absolute"),
+                                 ("link.ebz", EXIT_FAILURE, "symbolic link"),
+                                 ("runs", EXIT_FAILURE, "not a regular file"),
+                                 ("runs/missing.ebz", EXIT_FAILURE, "no such file")]:
+            with self.subTest(path=path):
+                proc = self.assert_failed_cleanly(self.path("r.raw"), code, "decompress",
+                                                  "--remote_path", path, "-o", "r.raw",
+                                                  *self.remote())
+                self.assertIn(text, proc.stderr)
+
+    def test_off_without_archive_root(self):
+        proc = self.assert_failed_cleanly(self.path("r.raw"), EXIT_FAILURE, "decompress",
+                                          "--remote_path", "runs/a.ebz", "-o", "r.raw",
+                                          *self.remote(server=self.plain))
+        self.assertIn("--archive_root", proc.stderr)
+
+    def test_remote_path_needs_server_and_no_input(self):
+        self.assert_failed_cleanly(self.path("r.raw"), EXIT_USAGE, "decompress",
+                                   "--remote_path", "runs/a.ebz", "-o", "r.raw")
+        self.assert_failed_cleanly(self.path("r.raw"), EXIT_USAGE, "decompress", "a.ebz",
+                                   "--remote_path", "runs/a.ebz", "-o", "r.raw", *self.remote())
 
 
 class HealthTest(RemoteTestCase):

@@ -12,7 +12,8 @@ error so that an example that warns fails unless it catches the warning
 itself. A block whose previous non-blank line is `<!-- not run -->` is
 skipped (it needs a cluster the tests do not have). `localhost:50051` in the
 code is replaced by the address of an ebzipd this test starts
-(python_client_test's Server). A failing block is reported with its line in
+(python_client_test's Server), whose --archive_root is the blocks'
+directory. A failing block is reported with its line in
 the document.
 """
 
@@ -70,11 +71,14 @@ def main():
               f'{doc}, found {len(run)} and {len(blocks) - len(run)}')
         return 1
     pct.EBZIPD = os.path.abspath(args.ebzipd)
-    server = pct.Server('--drain_seconds', '1')
+    tmp_dir = tempfile.TemporaryDirectory()  # pylint: disable=consider-using-with
+    # The blocks' directory is also the server's --archive_root, so that
+    # examples may name the files they write by remote_path.
+    server = pct.Server('--drain_seconds', '1', '--archive_root', tmp_dir.name)
     failed = False
     try:
         namespace = {'__name__': '__main__'}
-        with tempfile.TemporaryDirectory() as tmp:
+        with tmp_dir as tmp:
             os.chdir(tmp)
             with warnings.catch_warnings():
                 warnings.simplefilter('error', ebzip.EbzipWarning)

@@ -262,10 +262,9 @@ def round_trip(binary, c, work, file_name, var_name, rel):
     source = "%s:%s" % (path, var_name)
     ebzip(binary, "compress", "--rel", repr(rel), source, "-o", stem + ".remote.ebz",
           "--server", c.address)
-    # --nometadata: ebzipd stores no variable metadata (the API has no field
-    # for it), the local command line does by default.
-    ebzip(binary, "compress", "--rel", repr(rel), "--nometadata", source, "-o",
-          stem + ".local.ebz")
+    # Both with the variable's metadata (the default), which the command line
+    # sends to ebzipd (CompressHeader.metadata).
+    ebzip(binary, "compress", "--rel", repr(rel), source, "-o", stem + ".local.ebz")
     with open(stem + ".remote.ebz", "rb") as f:
         remote = f.read()
     with open(stem + ".local.ebz", "rb") as f:

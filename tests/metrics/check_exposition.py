@@ -40,6 +40,8 @@ EXPECTED_TYPES = {
     "ebzip_device_memory_total_bytes": "gauge",
     "ebzip_device_busy_seconds_total": "counter",
     "ebzip_build_info": "gauge",
+    "ebzip_region_requests_total": "counter",
+    "ebzip_region_saved_bytes_total": "counter",
 }
 
 

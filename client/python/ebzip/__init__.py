@@ -17,7 +17,8 @@ docs/python.md is the guide.
 
 from ebzip.api import compress, decompress
 from ebzip.client import (DEFAULT_TIMEOUT, Cancelled, Client, DataLoss,
-                          DeadlineExceeded, Error, Internal, InvalidArgument,
+                          DeadlineExceeded, Error, FailedPrecondition, Internal,
+                          InvalidArgument,
                           NotFound, PermissionDenied, ProtocolError,
                           ResourceExhausted, ServingStatus, Unauthenticated,
                           Unavailable, Unimplemented)
@@ -49,6 +50,7 @@ __all__ = [
     'DominatedRangeWarning',
     'EbzipWarning',
     'Error',
+    'FailedPrecondition',
     'Internal',
     'InvalidArgument',
     'LargerArchiveWarning',

@@ -32,6 +32,7 @@ import enum
 import json
 import math
 import numbers
+import operator
 import os
 import random
 import sys
@@ -152,7 +153,8 @@ class Unauthenticated(Error):
 
 
 class PermissionDenied(Error):
-    """The caller is known but may not do this."""
+    """The caller is known but may not do this (or a remote_path through a
+    symbolic link, or to something other than a regular file)."""
 
 
 class Unavailable(Error):
@@ -168,7 +170,13 @@ class Cancelled(Error):
 
 
 class NotFound(Error):
-    """E.g. a health check of a service the server does not know."""
+    """E.g. a health check of a service the server does not know, or a
+    remote_path with no file under the server's archive root."""
+
+
+class FailedPrecondition(Error):
+    """The server is not set up for this: a remote_path on a server without
+    --archive_root, or options a server older than them ignored."""
 
 
 class Unimplemented(Error):
@@ -202,6 +210,7 @@ _ERROR_CLASSES = {
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
     grpc.StatusCode.CANCELLED: Cancelled,
     grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     grpc.StatusCode.UNIMPLEMENTED: Unimplemented,
     grpc.StatusCode.INTERNAL: Internal,
 }
@@ -304,7 +313,8 @@ def compress_header(dtype: Any,
                     lossless: str = 'auto',
                     interp_order: int = 0,
                     request_id: str = '',
-                    priority: int = 0) -> 'ebzip_pb2.CompressHeader':
+                    priority: int = 0,
+                    metadata: str = '') -> 'ebzip_pb2.CompressHeader':
     """Builds the CompressHeader message; see Client.compress for arguments.
 
     Unset options stay unset in the message (rather than being filled with
@@ -351,7 +361,8 @@ def compress_header(dtype: Any,
         error_bound=error_bound(abs=abs, rel=rel),
         options=options,
         request_id=request_id,
-        priority=priority)
+        priority=priority,
+        metadata=metadata)
 
 
 def _byte_view(obj: Any) -> memoryview:
@@ -385,10 +396,62 @@ def compress_requests(header: 'ebzip_pb2.CompressHeader',
             yield ebzip_pb2.CompressRequest(data=piece)
 
 
-def decompress_requests(data: Any) -> Iterator['ebzip_pb2.DecompressRequest']:
-    """The Decompress request stream: the archive in messages of <= 1 MiB."""
+def decompress_requests(
+        data: Any,
+        options: Optional['ebzip_pb2.DecompressOptions'] = None
+) -> Iterator['ebzip_pb2.DecompressRequest']:
+    """The Decompress request stream: the archive in messages of <= 1 MiB,
+    the first of them with options when given (alone when there is no
+    archive: a remote_path)."""
+    first = True
     for piece in _slices(_byte_view(data)):
-        yield ebzip_pb2.DecompressRequest(archive=piece)
+        if first and options is not None:
+            yield ebzip_pb2.DecompressRequest(archive=piece, options=options)
+        else:
+            yield ebzip_pb2.DecompressRequest(archive=piece)
+        first = False
+    if first and options is not None:
+        yield ebzip_pb2.DecompressRequest(options=options)
+
+
+RegionLike = Tuple[Sequence[int], ...]
+
+
+def decompress_options(region: Optional[RegionLike] = None,
+                       remote_path: Optional[str] = None,
+                       header_only: bool = False
+                       ) -> Optional['ebzip_pb2.DecompressOptions']:
+    """The DecompressOptions message, or None when nothing is asked.
+
+    region is (start, count) or (start, count, step), one entry per
+    dimension each (codec/region.h's hyperslab: indices start + i * step,
+    0 <= i < count); the server checks it against the archive's shape.
+    """
+    if region is None and not remote_path and not header_only:
+        return None
+    options = ebzip_pb2.DecompressOptions(header_only=bool(header_only))
+    if remote_path:
+        if not isinstance(remote_path, str):
+            raise TypeError(f'remote_path must be a str, not {type(remote_path).__name__}')
+        options.archive_path = remote_path
+    if region is not None:
+        if header_only:
+            raise ValueError('header_only takes no region')
+        if not isinstance(region, (tuple, list)) or len(region) not in (2, 3):
+            raise ValueError('region must be (start, count) or (start, count, step)')
+        parts = [[operator.index(v) for v in part] for part in region]
+        if not 1 <= len(parts[0]) <= 4 or any(len(p) != len(parts[0]) for p in parts):
+            raise ValueError(f'region: start, count and step need one entry per dimension '
+                             f'(1 to 4), got {region!r}')
+        if any(v < 0 for p in parts for v in p):
+            raise ValueError(f'region: indices are non-negative, got {region!r}')
+        if len(parts) == 3 and any(v < 1 for v in parts[2]):
+            raise ValueError(f'region: steps are at least 1, got {parts[2]}')
+        options.region.start.extend(parts[0])
+        options.region.count.extend(parts[1])
+        if len(parts) == 3:
+            options.region.step.extend(parts[2])
+    return options
 
 
 def physical_memory_bytes() -> int:
@@ -652,7 +715,8 @@ class Client:
                  block: Sequence[int] = (),
                  predictor: str = 'auto',
                  lossless: str = 'auto',
-                 interp_order: int = 0) -> bytes:
+                 interp_order: int = 0,
+                 metadata: str = '') -> bytes:
         """Compresses a float32 or float64 array of 1 to 4 dimensions.
 
         Args:
@@ -681,8 +745,11 @@ class Client:
             lossless: 'auto', 'huffman' or 'runs' (Huffman with zero-run
                 tokens); 'lorenzo' with 'huffman' writes format version 1.
             interp_order: Interpolation order, 1 or 3; 0: chosen per frame.
-            The last eight change the archive's bytes and speed, never the
-            bound; the defaults are the command line's.
+            The eight before metadata change the archive's bytes and speed,
+            never the bound; the defaults are the command line's.
+            metadata: A JSON object describing the variable, stored in the
+                archive's metadata block as `ebzip compress file.nc:VAR`
+                stores it (at most 1 MiB; '' for none).
 
         Returns:
             The archive: the bytes `ebzip compress` would write to a file.
@@ -697,7 +764,7 @@ class Client:
             request_id=request_id, priority=priority, radius=radius,
             chunk_symbols=chunk_symbols, subsequence_bits=subsequence_bits,
             chunk_group=chunk_group, block=block, predictor=predictor,
-            lossless=lossless, interp_order=interp_order)
+            lossless=lossless, interp_order=interp_order, metadata=metadata)
         return archive
 
     def compress_with_summary(
@@ -814,15 +881,19 @@ class Client:
 
     # -- Decompress --------------------------------------------------------
 
-    def decompress(self, data: BytesLike, *, out: Optional[np.ndarray] = None,
+    def decompress(self, data: Optional[BytesLike] = None, *,
+                   out: Optional[np.ndarray] = None,
                    masked: bool = False, request_id: str = '',
                    priority: int = 0,
-                   max_output_bytes: Optional[int] = None) -> np.ndarray:
-        """Decompresses an archive into a numpy array.
+                   max_output_bytes: Optional[int] = None,
+                   region: Optional[RegionLike] = None,
+                   remote_path: Optional[str] = None) -> np.ndarray:
+        """Decompresses an archive, or a region of it, into a numpy array.
 
         Args:
             data: The archive (bytes, bytearray, memoryview, or any
-                contiguous buffer such as a numpy.memmap of a file).
+                contiguous buffer such as a numpy.memmap of a file); None
+                with remote_path.
             out: A C-contiguous writeable array of the archive's shape and
                 dtype that the reply is written into as it arrives; None: a
                 new array.
@@ -833,15 +904,28 @@ class Client:
             priority: Sent as `ebzip-priority` metadata when not 0.
             max_output_bytes: The largest array to accept from this call;
                 None: the client's.
+            region: Only these values: (start, count) or (start, count,
+                step), one entry per dimension each; the result has shape
+                count (0 allowed) and holds exactly what the same slice of
+                a full decode holds. The server decodes only the frames the
+                region meets and sends the region alone. ebzip.open gives
+                NumPy slicing on top of this.
+            remote_path: An archive on the server, relative to its
+                --archive_root, instead of data (docs/operations.md).
 
         Returns:
             out, or a C-contiguous little-endian float32 or float64 array of
-            the archive's shape.
+            the archive's shape (or the region's).
 
         Raises:
             DataLoss: The archive is corrupt or truncated.
             ResourceExhausted: The array is larger than max_output_bytes or
                 than this process can allocate (or the server is full).
+            InvalidArgument: A region that does not fit the array, or a
+                malformed remote_path.
+            NotFound, PermissionDenied, FailedPrecondition: remote_path
+                names no file, a symbolic link or no regular file, or the
+                server has no --archive_root.
             ProtocolError: The server's reply broke the API.
             ValueError, TypeError: A bad out, or one that does not fit the
                 archive's array.
@@ -849,9 +933,13 @@ class Client:
         """
         if out is not None:
             _check_out(out)
+        if masked and data is None:
+            raise ValueError('masked=True reads the fill value from the archive\'s bytes: '
+                             'pass data, not remote_path')
         array, _ = self.decompress_with_header(
             data, request_id=request_id, priority=priority,
-            max_output_bytes=max_output_bytes, out=out)
+            max_output_bytes=max_output_bytes, out=out, region=region,
+            remote_path=remote_path)
         if masked:
             # Imported here: ebzip.local builds on this module.
             from ebzip import local  # pylint: disable=import-outside-toplevel
@@ -859,30 +947,60 @@ class Client:
         return array
 
     def decompress_with_header(
-            self, data: BytesLike, *, request_id: str = '', priority: int = 0,
+            self, data: Optional[BytesLike] = None, *, request_id: str = '',
+            priority: int = 0,
             max_output_bytes: Optional[int] = None,
-            out: Optional[np.ndarray] = None
+            out: Optional[np.ndarray] = None,
+            region: Optional[RegionLike] = None,
+            remote_path: Optional[str] = None
     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         """Like decompress(), and also returns the DecompressHeader.
 
-        The header carries the absolute bound the archive was written with.
+        The header carries the absolute bound the archive was written with
+        (and, with region or remote_path, the whole array in archive_array).
         """
         limit = (self._max_output_bytes if max_output_bytes is None
                  else _check_max_output_bytes(max_output_bytes))
+        return self._decompress_call(data, request_id, priority, limit, out,
+                                     decompress_options(region, remote_path))
+
+    def archive_header(self, data: Optional[BytesLike] = None, *,
+                       remote_path: Optional[str] = None, request_id: str = '',
+                       priority: int = 0) -> 'ebzip_pb2.DecompressHeader':
+        """What an archive holds, validated by the server, without its values:
+        header.array is the whole array's dtype and shape, abs_error_bound
+        its bound. For archives on the server (remote_path) the client
+        cannot read itself."""
+        _, header = self._decompress_call(
+            data, request_id, priority, self._max_output_bytes, None,
+            decompress_options(None, remote_path, header_only=True))
+        return header
+
+    def _decompress_call(self, data: Optional[BytesLike], request_id: str, priority: int,
+                         limit: int, out: Optional[np.ndarray],
+                         options: Optional['ebzip_pb2.DecompressOptions']
+                         ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         extra = []
         if request_id:
             extra.append(('ebzip-request-id', request_id))
         if priority:
             extra.append(('ebzip-priority', str(int(priority))))
+        if options is not None and options.archive_path:
+            if data is not None:
+                raise ValueError('remote_path names the archive: pass no data')
+            data = b''
+        elif data is None:
+            raise TypeError('decompress needs the archive (data) or a remote_path')
         view = _byte_view(data)  # before the call: a bad buffer raises here
         return self._with_retries(
-            lambda timeout: self._decompress(view, extra, timeout, limit, out))
+            lambda timeout: self._decompress(view, extra, timeout, limit, out, options))
 
     def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
                     timeout: Optional[float], max_output_bytes: int,
-                    dest: Optional[np.ndarray] = None
+                    dest: Optional[np.ndarray] = None,
+                    options: Optional['ebzip_pb2.DecompressOptions'] = None
                     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
-        call = self._stub.Decompress(decompress_requests(view),
+        call = self._stub.Decompress(decompress_requests(view, options),
                                      timeout=timeout,
                                      metadata=self._metadata(*extra))
         header = None
@@ -894,8 +1012,14 @@ class Client:
                 kind = response.WhichOneof('msg')
                 if kind == 'header' and header is None:
                     header = response.header
-                    out = (_empty_for(header.array, max_output_bytes)
-                           if dest is None else _fit_out(dest, header.array))
+                    if options is not None:
+                        _check_options_reply(header, options)
+                    if options is not None and options.header_only:
+                        out = np.empty(0, np.uint8)
+                    else:
+                        out = (_empty_for(header.array, max_output_bytes,
+                                          allow_empty=options is not None)
+                               if dest is None else _fit_out(dest, header.array))
                     out_bytes = out.reshape(-1).view(np.uint8)
                 elif kind == 'data' and header is not None:
                     chunk = response.data
@@ -919,6 +1043,8 @@ class Client:
         if filled != out_bytes.size:
             raise ProtocolError(
                 f'Decompress: received {filled} of {out_bytes.size} bytes')
+        if options is not None and options.header_only:
+            return None, header
         return out, header
 
     # -- Server information ------------------------------------------------
@@ -997,8 +1123,27 @@ def _fit_out(out: np.ndarray, spec: 'ebzip_pb2.ArraySpec') -> np.ndarray:
     return out
 
 
+def _check_options_reply(header: 'ebzip_pb2.DecompressHeader',
+                         options: 'ebzip_pb2.DecompressOptions') -> None:
+    """A reply to a request with options: from a server that understood
+    them (archive_array set), with the array asked for."""
+    if not header.HasField('archive_array'):
+        raise FailedPrecondition(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            'the server ignored the request\'s options (region, remote_path, '
+            'header only): it predates them')
+    whole = header.archive_array
+    if header.array.dtype != whole.dtype:
+        raise ProtocolError('Decompress: the reply\'s dtype is not the archive\'s')
+    want = (list(options.region.count) if options.HasField('region')
+            else list(whole.shape))
+    if list(header.array.shape) != want:
+        raise ProtocolError(f'Decompress: the reply\'s shape {list(header.array.shape)} '
+                            f'is not the one asked for, {want}')
+
+
 def _empty_for(spec: 'ebzip_pb2.ArraySpec',
-               max_output_bytes: int) -> np.ndarray:
+               max_output_bytes: int, allow_empty: bool = False) -> np.ndarray:
     """The output array a DecompressHeader announces, checked first.
 
     Raises:
@@ -1012,7 +1157,7 @@ def _empty_for(spec: 'ebzip_pb2.ArraySpec',
     shape = tuple(spec.shape)
     if dtype is None:
         raise ProtocolError(f'Decompress: unknown dtype {spec.dtype}')
-    if not 1 <= len(shape) <= 4 or min(shape) < 1:
+    if not 1 <= len(shape) <= 4 or min(shape) < (0 if allow_empty else 1):
         raise ProtocolError(f'Decompress: bad shape {shape}')
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes >= 1 << 64:

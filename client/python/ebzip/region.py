@@ -6,6 +6,12 @@ decoding only the frames the selection meets, in this process
 (codec/region.h through the _ebzip extension): the values are exactly those
 a full decode has there. A path is memory-mapped, so only the headers and
 the frames a selection needs are read from disk.
+
+With server= the same indexing runs on an ebzipd: each indexing operation
+is one Decompress call with a region, so only the region's values cross
+the network. The archive is the caller's (a path or bytes, sent with each
+call) or, with remote_path=, a file under the server's --archive_root that
+never leaves the server.
 """
 
 from __future__ import annotations
@@ -33,9 +39,35 @@ class Archive:
     ebzip.info returns it).
     """
 
-    def __init__(self, source: Union[str, os.PathLike, _client.BytesLike]):
+    def __init__(self, source: Union[str, os.PathLike, _client.BytesLike, None] = None, *,
+                 server: Optional[str] = None,
+                 remote_path: Optional[str] = None,
+                 client: Optional[_client.Client] = None,
+                 **client_options: Any):
         self._file = None
         self._map: Optional[mmap.mmap] = None
+        self._client: Optional[_client.Client] = None
+        self._own_client = False
+        self._remote_path = remote_path
+        if server is not None or client is not None or remote_path is not None:
+            if client is None:
+                if server is None:
+                    raise TypeError('remote_path needs server= (or client=)')
+                client = _client.Client(server, **client_options)
+                self._own_client = True
+            elif client_options:
+                raise TypeError('client options go to the Client, not with client=')
+            self._client = client
+            if (source is None) == (remote_path is None):
+                self.close()
+                raise TypeError('give the archive (a path or bytes) or remote_path=, not both')
+        elif source is None:
+            raise TypeError('ebzip.open needs an archive: a path or bytes (or server= and '
+                            'remote_path=)')
+        if source is None:
+            self._data: Any = None
+            self._init_from_server()
+            return
         if isinstance(source, (str, os.PathLike)):
             self._file = builtins.open(source, 'rb')  # pylint: disable=consider-using-with
             try:
@@ -45,13 +77,38 @@ class Archive:
             self._data: Any = self._map if self._map is not None else b''
         else:
             self._data = source
-        self.info = _local.info(self._data)
+        if self._client is not None:
+            try:
+                self._init_from_info(_local.info(self._data))
+            except ImportError:  # a remote-only installation: the server reads it
+                self._init_from_server()
+            return
+        self._init_from_info(_local.info(self._data))
+
+    def _init_from_info(self, info: Any) -> None:
+        self.info = info
         self.shape: Tuple[int, ...] = tuple(int(d) for d in self.info['shape'])
         self.dtype = np.dtype('<f4' if self.info['dtype'] == 'float32' else '<f8')
         self.ndim = len(self.shape)
         self.bound = float(self.info['abs_bound'])
         self.fill_value = self.info['fill_value']
         self.metadata = self.info['metadata']
+
+    def _init_from_server(self) -> None:
+        """shape, dtype and bound from the server's header-only reply; the
+        fill value and metadata are not in it (None and '')."""
+        try:
+            header = self._client.archive_header(
+                None if self._remote_path is not None else self._data,
+                remote_path=self._remote_path)
+        except BaseException:
+            self.close()
+            raise
+        whole = header.archive_array
+        dtype = 'float32' if whole.dtype == _client.ebzip_pb2.FLOAT32 else 'float64'
+        self._init_from_info({'shape': list(whole.shape), 'dtype': dtype,
+                              'abs_bound': header.abs_error_bound, 'fill_value': None,
+                              'metadata': ''})
 
     def __enter__(self) -> 'Archive':
         return self
@@ -61,6 +118,10 @@ class Archive:
 
     def close(self) -> None:
         self._data = None
+        self._remote_path = None
+        if self._client is not None and self._own_client:
+            self._client.close()
+        self._client = None
         if self._map is not None:
             self._map.close()
             self._map = None
@@ -72,8 +133,9 @@ class Archive:
         return self.shape[0]
 
     def __repr__(self) -> str:
+        where = '' if self._client is None else ', remote'
         return (f'ebzip.Archive(shape={self.shape}, dtype={self.dtype.name}, '
-                f'bound={self.bound!r})')
+                f'bound={self.bound!r}{where})')
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         out = self[...]
@@ -91,7 +153,7 @@ class Archive:
 
     def _region(self, start: List[int], count: List[int], step: List[int],
                 out: Optional[np.ndarray]) -> np.ndarray:
-        if self._data is None:
+        if self._data is None and self._remote_path is None:
             raise ValueError('the archive is closed')
         if out is None:
             out = np.empty(count, dtype=self.dtype)
@@ -99,16 +161,27 @@ class Archive:
               not out.flags.c_contiguous or not out.flags.writeable):
             raise ValueError(f'out must be a writable C-contiguous {self.dtype.name} array '
                              f'of shape {tuple(count)}')
+        if self._client is not None:
+            return self._client.decompress(
+                self._data, out=out, region=(start, count, step),
+                remote_path=self._remote_path)
         _local._call(  # pylint: disable=protected-access
             _local._codec().decompress_region_into, self._data, out, start, count, step)
         return out
 
 
-def open(source: Union[str, os.PathLike, _client.BytesLike]  # pylint: disable=redefined-builtin
-         ) -> Archive:
-    """Opens an archive (a path, or bytes-like) for whole or partial reads:
-    ebzip.open(path)[3, :, 100:200]."""
-    return Archive(source)
+def open(source: Union[str, os.PathLike, _client.BytesLike, None] = None,  # pylint: disable=redefined-builtin
+         *, server: Optional[str] = None, remote_path: Optional[str] = None,
+         client: Optional[_client.Client] = None, **client_options: Any) -> Archive:
+    """Opens an archive for whole or partial reads: ebzip.open(path)[3, :, 100:200].
+
+    source is a path or bytes-like, decoded in this process; with server=
+    (an address; client_options such as tls_ca=, token=, timeout= go to its
+    ebzip.Client) or client= (an open Client, left open), each read is a
+    region request to that ebzipd, and remote_path= names an archive under
+    the server's --archive_root instead of source."""
+    return Archive(source, server=server, remote_path=remote_path, client=client,
+                   **client_options)
 
 
 def _normalize(key: Key, shape: Tuple[int, ...]

@@ -1,0 +1,82 @@
+// Decompress's options (ebzip.proto's DecompressOptions): a region of the
+// array instead of all of it, an archive named by a path under
+// --archive_root instead of uploaded, or the header alone. DecompressCall
+// (decompress_call.cc) holds one DecompressChoice when the first message
+// carries options and asks it at each step; the works it makes are decoded
+// here, on the CPU codec (cpu_codec.cc hands them over).
+//
+// A request with options is always buffered: the archive (uploaded, or read
+// from its file) is held whole within --max_request_bytes and the budget,
+// priced at its file header as decompress_call.cc prices an upload, and
+// validated (ReadArchiveInfo: DATA_LOSS) before anything is queued. A region
+// is decoded frame by frame (codec/region.h): only the frames it meets.
+#ifndef EBZIP_SERVER_REGION_CALL_H_
+#define EBZIP_SERVER_REGION_CALL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec/format.h"
+#include "codec/region.h"
+#include "ebzip/v1/ebzip.pb.h"
+#include "server/call_env.h"
+#include "server/work.h"
+
+namespace ebzip::server {
+
+class DecompressChoice {
+ public:
+  // INVALID_ARGUMENT for options that are malformed whatever the archive (a
+  // region with ragged or zero steps, a region with header_only);
+  // FAILED_PRECONDITION for an archive_path on a server without
+  // --archive_root.
+  static absl::StatusOr<DecompressChoice> Parse(const v1::DecompressOptions& options,
+                                                const CallLimits& limits);
+
+  bool by_path() const { return !path_.empty(); }
+  // Whether the reply is something other than the whole array (a region or
+  // the header alone): such works go to the CPU codec.
+  bool partial() const { return region_.has_value() || header_only_; }
+
+  // By path: opens the file under the root (ArchiveRoot::OpenFile's
+  // statuses), checks its size and file header as an upload's
+  // (CheckFileHeader), and reads it into `work`'s input, held in the budget.
+  absl::Status ReadArchive(CallEnv& env, Work& work) const;
+
+  // What the file header says the reply will cost, against the limits:
+  // frames, --max_output_bytes for what is sent (the region's bytes, none
+  // for the header alone, else the array), and the budget for the archive
+  // (`archive_bytes`, 0 while unknown) and the decoding. INVALID_ARGUMENT
+  // for a region that does not fit the array.
+  absl::Status CheckFileHeader(CallEnv& env, const format::FileHeader& h,
+                               uint64_t archive_bytes) const;
+
+  // Once `work` holds the whole archive and its info: sets its region.
+  absl::Status Apply(Work& work) const;
+
+  // The reply header of a finished work: the array sent (the region's
+  // shape, or the whole array) and the archive's whole array; counts the
+  // region in the metrics.
+  void Describe(const Work& work, Metrics& metrics, v1::DecompressHeader* header) const;
+
+ private:
+  std::optional<Hyperslab> region_;
+  std::string path_;
+  bool header_only_ = false;
+  const ArchiveRoot* root_ = nullptr;
+};
+
+// The host bytes a region work needs beyond its archive: the region, one
+// frame's rows and the largest working set of the frames it meets.
+uint64_t RegionWorkingBytes(const Work& work);
+
+// Decodes a region work's region (or nothing, for header_only) into its
+// output; stops between frames once the work is cancelled.
+void DecompressRegionOnCpu(Work& work);
+
+}  // namespace ebzip::server
+
+#endif  // EBZIP_SERVER_REGION_CALL_H_
