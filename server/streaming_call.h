@@ -48,7 +48,7 @@
 #include "grpcpp/grpcpp.h"
 #include "server/call_env.h"
 #include "server/idle_watch.h"
-#include "server/payload.h"
+#include "proto/payload.h"
 #include "server/work.h"
 
 namespace ebzip::server {

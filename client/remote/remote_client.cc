@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <limits>
 #include <new>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "absl/time/clock.h"
 #include "client/remote/retry.h"
 #include "codec/archive_parts.h"
+#include "proto/payload.h"
 #include "proto/transport_args.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -37,6 +39,40 @@ constexpr char kServiceConfig[] = R"({
   "healthCheckConfig": {"serviceName": ""}
 })";
 constexpr RetryPolicy kRetryPolicy;
+
+// The two streaming methods, opened on raw byte buffers: a message that is
+// only bulk bytes (proto/payload.h) is sent from the caller's memory and read
+// where gRPC received it, skipping protobuf's two copies each way; the rest
+// goes through protobuf (Serialize, Parse). The method names are static:
+// gRPC keeps a pointer to them for the call's life.
+constexpr char kCompressMethod[] = "/ebzip.v1.Compressor/Compress";
+constexpr char kDecompressMethod[] = "/ebzip.v1.Compressor/Decompress";
+using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+std::unique_ptr<RawStream> OpenRawStream(grpc::Channel& channel, const char* method,
+                                         grpc::ClientContext* context) {
+  return std::unique_ptr<RawStream>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          &channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::BIDI_STREAMING),
+          context));
+}
+
+template <class Message>
+grpc::ByteBuffer Serialize(const Message& message) {
+  grpc::ByteBuffer buffer;
+  bool own = false;
+  // Serializing a message built here cannot fail short of memory.
+  (void)grpc::SerializationTraits<Message>::Serialize(message, &buffer, &own);
+  return buffer;
+}
+
+template <class Message>
+absl::Status Parse(grpc::ByteBuffer& buffer, Message* message) {
+  if (!grpc::SerializationTraits<Message>::Deserialize(&buffer, message).ok()) {
+    return absl::InternalError("protocol error: the server sent a message that does not parse");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
@@ -231,18 +267,18 @@ struct RemoteClient::Impl {
   RemoteOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Compressor::Stub> stub;
-  // A split call's parts, one connection each; part 0 takes `stub`.
-  std::vector<std::unique_ptr<v1::Compressor::Stub>> part_stubs;
+  // A split call's parts, one connection each; part 0 takes `channel`.
+  std::vector<std::shared_ptr<grpc::Channel>> part_channels;
 
-  v1::Compressor::Stub& StubFor(size_t part) {
-    return part == 0 ? *stub : *part_stubs[(part - 1) % part_stubs.size()];
+  grpc::Channel& ChannelFor(size_t part) {
+    return part == 0 ? *channel : *part_channels[(part - 1) % part_channels.size()];
   }
 
   // How many calls an array of `bytes` in `frames` frames is split over.
   uint64_t PartsFor(uint64_t bytes, uint64_t frames, bool in_order) const {
     constexpr uint64_t kBytesPerAutoStream = uint64_t{128} << 20;
     constexpr uint64_t kMaxAutoStreams = 8;
-    if (options.streams == 1 || frames < 2 || part_stubs.empty()) return 1;
+    if (options.streams == 1 || frames < 2 || part_channels.empty()) return 1;
     if (in_order && bytes > PhysicalMemoryBytes() / 4) return 1;
     const uint64_t wanted =
         options.streams > 0
@@ -267,12 +303,12 @@ struct RemoteClient::Impl {
     if (deadline != absl::InfiniteFuture()) context->set_deadline(absl::ToChronoTime(deadline));
   }
 
-  absl::StatusOr<RemoteSummary> CompressOnce(v1::Compressor::Stub& on, const ArraySpec& spec,
+  absl::StatusOr<RemoteSummary> CompressOnce(grpc::Channel& on, const ArraySpec& spec,
                                              absl::Span<const uint8_t> data,
                                              const CompressOptions& codec_options,
                                              absl::Time deadline, const ByteSink& sink);
   absl::StatusOr<RemoteArrayHeader> DecompressOnce(
-      v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
+      grpc::Channel& on, absl::Span<const uint8_t> archive,
       const DecompressRequestOptions& request,
       const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
       absl::Time deadline);
@@ -322,8 +358,7 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   const int parts = o.streams == 0 ? 8 : o.streams;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   for (int i = 1; i < parts; ++i) {
-    impl->part_stubs.push_back(
-        v1::Compressor::NewStub(grpc::CreateCustomChannel(o.server, credentials, args)));
+    impl->part_channels.push_back(grpc::CreateCustomChannel(o.server, credentials, args));
   }
   return std::unique_ptr<RemoteClient>(new RemoteClient(std::move(impl)));
 }
@@ -347,7 +382,7 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
   RemoteSummary summary;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->CompressOnce(
-        *impl_->stub, spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
+        *impl_->channel, spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
           *delivered = true;
           return sink(bytes);
         });
@@ -359,11 +394,11 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
 }
 
 absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(
-    v1::Compressor::Stub& on, const ArraySpec& spec, absl::Span<const uint8_t> data,
+    grpc::Channel& on, const ArraySpec& spec, absl::Span<const uint8_t> data,
     const CompressOptions& codec_options, absl::Time deadline, const ByteSink& sink) {
   grpc::ClientContext context;
   Prepare(&context, deadline);
-  auto stream = on.Compress(&context);
+  auto stream = OpenRawStream(on, kCompressMethod, &context);
   // The server streams an archive back while the array is still arriving
   // (absolute bounds, several frames) and stops reading when its window is
   // full: send on a thread of its own while this one reads.
@@ -372,27 +407,39 @@ absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(
     *request.mutable_header() = MakeHeader(spec, codec_options, options);
     // The header waits for the first data and the last data carries the
     // half-close: a small array goes out in one transport write, not three.
-    bool sending = stream->Write(request, grpc::WriteOptions().set_buffer_hint());
+    bool sending = stream->Write(Serialize(request), grpc::WriteOptions().set_buffer_hint());
     bool closed = false;
     for (size_t at = 0; sending && at < data.size(); at += options.message_bytes) {
       const size_t n = std::min(options.message_bytes, data.size() - at);
-      request.set_data(data.data() + at, n);
       closed = at + n == data.size();
+      // Sent from the caller's array, which outlives the call.
       sending = stream->Write(
-          request, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
+          PayloadMessage(v1::CompressRequest::kDataFieldNumber, data.subspan(at, n), nullptr),
+          closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
     }
     // A failed write means the server has ended the call; its status says why.
     if (!closed) stream->WritesDone();
   });
+  grpc::ByteBuffer buffer;
   v1::CompressResponse response;
   RemoteSummary summary;
   bool have_summary = false;
   const uint64_t max_archive_bytes = MaxArchiveBytes(spec, codec_options);
   uint64_t received = 0;
   absl::Status local;  // a failure on this side: the sink's, or the reply's
-  while (stream->Read(&response)) {
+  while (stream->Read(&buffer)) {
     if (!local.ok()) continue;
-    if (have_summary) {
+    // The archive's bytes are read where gRPC received them.
+    std::optional<Payload> archive_bytes =
+        Payload::Of(buffer, v1::CompressResponse::kArchiveFieldNumber);
+    response.Clear();
+    if (!archive_bytes) {
+      local = Parse(buffer, &response);
+      archive_bytes = Payload::Of(response.archive());
+    }
+    if (!local.ok()) {
+      // the reply does not parse
+    } else if (have_summary) {
       local = ProtocolError("sent a message after the summary");
     } else if (response.has_summary()) {
       const auto& s = response.summary();
@@ -400,16 +447,16 @@ absl::StatusOr<RemoteSummary> RemoteClient::Impl::CompressOnce(
                  s.verbatim(),    s.frames(),        s.backend(),         s.request_id()};
       have_summary = true;
     } else {
-      const std::string& a = response.archive();
-      received += a.size();
+      received += archive_bytes->size();
       // Checked before the sink sees the bytes: a server that streams
       // without end is stopped here, not by the caller's memory.
       if (received > max_archive_bytes) {
         local = ProtocolError(absl::StrCat("sent more than ", max_archive_bytes,
                                            " archive bytes, more than any archive of a ",
                                            spec.num_bytes(), "-byte array can take"));
-      } else {
-        local = sink({reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+      }
+      for (absl::Span<const uint8_t> piece : archive_bytes->pieces()) {
+        if (local.ok()) local = sink(piece);
       }
     }
     if (!local.ok()) context.TryCancel();
@@ -503,7 +550,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
   RemoteArrayHeader header;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->DecompressOnce(
-        *impl_->stub, archive, request,
+        *impl_->channel, archive, request,
         [&](const RemoteArrayHeader& h) {
           *delivered = true;
           return on_header(h);
@@ -517,13 +564,13 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
 }
 
 absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
-    v1::Compressor::Stub& on, absl::Span<const uint8_t> archive,
+    grpc::Channel& on, absl::Span<const uint8_t> archive,
     const DecompressRequestOptions& request,
     const std::function<absl::Status(const RemoteArrayHeader&)>& on_header, const ByteSink& sink,
     absl::Time deadline) {
   grpc::ClientContext context;
   Prepare(&context, deadline);
-  auto stream = on.Decompress(&context);
+  auto stream = OpenRawStream(on, kDecompressMethod, &context);
   // Rows come back while the archive is still arriving (archives of several
   // frames): send on a thread of its own while this one reads.
   std::thread sender([&] {
@@ -534,26 +581,43 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     if (request.any()) *message.mutable_options() = ToProto(request);
     if (archive.empty() && request.any()) {
       closed = true;
-      sending = stream->Write(message, grpc::WriteOptions().set_last_message());
+      sending = stream->Write(Serialize(message), grpc::WriteOptions().set_last_message());
     }
     for (size_t at = 0; sending && at < archive.size(); at += options.message_bytes) {
       const size_t n = std::min(options.message_bytes, archive.size() - at);
-      message.set_archive(archive.data() + at, n);
       closed = at + n == archive.size();  // the last message carries the half-close
-      sending = stream->Write(
-          message, closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions());
-      message.clear_options();
+      const grpc::WriteOptions write =
+          closed ? grpc::WriteOptions().set_last_message() : grpc::WriteOptions();
+      if (at == 0 && request.any()) {
+        message.set_archive(archive.data(), n);
+        sending = stream->Write(Serialize(message), write);
+      } else {
+        // Sent from the caller's archive, which outlives the call.
+        sending = stream->Write(PayloadMessage(v1::DecompressRequest::kArchiveFieldNumber,
+                                               archive.subspan(at, n), nullptr),
+                                write);
+      }
     }
     if (!closed) stream->WritesDone();
   });
+  grpc::ByteBuffer buffer;
   v1::DecompressResponse response;
   RemoteArrayHeader header;
   bool have_header = false;
   uint64_t received = 0;
   absl::Status local;  // a failure on this side
-  while (stream->Read(&response)) {
+  while (stream->Read(&buffer)) {
     if (!local.ok()) continue;
-    if (response.has_header()) {
+    // The array's bytes are read where gRPC received them.
+    std::optional<Payload> data = Payload::Of(buffer, v1::DecompressResponse::kDataFieldNumber);
+    response.Clear();
+    if (!data) {
+      local = Parse(buffer, &response);
+      data = Payload::Of(response.data());
+    }
+    if (!local.ok()) {
+      // the reply does not parse
+    } else if (response.has_header()) {
       if (have_header) {
         local = ProtocolError("sent a second header");
       } else if (request.any()) {
@@ -571,14 +635,14 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Impl::DecompressOnce(
     } else if (!have_header) {
       local = ProtocolError("sent data before the header");
     } else {
-      const std::string& d = response.data();
-      received += d.size();
+      received += data->size();
       const uint64_t expected = request.header_only ? 0 : header.spec.num_bytes();
       if (received > expected) {
         local =
             ProtocolError(absl::StrCat("sent more data than the header's ", expected, " bytes"));
-      } else {
-        local = sink({reinterpret_cast<const uint8_t*>(d.data()), d.size()});
+      }
+      for (absl::Span<const uint8_t> piece : data->pieces()) {
+        if (local.ok()) local = sink(piece);
       }
     }
     if (!local.ok()) context.TryCancel();
@@ -739,7 +803,7 @@ absl::StatusOr<RemoteSummary> RemoteClient::CompressInParts(const ArraySpec& spe
     return CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) -> absl::Status {
       archives[i].clear();
       auto once = impl_->CompressOnce(
-          impl_->StubFor(i), part, rows, part_options, deadline,
+          impl_->ChannelFor(i), part, rows, part_options, deadline,
           [&](absl::Span<const uint8_t> bytes) -> absl::Status {
             if (stop) return OtherPartFailed();
             *delivered = true;
@@ -813,7 +877,7 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::DecompressInParts(
     uint64_t at = 0;
     absl::Status called = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
       auto once = impl_->DecompressOnce(
-          impl_->StubFor(i), *part, DecompressRequestOptions(),
+          impl_->ChannelFor(i), *part, DecompressRequestOptions(),
           [&](const RemoteArrayHeader& h) -> absl::Status {
             if (h.spec.dtype != spec.dtype || h.spec.num_bytes() != part_bytes ||
                 h.abs_bound != header.abs_bound) {

@@ -1,7 +1,7 @@
 // The payload fast path (server/payload.h) against protobuf itself: what it
 // reads from a message must be what protobuf parses, and what it writes
 // must be what protobuf would have written.
-#include "server/payload.h"
+#include "proto/payload.h"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,7 @@
 // The bulk bytes of the service's messages — a CompressRequest's data, a
 // DecompressRequest's archive, the replies' archive and data — moved between
-// gRPC's buffers and the server's without protobuf in between.
+// gRPC's buffers and the server's (or the C++ client's) without protobuf in
+// between.
 //
 // Protobuf encodes a message whose only field set is one bytes field as that
 // one length-delimited field: a tag, a length, the bytes. A received message
@@ -11,8 +12,8 @@
 // memcpy under the small-request load. Any
 // other message, including a payload encoded some other valid way, goes
 // through protobuf as before.
-#ifndef EBZIP_SERVER_PAYLOAD_H_
-#define EBZIP_SERVER_PAYLOAD_H_
+#ifndef EBZIP_PROTO_PAYLOAD_H_
+#define EBZIP_PROTO_PAYLOAD_H_
 
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,7 @@
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/slice.h"
 
-namespace ebzip::server {
+namespace ebzip {
 
 // The bytes of a payload field as pieces in order, each pointing into memory
 // the Payload keeps alive (gRPC's slices, or the caller's string).
@@ -65,6 +66,6 @@ class Payload {
 grpc::ByteBuffer PayloadMessage(uint32_t field, absl::Span<const uint8_t> bytes,
                                 std::shared_ptr<const void> owner);
 
-}  // namespace ebzip::server
+}  // namespace ebzip
 
-#endif  // EBZIP_SERVER_PAYLOAD_H_
+#endif  // EBZIP_PROTO_PAYLOAD_H_

@@ -1,10 +1,10 @@
-#include "server/payload.h"
+#include "proto/payload.h"
 
 #include <cstddef>
 #include <limits>
 #include <utility>
 
-namespace ebzip::server {
+namespace ebzip {
 namespace {
 
 constexpr uint32_t kLengthDelimited = 2;  // protobuf's wire type for bytes
@@ -117,4 +117,4 @@ grpc::ByteBuffer PayloadMessage(uint32_t field, absl::Span<const uint8_t> bytes,
   return grpc::ByteBuffer(slices, 2);
 }
 
-}  // namespace ebzip::server
+}  // namespace ebzip
