@@ -1776,19 +1776,45 @@ absl::Status DecodeRegionT(const InterpParams& p, const InterpRegion& r,
   }
   // Tiles of different indices along a batch dimension share nothing: they
   // run in parallel along the slowest such dimension the region spans.
-  int parallel_dim = -1;
-  for (int d = 0; d < kMaxDims && parallel_dim < 0; ++d) {
-    if (!g.interp[d] && r.tile_hi[d] > r.tile_lo[d]) parallel_dim = d;
+  // Without one, bands of tile rows along the slowest interpolated
+  // dimension the region spans run in parallel as in DecodeT, the lower
+  // faces of each band's first row first, since the band before reads them.
+  // Ring tiles read only ring tiles (their far faces keep their index along
+  // the ring's dimension), so then they all come before, on their own.
+  int batch_dim = -1, band_dim = -1;
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (r.tile_hi[d] == r.tile_lo[d]) continue;
+    if (!g.interp[d] && batch_dim < 0) batch_dim = d;
+    if (g.interp[d] && band_dim < 0) band_dim = d;
   }
-  const uint64_t tasks =
-      parallel_dim < 0 ? 1 : r.tile_hi[parallel_dim] - r.tile_lo[parallel_dim] + 1;
+  const int split_dim = batch_dim >= 0 ? batch_dim : band_dim;
+  const uint64_t rows = split_dim < 0 ? 1 : r.tile_hi[split_dim] - r.tile_lo[split_dim] + 1;
+  const uint64_t threads = static_cast<uint64_t>(DefaultThreadCount());
+  const uint64_t bands = batch_dim >= 0 ? rows : threads <= 1 ? 1 : std::min(rows, 4 * threads);
+  auto first_row = [&](uint64_t b) {
+    return split_dim < 0 ? b : r.tile_lo[split_dim] + b * rows / bands;
+  };
+  const bool faces = batch_dim < 0 && bands > 1;
   const TilePlans plans(g, p.order == InterpOrder::kCubic, /*faces=*/false);
   std::atomic<bool> bad_zero{false}, bad_symbol{false};
-  ParallelFor(tasks, [&](uint64_t task) {
+  // The first dimension along which tile k is in the ring, or -1.
+  auto ring_dim = [&](const Coords& k) {
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (g.interp[d] && k[d] >= r.ring[d]) return d;
+    }
+    return -1;
+  };
+  enum class Tiles { kAll, kRing, kNotRing };
+  // Rows [from, to) of the split dimension (all of the box without one);
+  // `first_part` is what the tiles of the first row compute. A ring tile
+  // computes its lower face along a dimension where it is in the ring: the
+  // far faces the tiles before it read lie there.
+  auto decode_rows = [&](uint64_t from, uint64_t to, Part first_part, Tiles which) {
     Coords lo = r.tile_lo, hi = r.tile_hi;
-    if (parallel_dim >= 0) lo[parallel_dim] = hi[parallel_dim] = r.tile_lo[parallel_dim] + task;
-    // A ring tile computes its lower face along one dimension where it is
-    // in the ring: the far faces the tiles before it read lie there.
+    if (split_dim >= 0) {
+      lo[split_dim] = from;
+      hi[split_dim] = to - 1;
+    }
     std::vector<TileDecoder<T>> decoders;
     decoders.reserve(kMaxDims);
     for (int d = 0; d < kMaxDims; ++d) {
@@ -1796,15 +1822,34 @@ absl::Status DecodeRegionT(const InterpParams& p, const InterpRegion& r,
     }
     ForEachTileInBoxBackwards(g, lo, hi, [&](uint64_t t, const Coords& k) {
       if (Cancelled(cancel)) return;
-      for (int d = 0; d < kMaxDims; ++d) {
-        if (g.interp[d] && k[d] >= r.ring[d]) return decoders[d].Decode(t, k, Part::kLowerFace);
+      const int ring = ring_dim(k);
+      if (ring >= 0) {
+        if (which != Tiles::kNotRing) decoders[ring].Decode(t, k, Part::kLowerFace);
+      } else if (which != Tiles::kRing) {
+        const bool first = split_dim >= 0 && k[split_dim] == from;
+        if (first && first_part != Part::kAll) {
+          decoders[split_dim].Decode(t, k, first_part);
+        } else {
+          decoders[0].Decode(t, k, Part::kAll);
+        }
       }
-      decoders[0].Decode(t, k, Part::kAll);
     });
     for (const TileDecoder<T>& decoder : decoders) {
       if (decoder.bad_zero()) bad_zero.store(true, std::memory_order_relaxed);
       if (decoder.bad_symbol()) bad_symbol.store(true, std::memory_order_relaxed);
     }
+  };
+  if (faces) {
+    decode_rows(first_row(0), first_row(bands), Part::kAll, Tiles::kRing);
+    ParallelFor(bands - 1, [&](uint64_t b) {
+      const uint64_t row = first_row(b + 1);
+      decode_rows(row, row + 1, Part::kLowerFace, Tiles::kNotRing);
+    });
+  }
+  ParallelFor(bands, [&](uint64_t b) {
+    const bool after_faces = faces && b > 0;
+    decode_rows(first_row(b), first_row(b + 1), after_faces ? Part::kAboveLowerFace : Part::kAll,
+                faces ? Tiles::kNotRing : Tiles::kAll);
   });
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
   if (bad_symbol.load()) return Corrupt("symbol beyond the alphabet");
