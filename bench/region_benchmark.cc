@@ -63,6 +63,15 @@ void Run(const char* name, const std::vector<uint64_t>& shape) {
               archive->size() / 1e6, static_cast<double>(spec.num_bytes()) / archive->size(),
               info->frames.size(), static_cast<unsigned long long>(info->header.frame_rows),
               Seconds(c0));
+  {
+    // What the frames chose (FORMAT.md §15.9): region decoding's cost depends on it.
+    const format::FrameHeader& h = info->frame_headers[0];
+    std::printf("  frame 0: %s, block/tile %u×%u×%u×%u, %s, order %u\n",
+                h.predictor == format::kPredictorInterp ? "interpolation" : "Lorenzo", h.block[0],
+                h.block[1], h.block[2], h.block[3],
+                h.lossless == format::kLosslessZeroRuns ? "zero-run tokens" : "Huffman",
+                static_cast<unsigned>(h.order));
+  }
   const double full = Median3([&] {
     auto out = Decompress(*archive);
     if (!out.ok()) std::exit(1);

@@ -119,7 +119,7 @@ absl::Status WriteFrame(const FrameParams& p, FrameContent& content, const uint8
   return absl::OkStatus();
 }
 
-using Sections = std::array<absl::Span<const uint8_t>, format::kSectionCount>;
+using Sections = FrameSections;
 
 // The frame's symbols (run tokens expanded). What decoding them takes (code
 // lengths, tables, chunk index, the bitstream's copy) is freed on return,
@@ -312,11 +312,10 @@ void EncodeFrame(const FrameParams& params, const uint8_t* data, std::vector<uin
   EncodeFrame(params, data, out, nullptr).IgnoreError();
 }
 
-absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, DecoderKind decoder,
-                         uint8_t* out, const std::atomic<bool>* cancel) {
-  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+absl::StatusOr<FrameSections> CheckedSections(absl::Span<const uint8_t> frame,
+                                              const FrameHeader& h) {
   if (frame.size() < h.frame_size()) return Corrupt("truncated frame");
-  Sections sec;
+  FrameSections sec;
   uint64_t offset = format::kFrameHeaderSize;
   for (int s = 0; s < format::kSectionCount; ++s) {
     const uint64_t length = h.sections[s].length;
@@ -330,8 +329,16 @@ absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, 
     }
     offset += padded;
   }
+  return sec;
+}
+
+absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const FrameHeader& h, DecoderKind decoder,
+                         uint8_t* out, const std::atomic<bool>* cancel) {
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
-  return DecodeContent(h, sec, decoder, out, cancel);
+  absl::StatusOr<FrameSections> sec = CheckedSections(frame, h);
+  if (!sec.ok()) return sec.status();
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  return DecodeContent(h, *sec, decoder, out, cancel);
 }
 
 }  // namespace ebzip

@@ -72,6 +72,13 @@ absl::Status DecodeFrame(absl::Span<const uint8_t> frame, const format::FrameHea
                          DecoderKind decoder, uint8_t* out,
                          const std::atomic<bool>* cancel = nullptr);
 
+// The frame's seven sections (FORMAT.md §4), each checked against its CRC
+// and followed by zero padding: what every decoder of the frame, whole or
+// in part, checks first. DATA_LOSS otherwise.
+using FrameSections = std::array<absl::Span<const uint8_t>, format::kSectionCount>;
+absl::StatusOr<FrameSections> CheckedSections(absl::Span<const uint8_t> frame,
+                                              const format::FrameHeader& header);
+
 }  // namespace ebzip
 
 #endif  // EBZIP_CODEC_FRAME_CODEC_H_

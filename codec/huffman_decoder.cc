@@ -105,9 +105,12 @@ Run DecodeRun(const HuffmanTable& table, const RunTokens& runs, const ChunkBits&
 
 // DecodeRun without marks, token for token the same: the next bits of the
 // stream wait in a register (refilled a word at a time) instead of being
-// fetched for each token, and the loop calls nothing.
+// fetched for each token, and the loop calls nothing. With `prefix`, it
+// stops once `capacity` positions are written, the last run token cut
+// short (a region needs only a chunk's first positions).
 Run DecodeRunFast(const HuffmanTable& table, const RunTokens& runs, const ChunkBits& in,
-                  uint64_t start, uint64_t limit, uint16_t* out, uint64_t capacity) {
+                  uint64_t start, uint64_t limit, uint16_t* out, uint64_t capacity,
+                  bool prefix = false) {
   Run run;
   uint64_t pos = start;
   const uint64_t first = in.base() + start;
@@ -118,7 +121,7 @@ Run DecodeRunFast(const HuffmanTable& table, const RunTokens& runs, const ChunkB
                  << (first & 31);
   int avail = 64 - static_cast<int>(first & 31);
   const uint64_t bits = in.bits();
-  while (pos < limit) {
+  while (pos < limit && !(prefix && run.count == capacity)) {
     if (avail < 32) {
       buf |= uint64_t{in.Word(next_word++)} << (32 - avail);
       avail += 32;
@@ -139,8 +142,11 @@ Run DecodeRunFast(const HuffmanTable& table, const RunTokens& runs, const ChunkB
     }
     if (out != nullptr) {
       if (positions > capacity - run.count) {
-        run.ok = false;
-        break;
+        if (!prefix) {
+          run.ok = false;
+          break;
+        }
+        positions = static_cast<uint32_t>(capacity - run.count);
       }
       if (positions == 1) {
         out[run.count] = symbol;
@@ -252,6 +258,50 @@ absl::StatusOr<std::vector<uint64_t>> StartsBySelfSync(const HuffmanTable& table
 }
 
 }  // namespace
+
+absl::Status HuffmanDecodePrefixes(const HuffmanTable& table, const BitstreamView& in,
+                                   absl::Span<const ChunkPrefix> prefixes, absl::Span<uint16_t> out,
+                                   const std::atomic<bool>* cancel) {
+  const ChunkLayout& layout = *in.layout;
+  const uint64_t chunks = layout.bits.size();
+  if (chunks != (out.size() + in.chunk_symbols - 1) / in.chunk_symbols) {
+    return format::CorruptArchive("chunk count disagrees with element count");
+  }
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  absl::Status first_error;
+  ParallelFor(prefixes.size(), [&](uint64_t k) {
+    if (failed.load(std::memory_order_relaxed) || Cancelled(cancel)) return;
+    const uint64_t c = prefixes[k].chunk;
+    const uint64_t begin = c * in.chunk_symbols;
+    const uint64_t size = std::min<uint64_t>(in.chunk_symbols, out.size() - begin);
+    const uint64_t count = std::min<uint64_t>(prefixes[k].count, size);
+    const ChunkBits bits(in.words, layout.start_word[c], layout.bits[c]);
+    absl::Status status;
+    if (count == size) {
+      // The whole chunk, checked as a full decode checks it.
+      status = DecodeChunkSequential(table, in.runs, bits, c, out.subspan(begin, size));
+    } else {
+      const Run run = DecodeRunFast(table, in.runs, bits, 0, bits.bits(), out.data() + begin,
+                                    count, /*prefix=*/true);
+      if (!run.ok) {
+        status = CorruptChunk(c, "invalid codeword");
+      } else if (run.count != count) {
+        status = CorruptChunk(c, "symbol count mismatch");
+      }
+    }
+    if (!status.ok() && !failed.exchange(true)) {
+      std::lock_guard<std::mutex> lock(mu);
+      first_error = status;
+    }
+  });
+  if (failed) {
+    std::lock_guard<std::mutex> lock(mu);
+    return first_error;
+  }
+  if (Cancelled(cancel)) return CancelledStatus("Huffman decoding");
+  return absl::OkStatus();
+}
 
 const char* DecoderKindName(DecoderKind kind) {
   switch (kind) {

@@ -71,6 +71,23 @@ struct BitstreamView {
 absl::Status HuffmanDecode(DecoderKind kind, const HuffmanTable& table, const BitstreamView& in,
                            absl::Span<uint16_t> out, const std::atomic<bool>* cancel = nullptr);
 
+// The first `count` symbol positions of one chunk.
+struct ChunkPrefix {
+  uint64_t chunk = 0;
+  uint64_t count = 0;
+};
+
+// What a region needs of a frame's bitstream (codec/region_frame.h): for each
+// listed chunk c, its first `count` positions (at most the chunk's), written
+// at out[c * chunk_symbols ...]; out.size() is the frame's positions and the
+// rest of `out` is left as it was. Chunks are decoded start to end with the
+// chunk-parallel decoder, listed chunks in parallel. A chunk decoded whole
+// is checked as HuffmanDecode checks it; a prefix, for valid tokens that
+// stay inside the chunk's bits and cover at least `count` positions.
+absl::Status HuffmanDecodePrefixes(const HuffmanTable& table, const BitstreamView& in,
+                                   absl::Span<const ChunkPrefix> prefixes, absl::Span<uint16_t> out,
+                                   const std::atomic<bool>* cancel = nullptr);
+
 }  // namespace ebzip
 
 #endif  // EBZIP_CODEC_HUFFMAN_DECODER_H_

@@ -1639,9 +1639,284 @@ absl::Status DecodeT(const InterpParams& p, absl::Span<const uint16_t> symbols,
   return absl::OkStatus();
 }
 
+// Calls fn(t, k) for the tiles of the box [lo, hi] of tile coordinates
+// (inclusive), from last to first in row-major order.
+template <typename Fn>
+void ForEachTileInBoxBackwards(const Geometry& g, const Coords& lo, const Coords& hi, Fn fn) {
+  Coords k = hi;
+  for (;;) {
+    uint64_t t = 0;
+    for (int d = 0; d < kMaxDims; ++d) t = t * g.tiles[d] + k[d];
+    fn(t, k);
+    int d = kMaxDims - 1;
+    for (; d >= 0; --d) {
+      if (k[d] > lo[d]) {
+        --k[d];
+        break;
+      }
+      k[d] = hi[d];
+    }
+    if (d < 0) return;
+  }
+}
+
+// The tile coordinates of a region's box of elements: the tiles it meets,
+// then along each interpolated dimension the next tile (the ring), whose
+// lower face holds the far faces of the last tiles' windows.
+InterpRegion RegionTiles(const Geometry& g, absl::Span<const uint64_t> lo,
+                         absl::Span<const uint64_t> hi) {
+  InterpRegion r;
+  const int pad = kMaxDims - static_cast<int>(lo.size());
+  for (int d = 0; d < kMaxDims; ++d) {
+    const uint64_t l = d < pad ? 0 : lo[d - pad];
+    const uint64_t h = d < pad ? 1 : hi[d - pad];
+    if (g.interp[d]) {
+      const uint64_t last = (h - 1) / g.tile;
+      r.tile_lo[d] = l / g.tile;
+      r.ring[d] = last + 1;
+      r.tile_hi[d] = std::min(last + 1, g.tiles[d] - 1);
+    } else {
+      r.tile_lo[d] = l;
+      r.ring[d] = h;  // no ring along a batch dimension
+      r.tile_hi[d] = h - 1;
+    }
+    r.anchor_lo[d] = r.tile_lo[d] / g.anchor_block[d] * g.anchor_block[d];
+  }
+  return r;
+}
+
+// The local index of anchor k in the region's anchor box.
+uint64_t AnchorSlot(const InterpRegion& r, const Coords& k) {
+  uint64_t slot = 0;
+  for (int d = 0; d < kMaxDims; ++d) {
+    slot = slot * (r.tile_hi[d] - r.anchor_lo[d] + 1) + (k[d] - r.anchor_lo[d]);
+  }
+  return slot;
+}
+
+bool InBox(const Coords& k, const Coords& lo, const Coords& hi) {
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (k[d] < lo[d] || k[d] > hi[d]) return false;
+  }
+  return true;
+}
+
+// DecodeAnchors for the anchors of a region's anchor box; writes the
+// working values of those of its tiles.
+template <typename T>
+absl::Status DecodeRegionAnchors(const Geometry& g, const InterpParams& p, const InterpRegion& r,
+                                 absl::Span<const uint16_t> symbols,
+                                 absl::Span<const uint32_t> outlier_index,
+                                 absl::Span<const int32_t> outlier_residual, T* out,
+                                 const std::atomic<bool>* cancel) {
+  const int32_t radius = static_cast<int32_t>(p.radius);
+  const uint32_t alphabet = 2 * p.radius;
+  BlockGrid grid;
+  for (int d = 0; d < kMaxDims; ++d) {
+    grid.dims[d] = r.tile_hi[d] - r.anchor_lo[d] + 1;
+    grid.block[d] = g.anchor_block[d];
+  }
+  std::vector<int32_t> q(grid.size());
+  uint64_t zeros = 0;
+  bool bad_symbol = false;
+  ForEachTileInBoxBackwards(g, r.anchor_lo, r.tile_hi, [&](uint64_t t, const Coords& k) {
+    const uint16_t s = symbols[r.tile_start[t]];
+    q[AnchorSlot(r, k)] = static_cast<int32_t>(s) - radius;
+    zeros += s == 0;
+    bad_symbol |= s >= alphabet;
+  });
+  if (bad_symbol) return Corrupt("symbol beyond the alphabet");
+  uint64_t matched = 0;
+  for (size_t j = 0; j < outlier_index.size(); ++j) {
+    if (j % kRange == 0 && Cancelled(cancel)) return CancelledStatus(kDecoding);
+    const uint64_t i = outlier_index[j];
+    if (i >= g.n) return Corrupt("outlier index beyond the frame");
+    Coords k;
+    uint64_t t = 0;
+    for (int d = 0; d < kMaxDims; ++d) {
+      uint64_t x = i / g.stride[d] % g.dims[d];
+      if (g.interp[d]) {
+        if (x % g.tile != 0) return Corrupt("outlier at an element that is not an anchor");
+        x /= g.tile;
+      }
+      k[d] = x;
+      t = t * g.tiles[d] + x;
+    }
+    if (!InBox(k, r.anchor_lo, r.tile_hi)) continue;
+    if (symbols[r.tile_start[t]] != 0) return Corrupt("outlier at an anchor whose symbol is not 0");
+    q[AnchorSlot(r, k)] = outlier_residual[j];
+    ++matched;
+  }
+  if (matched != zeros) return Corrupt("outlier count disagrees with the symbols");
+  LorenzoInverse(grid, q.data(), cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  ForEachTileInBoxBackwards(g, r.tile_lo, r.tile_hi, [&](uint64_t, const Coords& k) {
+    out[g.AnchorIndex(k)] = Dequantize<T>(q[AnchorSlot(r, k)], p.quant_step);
+  });
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status DecodeRegionT(const InterpParams& p, const InterpRegion& r,
+                           absl::Span<const uint16_t> symbols,
+                           absl::Span<const uint32_t> outlier_index,
+                           absl::Span<const int32_t> outlier_residual, const uint8_t* fill, T* out,
+                           const std::atomic<bool>* cancel) {
+  const Geometry g = MakeGeometry(p);
+  if (r.tile_start.size() != g.num_tiles + 1 || symbols.size() != r.tile_start.back()) {
+    return absl::InvalidArgumentError("interpolation: region plan of another frame");
+  }
+  if (outlier_index.size() != outlier_residual.size()) {
+    return Corrupt("outlier indices and residuals differ in number");
+  }
+  if (absl::Status s =
+          DecodeRegionAnchors(g, p, r, symbols, outlier_index, outlier_residual, out, cancel);
+      !s.ok()) {
+    return s;
+  }
+  // Tiles of different indices along a batch dimension share nothing: they
+  // run in parallel along the slowest such dimension the region spans.
+  // Without one, bands of tile rows along the slowest interpolated
+  // dimension the region spans run in parallel as in DecodeT, the lower
+  // faces of each band's first row first, since the band before reads them.
+  // Ring tiles read only ring tiles (their far faces keep their index along
+  // the ring's dimension), so then they all come before, on their own.
+  int batch_dim = -1, band_dim = -1;
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (r.tile_hi[d] == r.tile_lo[d]) continue;
+    if (!g.interp[d] && batch_dim < 0) batch_dim = d;
+    if (g.interp[d] && band_dim < 0) band_dim = d;
+  }
+  const int split_dim = batch_dim >= 0 ? batch_dim : band_dim;
+  const uint64_t rows = split_dim < 0 ? 1 : r.tile_hi[split_dim] - r.tile_lo[split_dim] + 1;
+  const uint64_t threads = static_cast<uint64_t>(DefaultThreadCount());
+  // One band a thread: a band's first row runs line by line (its lower
+  // faces apart), slower than the other rows' tile plans.
+  const uint64_t bands = batch_dim >= 0 ? rows : std::min(rows, std::max<uint64_t>(threads, 1));
+  auto first_row = [&](uint64_t b) {
+    return split_dim < 0 ? b : r.tile_lo[split_dim] + b * rows / bands;
+  };
+  const bool faces = batch_dim < 0 && bands > 1;
+  const TilePlans plans(g, p.order == InterpOrder::kCubic, /*faces=*/false);
+  std::atomic<bool> bad_zero{false}, bad_symbol{false};
+  // The first dimension along which tile k is in the ring, or -1.
+  auto ring_dim = [&](const Coords& k) {
+    for (int d = 0; d < kMaxDims; ++d) {
+      if (g.interp[d] && k[d] >= r.ring[d]) return d;
+    }
+    return -1;
+  };
+  enum class Tiles { kAll, kRing, kNotRing };
+  // Rows [from, to) of the split dimension (all of the box without one);
+  // `first_part` is what the tiles of the first row compute. A ring tile
+  // computes its lower face along a dimension where it is in the ring: the
+  // far faces the tiles before it read lie there.
+  auto decode_rows = [&](uint64_t from, uint64_t to, Part first_part, Tiles which) {
+    Coords lo = r.tile_lo, hi = r.tile_hi;
+    if (split_dim >= 0) {
+      lo[split_dim] = from;
+      hi[split_dim] = to - 1;
+    }
+    std::vector<TileDecoder<T>> decoders;
+    decoders.reserve(kMaxDims);
+    for (int d = 0; d < kMaxDims; ++d) {
+      decoders.emplace_back(g, p, plans, symbols, r.tile_start, fill, out, d);
+    }
+    ForEachTileInBoxBackwards(g, lo, hi, [&](uint64_t t, const Coords& k) {
+      if (Cancelled(cancel)) return;
+      const int ring = ring_dim(k);
+      if (ring >= 0) {
+        if (which != Tiles::kNotRing) decoders[ring].Decode(t, k, Part::kLowerFace);
+      } else if (which != Tiles::kRing) {
+        const bool first = split_dim >= 0 && k[split_dim] == from;
+        if (first && first_part != Part::kAll) {
+          decoders[split_dim].Decode(t, k, first_part);
+        } else {
+          decoders[0].Decode(t, k, Part::kAll);
+        }
+      }
+    });
+    for (const TileDecoder<T>& decoder : decoders) {
+      if (decoder.bad_zero()) bad_zero.store(true, std::memory_order_relaxed);
+      if (decoder.bad_symbol()) bad_symbol.store(true, std::memory_order_relaxed);
+    }
+  };
+  if (faces) {
+    decode_rows(first_row(0), first_row(bands), Part::kAll, Tiles::kRing);
+    ParallelFor(bands - 1, [&](uint64_t b) {
+      const uint64_t row = first_row(b + 1);
+      decode_rows(row, row + 1, Part::kLowerFace, Tiles::kNotRing);
+    });
+  }
+  ParallelFor(bands, [&](uint64_t b) {
+    const bool after_faces = faces && b > 0;
+    decode_rows(first_row(b), first_row(b + 1), after_faces ? Part::kAboveLowerFace : Part::kAll,
+                faces ? Tiles::kNotRing : Tiles::kAll);
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (bad_symbol.load()) return Corrupt("symbol beyond the alphabet");
+  if (bad_zero.load()) return Corrupt("symbol 0 (an outlier) at an element that is not an anchor");
+  return absl::OkStatus();
+}
+
 bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
+
+absl::StatusOr<InterpRegion> PlanInterpRegion(const InterpParams& params, const uint8_t* fill_mask,
+                                              uint64_t positions, absl::Span<const uint64_t> lo,
+                                              absl::Span<const uint64_t> hi,
+                                              const std::atomic<bool>* cancel) {
+  if (absl::Status s = ValidateInterpParams(params); !s.ok()) return s;
+  if (lo.size() != params.shape.size() || hi.size() != params.shape.size()) {
+    return absl::InvalidArgumentError("interpolation: region box of another rank");
+  }
+  for (size_t d = 0; d < lo.size(); ++d) {
+    if (!(lo[d] < hi[d] && hi[d] <= params.shape[d])) {
+      return absl::InvalidArgumentError("interpolation: empty region box or one past the frame");
+    }
+  }
+  const Geometry g = MakeGeometry(params);
+  InterpRegion r = RegionTiles(g, lo, hi);
+  r.tile_start = TileStarts(g, fill_mask, cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (r.tile_start.back() != positions) {
+    return Corrupt(absl::StrCat(positions, " symbol positions where the frame has ",
+                                r.tile_start.back()));
+  }
+  // Whole tiles of the tile box (ring included: its lower faces' symbols are
+  // spread over the tile's), the first position of the others' anchors.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  ForEachTileInBoxBackwards(g, r.anchor_lo, r.tile_hi, [&](uint64_t t, const Coords& k) {
+    const uint64_t first = r.tile_start[t];
+    ranges.push_back({first, InBox(k, r.tile_lo, r.tile_hi) ? r.tile_start[t + 1] : first + 1});
+  });
+  std::sort(ranges.begin(), ranges.end());
+  for (const auto& range : ranges) {
+    if (!r.positions.empty() && range.first <= r.positions.back().second) {
+      r.positions.back().second = std::max(r.positions.back().second, range.second);
+    } else {
+      r.positions.push_back(range);
+    }
+  }
+  return r;
+}
+
+absl::Status InterpDecodeRegion(const InterpParams& params, const InterpRegion& region,
+                                absl::Span<const uint16_t> symbols,
+                                absl::Span<const uint32_t> outlier_index,
+                                absl::Span<const int32_t> outlier_residual,
+                                const uint8_t* fill_mask, uint8_t* out,
+                                const std::atomic<bool>* cancel) {
+  if (absl::Status s = ValidateInterpParams(params); !s.ok()) return s;
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  if (params.dtype == DType::kFloat32) {
+    return DecodeRegionT(params, region, symbols, outlier_index, outlier_residual, fill_mask,
+                         reinterpret_cast<float*>(out), cancel);
+  }
+  return DecodeRegionT(params, region, symbols, outlier_index, outlier_residual, fill_mask,
+                       reinterpret_cast<double*>(out), cancel);
+}
 
 absl::Status ValidateInterpParams(const InterpParams& p) {
   auto invalid = [](absl::string_view what) {

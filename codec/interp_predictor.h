@@ -16,9 +16,11 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/types.h"
 
@@ -78,6 +80,44 @@ absl::Status InterpDecode(const InterpParams& params, absl::Span<const uint16_t>
                           absl::Span<const uint32_t> outlier_index,
                           absl::Span<const int32_t> outlier_residual, const uint8_t* fill_mask,
                           uint8_t* out, const std::atomic<bool>* cancel = nullptr);
+
+// Decoding part of a frame (codec/region_frame.h): the elements of a box,
+// [lo[d], hi[d]) along each dimension of the frame, and whatever else the
+// same pages hold. A box meets tiles; each of them reads its window's far
+// faces, which belong to the next tiles along the interpolated dimensions
+// (the box's "ring": their lower faces only are computed), and the anchors
+// of all of them, which are Lorenzo-coded over the anchor grid in blocks of
+// 8 (§15.5.1): the anchors from each such block's first corner on.
+struct InterpRegion {
+  std::array<uint64_t, kMaxDims> tile_lo{}, tile_hi{};  // tiles met, ring included (inclusive)
+  std::array<uint64_t, kMaxDims> ring{};                // per dim: tiles >= ring[d] are ring tiles
+  std::array<uint64_t, kMaxDims> anchor_lo{};           // anchors from here to tile_hi
+  std::vector<uint32_t> tile_start;                     // each tile's first position, then S
+  // The symbol positions the decode reads, [begin, end), ascending and
+  // disjoint.
+  std::vector<std::pair<uint64_t, uint64_t>> positions;
+};
+
+// The plan for the box [lo, hi) (each lo[d] < hi[d] <= shape[d]) of a frame
+// with `positions` symbol positions (S). DATA_LOSS when the fill mask
+// implies another S.
+absl::StatusOr<InterpRegion> PlanInterpRegion(const InterpParams& params, const uint8_t* fill_mask,
+                                              uint64_t positions, absl::Span<const uint64_t> lo,
+                                              absl::Span<const uint64_t> hi,
+                                              const std::atomic<bool>* cancel = nullptr);
+
+// InterpDecode for a region: `symbols` spans the frame's S positions, of
+// which only region.positions are read; `out` spans the frame's n elements,
+// of which the box's get their working values (other elements of the tiles
+// met may be written too). Checks, as InterpDecode does, every symbol and
+// outlier it reads, the outlier entries of the anchors it reads (and that
+// every outlier entry is at an anchor).
+absl::Status InterpDecodeRegion(const InterpParams& params, const InterpRegion& region,
+                                absl::Span<const uint16_t> symbols,
+                                absl::Span<const uint32_t> outlier_index,
+                                absl::Span<const int32_t> outlier_residual,
+                                const uint8_t* fill_mask, uint8_t* out,
+                                const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace ebzip
 

@@ -438,7 +438,141 @@ absl::Status DecodeT(const FrameHeader& h, std::vector<uint16_t> symbols,
   return absl::OkStatus();
 }
 
+// The box [lo, hi) of a frame padded to 4-D, as BlockGrid pads it.
+struct Box4 {
+  std::array<uint64_t, kMaxDims> lo{0, 0, 0, 0}, hi{1, 1, 1, 1}, dims{1, 1, 1, 1};
+
+  Box4(const FrameHeader& h, absl::Span<const uint64_t> l, absl::Span<const uint64_t> u) {
+    const int pad = kMaxDims - h.ndim;
+    for (int d = 0; d < h.ndim; ++d) {
+      lo[pad + d] = l[d];
+      hi[pad + d] = u[d];
+      dims[pad + d] = h.shape[d];
+    }
+  }
+  uint64_t lines() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+  // The frame index of the first element of the box's line `line`.
+  uint64_t LineStart(uint64_t line) const {
+    const uint64_t x2 = lo[2] + line % (hi[2] - lo[2]);
+    line /= hi[2] - lo[2];
+    const uint64_t x1 = lo[1] + line % (hi[1] - lo[1]);
+    const uint64_t x0 = lo[0] + line / (hi[1] - lo[1]);
+    return ((x0 * dims[1] + x1) * dims[2] + x2) * dims[3] + lo[3];
+  }
+};
+
+template <typename T>
+absl::Status DecodeRegionT(const FrameHeader& h, const Box4& box,
+                           absl::Span<const uint16_t> symbols,
+                           absl::Span<const uint8_t> outlier_section, T* out,
+                           const std::atomic<bool>* cancel) {
+  const uint64_t n = h.num_elements();
+  const uint64_t width = box.hi[3] - box.lo[3];
+  const uint64_t lines = box.lines();
+  BlockGrid grid = BlockGrid::Make({h.shape.data(), static_cast<size_t>(h.ndim)},
+                                   {h.block.data(), static_cast<size_t>(h.ndim)});
+  for (int d = 0; d < kMaxDims; ++d) grid.dims[d] = box.hi[d] - box.lo[d];
+  std::vector<int32_t> q(grid.size());
+  const int32_t radius = static_cast<int32_t>(h.radius);
+  std::atomic<uint64_t> zeros{0};
+  const uint64_t lines_per_task = std::max<uint64_t>(1, kRange / width);
+  ParallelFor((lines + lines_per_task - 1) / lines_per_task, [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    uint64_t z = 0;
+    for (uint64_t l = task * lines_per_task; l < std::min(lines, (task + 1) * lines_per_task); ++l) {
+      const uint16_t* s = symbols.data() + box.LineStart(l);
+      int32_t* v = q.data() + l * width;
+      for (uint64_t j = 0; j < width; ++j) {
+        v[j] = static_cast<int32_t>(s[j]) - radius;
+        z += s[j] == 0;
+      }
+    }
+    zeros += z;
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  // Outliers: every entry is checked for order and range; those in the box
+  // must sit on its symbols 0, and be all of them.
+  const uint8_t* outliers = outlier_section.data();
+  const uint64_t outlier_count = h.outlier_count;
+  uint64_t matched = 0;
+  for (uint64_t k = 0; k < outlier_count; ++k) {
+    if (k % kRange == 0 && Cancelled(cancel)) return CancelledStatus(kDecoding);
+    const uint32_t index = LoadLE<uint32_t>(outliers + 4 * k);
+    if (index >= n || (k > 0 && index <= LoadLE<uint32_t>(outliers + 4 * (k - 1)))) {
+      return Corrupt("outlier index out of order or not an outlier symbol");
+    }
+    uint64_t rest = index, local = 0, scale = 1;
+    bool inside = true;
+    for (int d = kMaxDims - 1; d >= 0; --d) {
+      const uint64_t x = rest % box.dims[d];
+      rest /= box.dims[d];
+      inside = inside && x >= box.lo[d] && x < box.hi[d];
+      local += (x - box.lo[d]) * scale;
+      scale *= box.hi[d] - box.lo[d];
+    }
+    if (!inside) continue;
+    if (symbols[index] != 0) return Corrupt("outlier index out of order or not an outlier symbol");
+    q[local] = LoadLE<int32_t>(outliers + 4 * outlier_count + 4 * k);
+    ++matched;
+  }
+  if (zeros != matched) return Corrupt("outlier count disagrees with the bitstream");
+  LorenzoInverse(grid, q.data(), cancel);
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  const double step = h.quant_step;
+  ParallelFor((lines + lines_per_task - 1) / lines_per_task, [&](uint64_t task) {
+    if (Cancelled(cancel)) return;
+    for (uint64_t l = task * lines_per_task; l < std::min(lines, (task + 1) * lines_per_task); ++l) {
+      T* o = out + box.LineStart(l);
+      const int32_t* v = q.data() + l * width;
+      for (uint64_t j = 0; j < width; ++j) o[j] = Dequantize<T>(v[j], step);
+    }
+  });
+  if (Cancelled(cancel)) return CancelledStatus(kDecoding);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+void LorenzoRegionBlocks(const FrameHeader& h, absl::Span<const uint64_t> lo,
+                         absl::Span<const uint64_t> hi, std::vector<uint64_t>* blocks_lo,
+                         std::vector<uint64_t>* blocks_hi) {
+  blocks_lo->resize(h.ndim);
+  blocks_hi->resize(h.ndim);
+  for (int d = 0; d < h.ndim; ++d) {
+    const uint64_t b = h.block[d];
+    (*blocks_lo)[d] = lo[d] / b * b;
+    (*blocks_hi)[d] = std::min<uint64_t>(h.shape[d], (hi[d] + b - 1) / b * b);
+  }
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> LorenzoBoxPositions(const FrameHeader& h,
+                                                               absl::Span<const uint64_t> lo,
+                                                               absl::Span<const uint64_t> hi) {
+  const Box4 box(h, lo, hi);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  const uint64_t width = box.hi[3] - box.lo[3];
+  for (uint64_t l = 0; l < box.lines(); ++l) {
+    const uint64_t first = box.LineStart(l);
+    if (!ranges.empty() && ranges.back().second == first) {
+      ranges.back().second += width;
+    } else {
+      ranges.push_back({first, first + width});
+    }
+  }
+  return ranges;
+}
+
+absl::Status LorenzoDecodeRegion(const FrameHeader& h, absl::Span<const uint64_t> blocks_lo,
+                                 absl::Span<const uint64_t> blocks_hi,
+                                 absl::Span<const uint16_t> symbols,
+                                 absl::Span<const uint8_t> outliers, uint8_t* out,
+                                 const std::atomic<bool>* cancel) {
+  const Box4 box(h, blocks_lo, blocks_hi);
+  if (h.dtype == DType::kFloat32) {
+    return DecodeRegionT(h, box, symbols, outliers, reinterpret_cast<float*>(out), cancel);
+  }
+  return DecodeRegionT(h, box, symbols, outliers, reinterpret_cast<double*>(out), cancel);
+}
 
 uint64_t LorenzoEncoded::outlier_count() const {
   uint64_t total = 0;

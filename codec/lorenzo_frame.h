@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -60,6 +61,30 @@ absl::Status LorenzoEncode(const FrameParams& p, const uint8_t* data, LorenzoEnc
 absl::Status LorenzoDecode(const format::FrameHeader& h, std::vector<uint16_t> symbols,
                            absl::Span<const uint8_t> outliers, uint8_t* out,
                            const std::atomic<bool>* cancel);
+
+// Decoding part of a frame (codec/region_frame.h). Blocks are independent,
+// so the box [lo, hi) of the frame needs the blocks it meets: the box
+// widened to whole blocks, `blocks_lo` and `blocks_hi` (the frame's edge
+// cutting the last). Symbols are in C order, one per element.
+void LorenzoRegionBlocks(const format::FrameHeader& h, absl::Span<const uint64_t> lo,
+                         absl::Span<const uint64_t> hi, std::vector<uint64_t>* blocks_lo,
+                         std::vector<uint64_t>* blocks_hi);
+// The symbol positions of the elements of the box [lo, hi): [begin, end)
+// ranges, ascending and disjoint.
+std::vector<std::pair<uint64_t, uint64_t>> LorenzoBoxPositions(const format::FrameHeader& h,
+                                                               absl::Span<const uint64_t> lo,
+                                                               absl::Span<const uint64_t> hi);
+
+// LorenzoDecode for the whole-block box [blocks_lo, blocks_hi): `symbols`
+// spans the frame's n positions, of which only the box's are read; the
+// box's elements of `out` (the frame's n) get their values. Checks the
+// outlier section's order and range, and the outlier entries against the
+// box's symbols.
+absl::Status LorenzoDecodeRegion(const format::FrameHeader& h, absl::Span<const uint64_t> blocks_lo,
+                                 absl::Span<const uint64_t> blocks_hi,
+                                 absl::Span<const uint16_t> symbols,
+                                 absl::Span<const uint8_t> outliers, uint8_t* out,
+                                 const std::atomic<bool>* cancel);
 
 }  // namespace ebzip
 

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <memory>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codec/cancel.h"
+#include "codec/region_frame.h"
 
 namespace ebzip {
 namespace {
@@ -163,7 +166,7 @@ std::vector<uint64_t> FramesOf(const ArchiveInfo& info, const Hyperslab& r) {
 
 absl::Status DecompressRegion(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
                               const Hyperslab& r, DecoderKind decoder, absl::Span<uint8_t> out,
-                              const std::atomic<bool>* cancel) {
+                              const std::atomic<bool>* cancel, RegionFrames policy) {
   constexpr absl::string_view kWhat = "region decompression";
   const ArraySpec spec = info.spec();
   if (absl::Status s = CheckHyperslab(r, spec.shape); !s.ok()) return s;
@@ -178,26 +181,49 @@ absl::Status DecompressRegion(const ArchiveInfo& info, absl::Span<const uint8_t>
   const uint64_t row_elements = spec.num_elements() / spec.shape[0];
   const uint64_t out_row_bytes = r.NumElements() / r.count[0] * elem;
   // One frame at a time (DecodeFrame runs its stages in parallel), so the
-  // memory is one frame's rows whatever the region.
-  std::vector<uint8_t> rows;
-  try {
-    rows.resize(info.header.frame_rows * row_elements * elem);
-  } catch (const std::bad_alloc&) {
-    return absl::ResourceExhaustedError("region: cannot allocate a frame's rows");
+  // memory is one frame's rows whatever the region. Left uninitialized: a
+  // part of a frame writes, and the system maps, only the pages it needs.
+  std::unique_ptr<uint8_t[]> rows(new (std::nothrow)
+                                      uint8_t[info.header.frame_rows * row_elements * elem]);
+  if (!rows) return absl::ResourceExhaustedError("region: cannot allocate a frame's rows");
+  RegionScratch scratch;
+  const size_t ndim = spec.shape.size();
+  // The region's box in every frame but along dimension 0.
+  std::vector<uint64_t> lo(ndim), hi(ndim);
+  uint64_t box_row = 1;
+  for (size_t d = 1; d < ndim; ++d) {
+    lo[d] = r.start[d];
+    hi[d] = r.start[d] + (r.count[d] - 1) * r.step[d] + 1;
+    box_row *= hi[d] - lo[d];
   }
   for (uint64_t f : frames) {
     if (Cancelled(cancel)) return CancelledStatus(kWhat);
-    if (absl::Status s = DecompressFrame(info, archive, f, decoder, rows.data(), cancel); !s.ok()) {
-      return s;
-    }
     const uint64_t first_row = f * info.header.frame_rows;
     const uint64_t end_row = first_row + info.FrameRows(f);
+    // The region's first and last rows in this frame.
+    const uint64_t i_first =
+        first_row <= r.start[0] ? 0 : (first_row - r.start[0] + r.step[0] - 1) / r.step[0];
+    const uint64_t i_last = std::min(r.count[0] - 1, (end_row - 1 - r.start[0]) / r.step[0]);
+    lo[0] = r.start[0] + i_first * r.step[0] - first_row;
+    hi[0] = r.start[0] + i_last * r.step[0] + 1 - first_row;
+    const bool part = policy == RegionFrames::kPart ||
+                      (policy == RegionFrames::kAuto &&
+                       2 * (hi[0] - lo[0]) * box_row <= info.FrameRows(f) * row_elements);
+    absl::Status s;
+    if (part) {
+      const format::FrameIndexEntry& e = info.frames[f];
+      s = DecodeFrameRegion(archive.subspan(e.offset, e.size), info.frame_headers[f], lo, hi,
+                            rows.get(), &scratch, cancel);
+    } else {
+      s = DecompressFrame(info, archive, f, decoder, rows.get(), cancel);
+    }
+    if (!s.ok()) return s;
     // The region's rows in this frame: i with first_row <= start + i*step < end_row.
     uint64_t i = first_row <= r.start[0] ? 0 : (first_row - r.start[0] + r.step[0] - 1) / r.step[0];
     for (; i < r.count[0]; ++i) {
       const uint64_t row = r.start[0] + i * r.step[0];
       if (row >= end_row) break;
-      GatherRow(rows.data() + (row - first_row) * row_elements * elem,
+      GatherRow(rows.get() + (row - first_row) * row_elements * elem,
                 out.data() + i * out_row_bytes, r, spec.shape, elem);
     }
   }

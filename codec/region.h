@@ -46,14 +46,24 @@ absl::Status CheckHyperslab(const Hyperslab& region, absl::Span<const uint64_t> 
 // NumPy nothing is clipped, so a typo cannot silently return less.
 absl::StatusOr<Hyperslab> ParseHyperslab(absl::string_view text, absl::Span<const uint64_t> shape);
 
+// How much of each frame the region meets is decoded: all of it, or only
+// what the region's box within the frame needs (codec/region_frame.h: the
+// Huffman chunks, Lorenzo blocks or interpolation tiles it meets). kAuto
+// decodes the part when the box is at most half of the frame.
+enum class RegionFrames { kAuto, kWhole, kPart };
+
 // Decodes `region` of the archive into `out` (region.NumElements() elements
-// of the archive's dtype, C order of the region). Only the frames that hold
-// rows of the region are decoded, each checked as Decompress checks it;
+// of the archive's dtype, C order of the region), the same bytes whichever
+// `frames` is. Only the frames that hold rows of the region are decoded: a
+// whole frame is checked as Decompress checks it, a part as
+// DecodeFrameRegion says (every section's CRC, and what the part reads);
 // nothing else of the archive is read past ReadArchiveInfo's validation.
+// `decoder` applies to whole frames; parts decode their chunks start to end.
 absl::Status DecompressRegion(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
                               const Hyperslab& region, DecoderKind decoder,
                               absl::Span<uint8_t> out,
-                              const std::atomic<bool>* cancel = nullptr);
+                              const std::atomic<bool>* cancel = nullptr,
+                              RegionFrames frames = RegionFrames::kAuto);
 
 // The frames DecompressRegion decodes for `region`, in increasing order:
 // those holding at least one of its rows (none for an empty region).

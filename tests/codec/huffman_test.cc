@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "codec/chunk_layout.h"
+#include "codec/entropy_coder.h"
 #include "codec/huffman_code.h"
 #include "codec/huffman_decoder.h"
 #include "codec/huffman_encoder.h"
@@ -293,6 +294,48 @@ TEST(HuffmanDecode, GapDecoderNeedsGaps) {
   std::vector<uint16_t> out(s.symbols.size());
   EXPECT_EQ(HuffmanDecode(DecoderKind::kGapArray, table, view, absl::MakeSpan(out)).code(),
             absl::StatusCode::kFailedPrecondition);
+}
+
+// A region decodes chunks' first positions only (HuffmanDecodePrefixes):
+// each listed chunk's first `count` symbols as the full decode has them, a
+// run token cut where the prefix ends, nothing else of the output written.
+TEST(HuffmanDecode, PrefixesAreTheFullDecodesFirstPositions) {
+  constexpr uint32_t kRadius = 100;
+  std::mt19937 rng(11);
+  std::vector<uint16_t> symbols;
+  while (symbols.size() < 60000) {
+    if (rng() % 3 == 0) {
+      symbols.push_back(static_cast<uint16_t>(1 + rng() % (2 * kRadius - 1)));
+    } else {
+      symbols.insert(symbols.end(), 1 + rng() % (rng() % 8 == 0 ? 9000 : 40), kRadius);
+    }
+  }
+  for (uint32_t chunk : {1000u, 16384u}) {
+    for (bool runs : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "chunk " << chunk << ", runs " << runs);
+      const StageCode code = runs ? RunCode(symbols, kRadius, chunk, 20)
+                                  : PlainCode(symbols, kRadius, 20);
+      const EncodedSymbols encoded = EncodeWith(code, symbols, chunk, 1024, true, nullptr);
+      const HuffmanTable table(code.lengths);
+      const BitstreamView view{encoded.words, &encoded.layout, encoded.gaps, chunk, 1024,
+                               code.runs};
+      const uint64_t chunks = encoded.layout.bits.size();
+      for (uint64_t c = 0; c < chunks; c += 3) {
+        const uint64_t size = std::min<uint64_t>(chunk, symbols.size() - c * chunk);
+        for (uint64_t count : {uint64_t{1}, 1 + rng() % size, size - 1, size}) {
+          if (count == 0) continue;
+          std::vector<uint16_t> out(symbols.size(), 0xFFFF);
+          const ChunkPrefix prefix{c, count};
+          ASSERT_TRUE(HuffmanDecodePrefixes(table, view, {&prefix, 1}, absl::MakeSpan(out)).ok());
+          for (uint64_t i = 0; i < out.size(); ++i) {
+            const bool listed = i >= c * chunk && i < c * chunk + count;
+            ASSERT_EQ(out[i], listed ? symbols[i] : 0xFFFF) << "chunk " << c << ", count "
+                                                            << count << ", position " << i;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(SymbolCounts, AgreeWithTheHistogramAndTheTokens) {

@@ -32,7 +32,9 @@
 #include "codec/fill_mask.h"
 #include "codec/format.h"
 #include "codec/huffman_code.h"
+#include "codec/region.h"
 #include "gtest/gtest.h"
+#include "tests/region_slice.h"
 
 namespace ebzip {
 namespace {
@@ -511,6 +513,16 @@ TEST(MalformedArchive, TrailingBytesAreDataLoss) {
 
 // Flips bits everywhere: every bit of the headers, index and trailer, and one
 // bit of every section and padding byte (a different bit from byte to byte).
+// The whole array decoded by parts of frames (RegionFrames::kPart).
+StatusCode DecodeByParts(const Bytes& archive) {
+  auto info = ReadArchiveInfo(archive);
+  if (!info.ok()) return info.status().code();
+  Bytes out(info->spec().num_bytes());
+  return DecompressRegion(*info, archive, WholeArray(info->header.shape), DecoderKind::kAuto,
+                          absl::MakeSpan(out), nullptr, RegionFrames::kPart)
+      .code();
+}
+
 TEST(MalformedArchive, BitFlipsAnywhereAreRejected) {
   for (const Sample& sample : Samples()) {
     SCOPED_TRACE(sample.name);
@@ -547,6 +559,15 @@ TEST(MalformedArchive, BitFlipsAnywhereAreRejected) {
                             << DecoderKindName(kind)
                             << " decoder: " << (out.ok() ? "OK" : out.status().ToString());
             }
+          }
+          // Parts of frames (codec/region_frame.h) check every section's
+          // CRC too: the whole array by parts is rejected alike.
+          const StatusCode code = DecodeByParts(a);
+          if (!(code == StatusCode::kDataLoss ||
+                (version_field && code == StatusCode::kUnimplemented))) {
+            ++failures;
+            ADD_FAILURE() << "bit " << bit << " of byte " << at << " (" << region.name
+                          << "), by parts of frames: " << code;
           }
         }
       }
@@ -2424,6 +2445,34 @@ TEST(MalformedArchive, ChecksummedByteEditsNeverCrashAndDecodersAgree) {
                    s.code() != StatusCode::kUnimplemented) {
           ++failures;
           ADD_FAILURE() << what << ", " << DecoderKindName(kind) << ": " << s;
+        }
+      }
+      // Small boxes of frame 0 by parts of it: they check only what they
+      // read, so they may accept a frame the full decode rejects, but fail
+      // only as it does, and equal its slice where it succeeds.
+      std::vector<uint64_t> frame_shape = info->header.shape;
+      frame_shape[0] = info->FrameRows(0);
+      for (int corner = 0; corner < 3; ++corner) {
+        Hyperslab box = WholeArray(frame_shape);
+        for (size_t d = 0; d < frame_shape.size(); ++d) {
+          box.count[d] = std::min<uint64_t>(frame_shape[d], 3);
+          box.start[d] = (frame_shape[d] - box.count[d]) * corner / 2;
+        }
+        Bytes got(box.NumElements() * DTypeSize(info->spec().dtype));
+        const absl::Status s = DecompressRegion(*info, a, box, DecoderKind::kAuto,
+                                                absl::MakeSpan(got), nullptr, RegionFrames::kPart);
+        if (s.ok() && !reference.empty()) {
+          if (got != testing::SliceOf(reference, frame_shape, box, DTypeSize(info->spec().dtype))) {
+            ++failures;
+            ADD_FAILURE() << what << ": box " << box.ToString() << " differs from the frame's";
+          }
+        } else if (!s.ok() && !reference.empty()) {
+          ++failures;
+          ADD_FAILURE() << what << ": box " << box.ToString() << " of an accepted frame: " << s;
+        } else if (!s.ok() && s.code() != StatusCode::kDataLoss &&
+                   s.code() != StatusCode::kUnimplemented) {
+          ++failures;
+          ADD_FAILURE() << what << ": box " << box.ToString() << ": " << s;
         }
       }
     };

@@ -7,12 +7,14 @@
 // and a multi-frame archive decodes whole and frame by frame.
 #include "tests/real_fields.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -25,9 +27,11 @@
 #include "client/io/loaded_array.h"
 #include "codec/archive.h"
 #include "codec/huffman_decoder.h"
+#include "codec/region.h"
 #include "codec/types.h"
 #include "gtest/gtest.h"
 #include "tests/bound_checker.h"
+#include "tests/region_slice.h"
 
 namespace ebzip {
 namespace {
@@ -354,6 +358,62 @@ TEST(RealFieldTest, SaltInManyFrames) {
     row += frame_rows;
   }
   EXPECT_EQ(row, rows);
+}
+
+// Regions of every real field by parts of frames (codec/region_frame.h):
+// small boxes anywhere and at the far corner, 1 % boxes and single indices
+// along each dimension, byte for byte the full decode's slice, for each
+// predictor the writer may choose (and the fill mask where there is fill).
+TEST(RealFieldTest, RegionsByPartsOfFramesEqualTheFullDecode) {
+  for (const RealField& real : RealFields()) {
+    ASSERT_FIELD(field, real.name);
+    const std::vector<uint64_t>& shape = field->spec.shape;
+    for (Predictor predictor : {Predictor::kLorenzo, Predictor::kInterp}) {
+      SCOPED_TRACE(absl::StrCat(real.name, ", predictor ", static_cast<int>(predictor)));
+      CompressOptions options;
+      options.mode = BoundMode::kRel;
+      options.bound = 1e-3;
+      options.predictor = predictor;
+      if (PassesFill(real.name)) options.fill_value = field->fill_value;
+      // Frames of about a quarter of the array: regions meet some of them.
+      options.frame_elements = std::max<uint64_t>(1, field->spec.num_elements() / 4);
+      absl::StatusOr<std::vector<uint8_t>> archive = Compress(field->spec, field->data, options);
+      ASSERT_TRUE(archive.ok()) << archive.status();
+      absl::StatusOr<DecompressedArray> full = Decompress(*archive);
+      ASSERT_TRUE(full.ok()) << full.status();
+      absl::StatusOr<ArchiveInfo> info = ReadArchiveInfo(*archive);
+      ASSERT_TRUE(info.ok()) << info.status();
+      std::mt19937_64 rng(shape.size() * 1000 + static_cast<int>(predictor));
+      std::vector<Hyperslab> regions;
+      for (int k = 0; k < 12; ++k) {
+        Hyperslab box = WholeArray(shape);
+        for (size_t d = 0; d < shape.size(); ++d) {
+          const uint64_t side =
+              k < 4 ? 1 + rng() % std::min<uint64_t>(shape[d], 40)
+                    : std::max<uint64_t>(1, static_cast<uint64_t>(
+                                                std::pow(0.01, 1.0 / shape.size()) * shape[d]));
+          box.count[d] = side;
+          box.start[d] = k % 4 == 3 ? shape[d] - side : rng() % (shape[d] - side + 1);
+        }
+        regions.push_back(box);
+      }
+      for (size_t d = 0; d < shape.size(); ++d) {
+        Hyperslab index = WholeArray(shape);
+        index.start[d] = rng() % shape[d];
+        index.count[d] = 1;
+        regions.push_back(index);
+      }
+      for (const Hyperslab& r : regions) {
+        SCOPED_TRACE(r.ToString());
+        std::vector<uint8_t> got(r.NumElements() * sizeof(float));
+        const absl::Status status = DecompressRegion(*info, *archive, r, DecoderKind::kAuto,
+                                                     absl::MakeSpan(got), nullptr,
+                                                     RegionFrames::kPart);
+        ASSERT_TRUE(status.ok()) << status;
+        EXPECT_TRUE(got == ::ebzip::testing::SliceOf(full->data, shape, r, sizeof(float)));
+      }
+    }
+  }
 }
 
 }  // namespace

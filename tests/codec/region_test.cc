@@ -18,7 +18,8 @@ namespace {
 
 using ::ebzip::testing::SliceOf;
 
-// A smooth field with a fill value, NaN, ±Inf, -0.0 and subnormals sprinkled in.
+// A smooth field with a fill value (single elements and a stretch, a
+// coastline), NaN, ±Inf, -0.0 and subnormals sprinkled in.
 template <typename T>
 std::vector<T> Field(const std::vector<uint64_t>& shape, std::mt19937_64& rng, T fill) {
   uint64_t n = 1;
@@ -30,6 +31,8 @@ std::vector<T> Field(const std::vector<uint64_t>& shape, std::mt19937_64& rng, T
   }
   std::uniform_int_distribution<uint64_t> at(0, n - 1);
   for (int k = 0; k < 6; ++k) v[at(rng)] = fill;
+  const uint64_t land = at(rng);
+  std::fill(v.begin() + land, v.begin() + std::min(n, land + n / 10), fill);
   v[at(rng)] = std::numeric_limits<T>::quiet_NaN();
   v[at(rng)] = std::numeric_limits<T>::infinity();
   v[at(rng)] = -std::numeric_limits<T>::infinity();
@@ -63,11 +66,30 @@ std::vector<Hyperslab> Regions(const std::vector<uint64_t>& shape, std::mt19937_
     }
     out.push_back(h);
   }
+  // Small boxes, which a frame decodes in part: anywhere, and against the
+  // far edges (the last tiles and blocks, cut short).
+  for (int k = 0; k < 12; ++k) {
+    Hyperslab h;
+    for (uint64_t s : shape) {
+      const uint64_t count = 1 + rng() % std::min<uint64_t>(s, 9);
+      const uint64_t start = k % 3 == 0 ? s - count : rng() % (s - count + 1);
+      h.start.push_back(start);
+      h.count.push_back(count);
+      h.step.push_back(1);
+    }
+    out.push_back(h);
+  }
   return out;
 }
 
+struct Coding {
+  Predictor predictor = Predictor::kAuto;
+  Lossless lossless = Lossless::kAuto;
+  bool fill = true;
+};
+
 template <typename T>
-void CheckRegions(const std::vector<uint64_t>& shape, Predictor predictor, uint64_t frame_elements,
+void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t frame_elements,
                   uint64_t seed) {
   std::mt19937_64 rng(seed);
   const T fill = static_cast<T>(-9999);
@@ -76,8 +98,9 @@ void CheckRegions(const std::vector<uint64_t>& shape, Predictor predictor, uint6
   CompressOptions o;
   o.mode = BoundMode::kRel;
   o.bound = 1e-3;
-  o.fill_value = static_cast<double>(fill);
-  o.predictor = predictor;
+  if (coding.fill) o.fill_value = static_cast<double>(fill);
+  o.predictor = coding.predictor;
+  o.lossless = coding.lossless;
   o.frame_elements = frame_elements;
   auto archive = Compress(
       spec, {reinterpret_cast<const uint8_t*>(data.data()), data.size() * sizeof(T)}, o);
@@ -88,9 +111,16 @@ void CheckRegions(const std::vector<uint64_t>& shape, Predictor predictor, uint6
   ASSERT_TRUE(info.ok()) << info.status();
   for (const Hyperslab& r : Regions(shape, rng)) {
     SCOPED_TRACE(r.ToString());
-    std::vector<uint8_t> got(r.NumElements() * sizeof(T), 0xEE);
-    ASSERT_TRUE(DecompressRegion(*info, *archive, r, DecoderKind::kAuto, absl::MakeSpan(got)).ok());
-    EXPECT_EQ(got, SliceOf(full->data, shape, r, sizeof(T)));
+    const std::vector<uint8_t> want = SliceOf(full->data, shape, r, sizeof(T));
+    // Whole frames, parts of frames, and the choice between them.
+    for (RegionFrames frames : {RegionFrames::kAuto, RegionFrames::kWhole, RegionFrames::kPart}) {
+      SCOPED_TRACE(absl::StrCat("frames ", static_cast<int>(frames)));
+      std::vector<uint8_t> got(r.NumElements() * sizeof(T), 0xEE);
+      const absl::Status s = DecompressRegion(*info, *archive, r, DecoderKind::kAuto,
+                                              absl::MakeSpan(got), nullptr, frames);
+      ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(got, want);
+    }
     // The same region written as text parses back to itself.
     auto parsed = ParseHyperslab(r.ToString(), shape);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
@@ -106,14 +136,23 @@ TEST(Region, EqualsTheSliceOfAFullDecode) {
   const std::vector<std::vector<uint64_t>> shapes = {
       {5000}, {97, 130}, {40, 33, 29}, {7, 9, 20, 24}, {1, 300}, {64, 1}};
   uint64_t seed = 1;
+  // Every predictor with each lossless stage, with and without a fill value
+  // (fill runs, or the fill mask of interpolation).
+  std::vector<Coding> codings;
+  for (Predictor p : {Predictor::kLorenzo, Predictor::kInterp, Predictor::kAuto}) {
+    for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns}) {
+      for (bool fill : {true, false}) codings.push_back({p, l, fill});
+    }
+  }
   for (const auto& shape : shapes) {
-    for (Predictor p : {Predictor::kLorenzo, Predictor::kInterp, Predictor::kAuto}) {
+    for (const Coding& c : codings) {
       // One frame, and frames of a few rows (many frames, a last short one).
       for (uint64_t frame_elements : {uint64_t{1} << 24, uint64_t{2000}}) {
-        SCOPED_TRACE(absl::StrCat(shape.size(), "-D, predictor ", static_cast<int>(p),
+        SCOPED_TRACE(absl::StrCat(shape.size(), "-D, predictor ", static_cast<int>(c.predictor),
+                                  ", lossless ", static_cast<int>(c.lossless), ", fill ", c.fill,
                                   ", frame_elements ", frame_elements));
-        CheckRegions<float>(shape, p, frame_elements, seed++);
-        CheckRegions<double>(shape, p, frame_elements, seed++);
+        CheckRegions<float>(shape, c, frame_elements, seed++);
+        CheckRegions<double>(shape, c, frame_elements, seed++);
       }
     }
   }

@@ -5,10 +5,12 @@
 // (FAILED_PRECONDITION only from the gap-array decoder, for frames written
 // without a gap array), a success has the declared size, and the decoders
 // accept the same archives and produce the same bytes. Regions of an
-// accepted archive (codec/region.h) decode to the slice of the full decode:
-// one parsed from the input's last bytes as text (so the parser is fuzzed
-// too: OK or INVALID_ARGUMENT, nothing else), one picked from them as
-// numbers.
+// accepted archive (codec/region.h) decode to the slice of the full decode,
+// by whole frames and by parts of frames (codec/region_frame.h): one parsed
+// from the input's last bytes as text (so the parser is fuzzed too: OK or
+// INVALID_ARGUMENT, nothing else), one picked from them as numbers, one
+// small box. Parts of frames check only what they read, so on an archive
+// the full decode rejects they may succeed, but fail only as it does.
 //
 // A custom mutator recomputes every checksum after most mutations: otherwise
 // almost every mutant fails a CRC and the validation behind the CRCs, the
@@ -63,20 +65,32 @@ bool IsRejection(const absl::Status& s, DecoderKind kind) {
   }
 }
 
+constexpr ebzip::RegionFrames kRegionFrames[] = {ebzip::RegionFrames::kAuto,
+                                                 ebzip::RegionFrames::kWhole,
+                                                 ebzip::RegionFrames::kPart};
+
+// `full` is null when the full decode rejected the archive.
 void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
-                 const std::vector<uint8_t>& full, const ebzip::Hyperslab& r) {
+                 const std::vector<uint8_t>* full, const ebzip::Hyperslab& r) {
   const ebzip::ArraySpec spec = info.spec();
   const size_t elem = ebzip::DTypeSize(spec.dtype);
   std::vector<uint8_t> got(r.NumElements() * elem);
-  const absl::Status s =
-      ebzip::DecompressRegion(info, archive, r, DecoderKind::kAuto, absl::MakeSpan(got));
-  if (!s.ok()) Fail("a region of an accepted archive failed", s);
-  if (got != ebzip::testing::SliceOf(full, spec.shape, r, elem))
-    Fail("a region differs from the full decode");
+  for (ebzip::RegionFrames frames : kRegionFrames) {
+    if (full == nullptr && frames != ebzip::RegionFrames::kPart) continue;
+    const absl::Status s = ebzip::DecompressRegion(info, archive, r, DecoderKind::kAuto,
+                                                   absl::MakeSpan(got), nullptr, frames);
+    if (full == nullptr) {
+      if (!s.ok() && !IsRejection(s, DecoderKind::kAuto)) Fail("a part of a frame failed", s);
+      continue;
+    }
+    if (!s.ok()) Fail("a region of an accepted archive failed", s);
+    if (got != ebzip::testing::SliceOf(*full, spec.shape, r, elem))
+      Fail("a region differs from the full decode");
+  }
 }
 
 void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
-                  const std::vector<uint8_t>& full) {
+                  const std::vector<uint8_t>* full) {
   const std::vector<uint64_t>& shape = info.header.shape;
   const size_t tail = std::min<size_t>(archive.size(), 24);
   const absl::Span<const uint8_t> bytes = archive.subspan(archive.size() - tail);
@@ -97,6 +111,15 @@ void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> arch
     r.count.push_back(shape[d] == 0 ? 0 : (shape[d] - 1 - start) / step + 1);
   }
   if (!ebzip::CheckHyperslab(r, shape).ok()) Fail("a region built inside the array was refused");
+  CheckRegion(info, archive, full, r);
+  // A box of at most 3 per dimension: a small part of a frame.
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const uint8_t b = bytes.empty() ? 0 : bytes[(d + 3) % bytes.size()];
+    r.start[d] = shape[d] == 0 ? 0 : b % shape[d];
+    r.step[d] = 1;
+    r.count[d] = std::min<uint64_t>(shape[d] - r.start[d], 1 + (b >> 6) % 3);
+  }
+  if (!ebzip::CheckHyperslab(r, shape).ok()) Fail("a box built inside the array was refused");
   CheckRegion(info, archive, full, r);
 }
 
@@ -157,6 +180,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Fail("auto, chunk-parallel and self-sync decoders disagree on validity");
   }
   if (accepted[2] && !accepted[1]) Fail("gap-array decoder accepted what chunk-parallel rejects");
-  if (have_reference) CheckRegions(*info, archive, reference);
+  CheckRegions(*info, archive, have_reference ? &reference : nullptr);
   return 0;
 }
