@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, warmup, 0, "Requests made first and not measured");
 ABSL_FLAG(uint64_t, message_bytes, uint64_t{1} << 20, "Payload bytes per request message");
 ABSL_FLAG(double, timeout_s, 0, "Per-request deadline in seconds; 0: none");
 ABSL_FLAG(bool, verify, false, "Check every decompressed value against the bound");
+ABSL_FLAG(std::string, predictor, "auto",
+          "CompressOptions.predictor: auto (each frame chooses), lorenzo or interp");
+ABSL_FLAG(std::string, lossless, "auto", "CompressOptions.lossless: auto, huffman or runs");
 ABSL_FLAG(int32_t, parts, 0,
           "Through the C++ client library, each array split over this many calls at once, each "
           "on its own connection (RemoteOptions::streams); 0: one call per array on raw stubs");
@@ -223,6 +226,7 @@ struct Config {
   // what the load measures, and the two share the host's cores.
   std::vector<ebzip::v1::CompressRequest> data_messages;
   ebzip::v1::ErrorBound bound;
+  ebzip::v1::CompressOptions options;  // --predictor, --lossless
   std::string token;
   uint64_t message_bytes = 1 << 20;
   double timeout_s = 0;
@@ -290,6 +294,7 @@ grpc::Status Compress(Compressor::Stub& stub, const Config& cfg, std::string* ar
   header->mutable_array()->set_dtype(ebzip::v1::FLOAT32);
   for (uint64_t d : cfg.shape) header->mutable_array()->add_shape(d);
   *header->mutable_error_bound() = cfg.bound;
+  *header->mutable_options() = cfg.options;
   const char* data = reinterpret_cast<const char*>(cfg.field->data());
   const uint64_t bytes = cfg.field->size() * sizeof(float);
   // As the client library sends (client/remote): the header waits for the
@@ -405,6 +410,12 @@ ebzip::CompressOptions LibraryOptions(const Config& cfg) {
   ebzip::CompressOptions o;
   o.mode = cfg.bound.mode() == ebzip::v1::ABS ? ebzip::BoundMode::kAbs : ebzip::BoundMode::kRel;
   o.bound = cfg.bound.value();
+  o.predictor = cfg.options.predictor() == ebzip::v1::LORENZO         ? ebzip::Predictor::kLorenzo
+                : cfg.options.predictor() == ebzip::v1::INTERPOLATION ? ebzip::Predictor::kInterp
+                                                                      : ebzip::Predictor::kAuto;
+  o.lossless = cfg.options.lossless() == ebzip::v1::HUFFMAN     ? ebzip::Lossless::kHuffman
+               : cfg.options.lossless() == ebzip::v1::ZERO_RUNS ? ebzip::Lossless::kZeroRuns
+                                                                : ebzip::Lossless::kAuto;
   return o;
 }
 
@@ -606,6 +617,24 @@ int main(int argc, char** argv) {
   cfg.timeout_s = absl::GetFlag(FLAGS_timeout_s);
   cfg.verify = absl::GetFlag(FLAGS_verify);
   cfg.parts = absl::GetFlag(FLAGS_parts);
+  const std::string predictor = absl::GetFlag(FLAGS_predictor);
+  const std::string lossless = absl::GetFlag(FLAGS_lossless);
+  if (predictor == "lorenzo") {
+    cfg.options.set_predictor(ebzip::v1::LORENZO);
+  } else if (predictor == "interp") {
+    cfg.options.set_predictor(ebzip::v1::INTERPOLATION);
+  } else if (predictor != "auto") {
+    std::fprintf(stderr, "ebzip_load: --predictor must be auto, lorenzo or interp\n");
+    return 2;
+  }
+  if (lossless == "huffman") {
+    cfg.options.set_lossless(ebzip::v1::HUFFMAN);
+  } else if (lossless == "runs") {
+    cfg.options.set_lossless(ebzip::v1::ZERO_RUNS);
+  } else if (lossless != "auto") {
+    std::fprintf(stderr, "ebzip_load: --lossless must be auto, huffman or runs\n");
+    return 2;
+  }
   if (absl::GetFlag(FLAGS_abs) > 0) {
     cfg.bound.set_mode(ebzip::v1::ABS);
     cfg.bound.set_value(absl::GetFlag(FLAGS_abs));
@@ -703,14 +732,15 @@ int main(int argc, char** argv) {
   std::printf("ebzip_load: method %s, %" PRIu64
               " B arrays (float32 [%s], %s field, made in %.1f s), "
               "bound %s %g, %d streams over %d channels, %" PRId64 " requests after %" PRId64
-              " warm-up, %" PRIu64 " B messages%s%s\n",
+              " warm-up, %" PRIu64 " B messages%s%s, predictor %s, lossless %s\n",
               method_name.c_str(), bytes, absl::StrJoin(cfg.shape, " x ").c_str(),
               field_name.c_str(), gen_s, cfg.bound.mode() == ebzip::v1::ABS ? "ABS" : "REL",
               cfg.bound.value(), streams, channels, requests, warmup, cfg.message_bytes,
               cfg.verify ? ", verified" : "",
               cfg.parts > 0 ? absl::StrCat(", client library, ", cfg.parts,
                                            " parts per array (own connections)").c_str()
-                            : "");
+                            : "",
+              predictor.c_str(), lossless.c_str());
   std::fflush(stdout);
 
   if (warmup > 0) RunPhase(stubs, clients, cfg, method, shared_archive, warmup);
