@@ -30,7 +30,6 @@ import numpy as np
 
 import ebzip
 from ebzip import client as ebzip_client
-from ebzip.v1 import ebzip_pb2
 from ebzip.v1 import ebzip_pb2_grpc
 import python_client_test as pct
 from python_region_test import bits, field

@@ -1060,7 +1060,8 @@ class Client:
             shape, offset = plan.part(*ranges[i])
             part_header = ebzip_pb2.CompressHeader()
             part_header.CopyFrom(header)
-            part_header.array.shape[:] = shape
+            del part_header.array.shape[:]
+            part_header.array.shape.extend(shape)
             if value_range is not None:
                 r = part_header.options.value_range
                 r.any, r.min, r.max = value_range
