@@ -131,12 +131,11 @@ DecoderKind DecoderFromName(const std::string& name) {
 
 // Options left 0 (or None, or empty) keep the codec's defaults, which are
 // the command line's and the service's: the archives agree byte for byte.
-CompressOptions MakeOptions(const std::string& mode, double bound,
-                            std::optional<double> fill_value, const std::string& predictor,
-                            const std::string& lossless, int interp_order, uint64_t frame_elements,
-                            uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
-                            uint32_t chunk_group, std::optional<bool> gap_array,
-                            const std::vector<uint16_t>& block) {
+CompressOptions MakeOptions(const std::string& mode, double bound, std::optional<double> fill_value,
+                            const std::string& predictor, const std::string& lossless,
+                            int interp_order, uint64_t frame_elements, uint32_t radius,
+                            uint32_t chunk_symbols, uint32_t subsequence_bits, uint32_t chunk_group,
+                            std::optional<bool> gap_array, const std::vector<uint16_t>& block) {
   CompressOptions o;
   if (mode == "abs") {
     o.mode = BoundMode::kAbs;
@@ -260,8 +259,8 @@ class Plan {
  private:
   FrameRange CheckRange(uint64_t first, uint64_t count) const {
     if (count == 0 || first > frame_count() || count > frame_count() - first) {
-      throw std::invalid_argument(absl::StrCat("frames ", first, "+", count, " of a plan of ",
-                                               frame_count()));
+      throw std::invalid_argument(
+          absl::StrCat("frames ", first, "+", count, " of a plan of ", frame_count()));
     }
     return {first, count};
   }
@@ -274,11 +273,11 @@ class Plan {
 // options and metadata. A relative bound resolves against value_range
 // ((any, min, max), value_range()'s); without one the plan gives the frame
 // layout only (the bound does not change it).
-Plan MakePlan(const std::string& dtype, const std::vector<uint64_t>& shape,
-              const std::string& mode, double bound, std::optional<double> fill_value,
-              const std::string& predictor, const std::string& lossless, int interp_order,
-              uint64_t frame_elements, uint32_t radius, uint32_t chunk_symbols,
-              uint32_t subsequence_bits, uint32_t chunk_group, std::optional<bool> gap_array,
+Plan MakePlan(const std::string& dtype, const std::vector<uint64_t>& shape, const std::string& mode,
+              double bound, std::optional<double> fill_value, const std::string& predictor,
+              const std::string& lossless, int interp_order, uint64_t frame_elements,
+              uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
+              uint32_t chunk_group, std::optional<bool> gap_array,
               const std::vector<uint16_t>& block, const std::string& metadata,
               std::optional<std::tuple<bool, double, double>> value_range) {
   const ArraySpec spec{DTypeFromName(dtype), shape};
@@ -455,12 +454,12 @@ PYBIND11_MODULE(_ebzip, m) {
       .def("assemble", &ep::Plan::Assemble, py::arg("part_archives"),
            "The whole array's archive from the archives of its parts, in order, each "
            "compressed with the plan's options and value_range.");
-  m.def("plan", &ep::MakePlan, py::arg("dtype"), py::arg("shape"), py::kw_only(),
-        py::arg("mode"), py::arg("bound"), py::arg("fill_value"), py::arg("predictor"),
-        py::arg("lossless"), py::arg("interp_order"), py::arg("frame_elements"),
-        py::arg("radius"), py::arg("chunk_symbols"), py::arg("subsequence_bits"),
-        py::arg("chunk_group"), py::arg("gap_array"), py::arg("block"),
-        py::arg("metadata") = "", py::arg("value_range") = py::none(),
+  m.def("plan", &ep::MakePlan, py::arg("dtype"), py::arg("shape"), py::kw_only(), py::arg("mode"),
+        py::arg("bound"), py::arg("fill_value"), py::arg("predictor"), py::arg("lossless"),
+        py::arg("interp_order"), py::arg("frame_elements"), py::arg("radius"),
+        py::arg("chunk_symbols"), py::arg("subsequence_bits"), py::arg("chunk_group"),
+        py::arg("gap_array"), py::arg("block"), py::arg("metadata") = "",
+        py::arg("value_range") = py::none(),
         "Plans the archive compress() would write for an array of dtype and shape; a "
         "relative bound resolves against value_range.");
   m.def("split_frames", &ep::SplitFramesOf, py::arg("frame_count"), py::arg("parts"),
