@@ -8,6 +8,11 @@
 // INVALID_ARGUMENT, else StatusError(code name, message), which local.py
 // maps to the ebzip.Error subclass of that code (DataLoss for a corrupt
 // archive).
+//
+// The remote client (ebzip/client.py) splits one array or archive over
+// several calls by whole frames; plan, value_range, split_frames,
+// Plan.assemble and part_archive give it codec/archive_parts.h, so that the
+// format's rules (frame layout, headers, CRCs) stay in the codec.
 // GCC 12 reports null dereferences inside pybind11's inlined internals
 // (its type registry's std::unordered_map), not in this file's code.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -21,14 +26,18 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
+#include "codec/archive_parts.h"
 #include "codec/region.h"
 
 namespace py = pybind11;
@@ -122,14 +131,11 @@ DecoderKind DecoderFromName(const std::string& name) {
 
 // Options left 0 (or None, or empty) keep the codec's defaults, which are
 // the command line's and the service's: the archives agree byte for byte.
-py::bytes Compress(py::handle array, const std::string& mode, double bound,
-                   std::optional<double> fill_value, const std::string& predictor,
-                   const std::string& lossless, int interp_order, uint64_t frame_elements,
-                   uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
-                   uint32_t chunk_group, std::optional<bool> gap_array,
-                   const std::vector<uint16_t>& block) {
-  Buffer in(array, /*writable=*/false);
-  const ArraySpec spec{in.FloatDType(), in.Shape()};
+CompressOptions MakeOptions(const std::string& mode, double bound, std::optional<double> fill_value,
+                            const std::string& predictor, const std::string& lossless,
+                            int interp_order, uint64_t frame_elements, uint32_t radius,
+                            uint32_t chunk_symbols, uint32_t subsequence_bits, uint32_t chunk_group,
+                            std::optional<bool> gap_array, const std::vector<uint16_t>& block) {
   CompressOptions o;
   if (mode == "abs") {
     o.mode = BoundMode::kAbs;
@@ -150,6 +156,20 @@ py::bytes Compress(py::handle array, const std::string& mode, double bound,
   if (chunk_group != 0) o.chunk_group = chunk_group;
   if (gap_array.has_value()) o.gap_array = *gap_array;
   o.block = block;
+  return o;
+}
+
+py::bytes Compress(py::handle array, const std::string& mode, double bound,
+                   std::optional<double> fill_value, const std::string& predictor,
+                   const std::string& lossless, int interp_order, uint64_t frame_elements,
+                   uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
+                   uint32_t chunk_group, std::optional<bool> gap_array,
+                   const std::vector<uint16_t>& block) {
+  Buffer in(array, /*writable=*/false);
+  const ArraySpec spec{in.FloatDType(), in.Shape()};
+  const CompressOptions o =
+      MakeOptions(mode, bound, fill_value, predictor, lossless, interp_order, frame_elements,
+                  radius, chunk_symbols, subsequence_bits, chunk_group, gap_array, block);
   if (auto s = ValidateArraySpec(spec); !s.ok()) Throw(s);
   absl::StatusOr<std::vector<uint8_t>> archive;
   {
@@ -158,6 +178,135 @@ py::bytes Compress(py::handle array, const std::string& mode, double bound,
   }
   if (!archive.ok()) Throw(archive.status());
   return py::bytes(reinterpret_cast<const char*>(archive->data()), archive->size());
+}
+
+py::bytes ToBytes(const std::vector<uint8_t>& v) {
+  return py::bytes(reinterpret_cast<const char*>(v.data()), v.size());
+}
+
+DType DTypeFromName(const std::string& name) {
+  if (name == "float32") return DType::kFloat32;
+  if (name == "float64") return DType::kFloat64;
+  throw std::invalid_argument(
+      absl::StrCat("dtype must be 'float32' or 'float64', not '", name, "'"));
+}
+
+// (any, min, max) of a relative bound's range: the finite values of a
+// C-contiguous float buffer that are not fill_value (codec/archive.h's
+// FiniteRange, on the codec's threads, without the GIL).
+py::tuple ValueRangeOf(py::handle array, std::optional<double> fill_value) {
+  Buffer in(array, /*writable=*/false);
+  const ArraySpec spec{in.FloatDType(), in.Shape()};
+  if (auto s = ValidateArraySpec(spec); !s.ok()) Throw(s);
+  ValueRange r;
+  {
+    py::gil_scoped_release release;
+    r = FiniteRange(spec, in.bytes(), fill_value);
+  }
+  return py::make_tuple(r.any, r.min, r.max);
+}
+
+// An array's archive planned before any frame is compressed
+// (codec/archive.h's ArchivePlan): what a client splitting the array over
+// several calls needs to cut it into whole frames (codec/archive_parts.h)
+// and to put the parts' archives back together.
+class Plan {
+ public:
+  Plan(ArchivePlan plan, bool resolved) : plan_(std::move(plan)), resolved_(resolved) {}
+
+  uint64_t frame_count() const { return plan_.frame_count(); }
+  uint64_t frame_rows() const { return plan_.header.frame_rows; }
+  uint64_t row_bytes() const { return plan_.row_bytes; }
+  uint16_t version() const { return plan_.header.version; }
+  // None while a relative bound has no range to resolve against.
+  std::optional<double> abs_bound() const {
+    return resolved_ ? std::optional<double>(plan_.header.abs_bound) : std::nullopt;
+  }
+
+  // (shape, byte offset) of frames [first, first + count)'s rows.
+  py::tuple Part(uint64_t first, uint64_t count) const {
+    const FrameRange range = CheckRange(first, count);
+    const ArraySpec spec = PartSpec(plan_, range);
+    py::tuple shape(spec.shape.size());
+    for (size_t i = 0; i < spec.shape.size(); ++i) shape[i] = py::int_(spec.shape[i]);
+    return py::make_tuple(shape, PartDataOffset(plan_, range));
+  }
+
+  // The whole array's archive from its parts' archives, in order
+  // (ArchiveAssembler). A part that does not follow the plan is INTERNAL.
+  py::bytes Assemble(const py::sequence& parts) const {
+    if (!resolved_) {
+      throw std::invalid_argument("a relative bound's plan needs value_range to assemble");
+    }
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    for (py::handle part : parts) buffers.push_back(std::make_unique<Buffer>(part, false));
+    std::vector<uint8_t> out;
+    absl::Status s;
+    {
+      py::gil_scoped_release release;
+      ArchiveAssembler assembler(plan_);
+      out = assembler.Begin();
+      for (const auto& b : buffers) {
+        s = assembler.AddPart(b->bytes(), &out);
+        if (!s.ok()) break;
+      }
+      if (s.ok()) s = assembler.Finish(&out);
+    }
+    if (!s.ok()) Throw(s);
+    return ToBytes(out);
+  }
+
+ private:
+  FrameRange CheckRange(uint64_t first, uint64_t count) const {
+    if (count == 0 || first > frame_count() || count > frame_count() - first) {
+      throw std::invalid_argument(
+          absl::StrCat("frames ", first, "+", count, " of a plan of ", frame_count()));
+    }
+    return {first, count};
+  }
+
+  ArchivePlan plan_;
+  bool resolved_;
+};
+
+// Plans the archive of a dtype/shape array compressed with compress()'s
+// options and metadata. A relative bound resolves against value_range
+// ((any, min, max), value_range()'s); without one the plan gives the frame
+// layout only (the bound does not change it).
+Plan MakePlan(const std::string& dtype, const std::vector<uint64_t>& shape, const std::string& mode,
+              double bound, std::optional<double> fill_value, const std::string& predictor,
+              const std::string& lossless, int interp_order, uint64_t frame_elements,
+              uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
+              uint32_t chunk_group, std::optional<bool> gap_array,
+              const std::vector<uint16_t>& block, const std::string& metadata,
+              std::optional<std::tuple<bool, double, double>> value_range) {
+  const ArraySpec spec{DTypeFromName(dtype), shape};
+  if (auto s = ValidateArraySpec(spec); !s.ok()) Throw(s);
+  CompressOptions o =
+      MakeOptions(mode, bound, fill_value, predictor, lossless, interp_order, frame_elements,
+                  radius, chunk_symbols, subsequence_bits, chunk_group, gap_array, block);
+  o.metadata = metadata;
+  bool resolved = true;
+  ResolvedBound resolved_bound{1, 2};
+  if (o.mode == BoundMode::kAbs) {
+    resolved_bound = ResolveBound(o, ValueRange());
+  } else if (value_range.has_value()) {
+    const auto& [any, min, max] = *value_range;
+    resolved_bound = ResolveBound(o, ValueRange{any, min, max});
+  } else {
+    resolved = false;
+  }
+  auto plan = PlanArchive(spec, o, resolved_bound);
+  if (!plan.ok()) Throw(plan.status());
+  return Plan(*std::move(plan), resolved);
+}
+
+// [(first, count), ...]: frames [0, frame_count) in `parts` ranges as
+// equal as whole frames allow (codec/archive_parts.h's SplitFrames).
+std::vector<std::pair<uint64_t, uint64_t>> SplitFramesOf(uint64_t frame_count, uint64_t parts) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const FrameRange& r : SplitFrames(frame_count, parts)) out.emplace_back(r.first, r.count);
+  return out;
 }
 
 absl::StatusOr<ArchiveInfo> ReadInfo(const Buffer& archive) {
@@ -182,8 +331,24 @@ py::dict Info(py::handle data) {
   d["abs_bound"] = h.abs_bound;
   d["fill_value"] = h.fill_value.has_value() ? py::object(py::float_(*h.fill_value)) : py::none();
   d["frame_count"] = h.frame_count;
+  d["frame_rows"] = h.frame_rows;
   d["metadata"] = info->metadata;
   return d;
+}
+
+// A valid archive of frames [first, first + count) of an archive, whose
+// array is those frames' rows (codec/archive_parts.h's PartArchive).
+py::bytes PartArchiveOf(py::handle data, uint64_t first, uint64_t count) {
+  Buffer archive(data, /*writable=*/false);
+  auto info = ReadInfo(archive);
+  if (!info.ok()) Throw(info.status());
+  absl::StatusOr<std::vector<uint8_t>> part;
+  {
+    py::gil_scoped_release release;
+    part = PartArchive(*info, archive.bytes(), FrameRange{first, count});
+  }
+  if (!part.ok()) Throw(part.status());
+  return ToBytes(*part);
 }
 
 // Decodes the archive into out, a writable C-contiguous buffer of the
@@ -268,4 +433,38 @@ PYBIND11_MODULE(_ebzip, m) {
         py::arg("start"), py::arg("count"), py::arg("step"), py::kw_only(),
         py::arg("decoder") = "auto",
         "Decodes a hyperslab of an archive into a writable buffer of its dtype and size.");
+
+  // What a client needs to split one array or archive over several calls
+  // by whole frames and get the one-call archive back (ebzip/client.py).
+  m.def("value_range", &ep::ValueRangeOf, py::arg("array"), py::kw_only(),
+        py::arg("fill_value") = py::none(),
+        "(any, min, max) of the finite values that are not fill_value: what a "
+        "relative bound refers to.");
+  py::class_<ep::Plan>(m, "Plan", "An array's archive, planned before any frame is compressed.")
+      .def_property_readonly("frame_count", &ep::Plan::frame_count)
+      .def_property_readonly("frame_rows", &ep::Plan::frame_rows,
+                             "Rows of dimension 0 per frame (the last may have fewer).")
+      .def_property_readonly("row_bytes", &ep::Plan::row_bytes)
+      .def_property_readonly("version", &ep::Plan::version)
+      .def_property_readonly("abs_bound", &ep::Plan::abs_bound,
+                             "The absolute bound; None for a relative bound planned "
+                             "without value_range.")
+      .def("part", &ep::Plan::Part, py::arg("first_frame"), py::arg("count"),
+           "(shape, byte offset) of the rows of frames [first_frame, first_frame + count).")
+      .def("assemble", &ep::Plan::Assemble, py::arg("part_archives"),
+           "The whole array's archive from the archives of its parts, in order, each "
+           "compressed with the plan's options and value_range.");
+  m.def("plan", &ep::MakePlan, py::arg("dtype"), py::arg("shape"), py::kw_only(), py::arg("mode"),
+        py::arg("bound"), py::arg("fill_value"), py::arg("predictor"), py::arg("lossless"),
+        py::arg("interp_order"), py::arg("frame_elements"), py::arg("radius"),
+        py::arg("chunk_symbols"), py::arg("subsequence_bits"), py::arg("chunk_group"),
+        py::arg("gap_array"), py::arg("block"), py::arg("metadata") = "",
+        py::arg("value_range") = py::none(),
+        "Plans the archive compress() would write for an array of dtype and shape; a "
+        "relative bound resolves against value_range.");
+  m.def("split_frames", &ep::SplitFramesOf, py::arg("frame_count"), py::arg("parts"),
+        "[(first, count), ...]: the frames in at most `parts` ranges of whole frames.");
+  m.def("part_archive", &ep::PartArchiveOf, py::arg("archive"), py::arg("first_frame"),
+        py::arg("count"),
+        "A valid archive of the archive's frames [first_frame, first_frame + count).");
 }

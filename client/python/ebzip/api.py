@@ -58,7 +58,9 @@ def compress(array: Any,
             (0/None/empty: the command line's defaults).
         tls_ca, token, timeout: The connection's, with server= only
             (timeout: seconds, default 300; None: no deadline).
-        **remote_options: request_id= and priority=, with server= only.
+        **remote_options: request_id=, priority= and streams= (how many
+            calls at once the array is split over, Client(streams=)), with
+            server= only.
 
     Returns:
         The archive: the bytes `ebzip compress` writes with these options.
@@ -97,7 +99,8 @@ def decompress(data: BytesLike,
                max_output_bytes: Optional[int] = None,
                tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                token: Optional[str] = None,
-               timeout: Optional[float] = _client.DEFAULT_TIMEOUT
+               timeout: Optional[float] = _client.DEFAULT_TIMEOUT,
+               streams: Optional[int] = None
                ) -> np.ndarray:
     """Decompresses an archive into a numpy array of its shape and dtype.
 
@@ -112,6 +115,8 @@ def decompress(data: BytesLike,
             machine's physical memory); a larger one raises
             ebzip.ResourceExhausted before anything is allocated.
         tls_ca, token, timeout: The connection's, with server= only.
+        streams: With server= only: how many calls at once the archive is
+            split over (Client(streams=)); None: automatic.
 
     Raises:
         ebzip.DataLoss: A corrupt or truncated archive.
@@ -119,10 +124,10 @@ def decompress(data: BytesLike,
         ValueError, TypeError: A bad out or argument.
     """
     if server is None:
-        if tls_ca is not None or token is not None:
-            raise TypeError('tls_ca/token: only with server=')
+        if tls_ca is not None or token is not None or streams is not None:
+            raise TypeError('tls_ca/token/streams: only with server=')
         return _local.decompress(data, out=out, masked=masked,
                                  max_output_bytes=max_output_bytes)
     with _client.Client(server, tls_ca=tls_ca, token=token, timeout=timeout,
                         max_output_bytes=max_output_bytes) as c:
-        return c.decompress(data, out=out, masked=masked)
+        return c.decompress(data, out=out, masked=masked, streams=streams)

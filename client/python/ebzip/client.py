@@ -36,6 +36,7 @@ import operator
 import os
 import random
 import sys
+import threading
 import time
 from typing import (Any, Callable, Iterable, Iterator, Optional, Sequence,
                     Tuple, Type, TypeVar, Union)
@@ -45,6 +46,14 @@ import numpy as np
 
 from ebzip import masked as _masked
 from ebzip import safety as _safety
+
+# The in-process codec (client/python/codec_module.cc) plans the split of
+# one array or archive over several calls and puts the parts back together;
+# without it every array goes in one call.
+try:
+    from ebzip import _ebzip
+except ImportError:  # pragma: no cover - depends on the build
+    _ebzip = None
 
 try:
     from ebzip.v1 import ebzip_pb2
@@ -99,6 +108,16 @@ MAX_RECEIVE_MESSAGE_BYTES = 64 << 20
 DEFAULT_TIMEOUT = 300.0
 
 _HEALTH_CHECK_METHOD = '/grpc.health.v1.Health/Check'
+
+# Client(streams=): the calls one array or archive of several frames is
+# split over, by whole frames, each on a connection of its own. A
+# connection carries a few GB/s; several carry several times that.
+# Automatic (0): one call per AUTO_STREAM_BYTES of array, at most
+# MAX_AUTO_STREAMS; MAX_STREAMS at most when asked for. The same rule as
+# the C++ client's (client/remote/remote_client.h).
+AUTO_STREAM_BYTES = 128 << 20
+MAX_AUTO_STREAMS = 8
+MAX_STREAMS = 16
 
 _DTYPE_TO_PROTO = {
     np.dtype('<f4'): ebzip_pb2.FLOAT32,
@@ -588,6 +607,131 @@ def _parse_health_response(buf: bytes) -> int:
 
 
 # ---------------------------------------------------------------------------
+# Splitting one call into several (Client(streams=)). The archive format and
+# its rules live in the codec (codec/archive_parts.h, through _ebzip): this
+# module only cuts buffers at the offsets the codec gives and runs calls.
+
+
+def _check_streams(streams: Any) -> int:
+    if isinstance(streams, bool) or not isinstance(streams, numbers.Integral):
+        raise TypeError(f'streams must be an int, not {type(streams).__name__}')
+    if not 0 <= streams <= MAX_STREAMS:
+        raise ValueError(f'streams must be 0 (automatic) to {MAX_STREAMS}, got {streams}')
+    return int(streams)
+
+
+def _parts_for(streams: int, nbytes: int, frames: int) -> int:
+    """How many calls an array of nbytes in frames frames is split over."""
+    if _ebzip is None or streams == 1 or frames < 2:
+        return 1
+    wanted = (streams if streams > 0
+              else min(MAX_AUTO_STREAMS, max(1, nbytes // AUTO_STREAM_BYTES)))
+    return min(wanted, frames)
+
+
+_PREDICTOR_NAMES = {ebzip_pb2.PREDICTOR_AUTO: 'auto', ebzip_pb2.LORENZO: 'lorenzo',
+                    ebzip_pb2.INTERPOLATION: 'interp'}
+_LOSSLESS_NAMES = {ebzip_pb2.LOSSLESS_AUTO: 'auto', ebzip_pb2.HUFFMAN: 'huffman',
+                   ebzip_pb2.ZERO_RUNS: 'runs'}
+
+
+def _plan(header: 'ebzip_pb2.CompressHeader',
+          value_range: Optional[Tuple[bool, float, float]] = None) -> Any:
+    """The codec's plan of the archive the server writes for header: the
+    options read back from the message itself, so that the plan is the
+    server's. Raises ValueError, TypeError or _ebzip.StatusError for
+    options the codec refuses."""
+    o = header.options
+    return _ebzip.plan(
+        _DTYPE_FROM_PROTO[header.array.dtype].name, list(header.array.shape),
+        mode='abs' if header.error_bound.mode == ebzip_pb2.ABS else 'rel',
+        bound=header.error_bound.value,
+        fill_value=o.fill_value if o.HasField('fill_value') else None,
+        predictor=_PREDICTOR_NAMES[o.predictor], lossless=_LOSSLESS_NAMES[o.lossless],
+        interp_order=o.interp_order, frame_elements=o.frame_elements, radius=o.radius,
+        chunk_symbols=o.chunk_symbols, subsequence_bits=o.subsequence_bits,
+        chunk_group=o.chunk_group,
+        gap_array=o.gap_array if o.HasField('gap_array') else None,
+        block=list(o.block), metadata=header.metadata, value_range=value_range)
+
+
+def _codec_error(e: Exception) -> Error:
+    """_ebzip.StatusError(code name, message) as the Error of that code."""
+    code_name, message = e.args
+    code = getattr(grpc.StatusCode, code_name, grpc.StatusCode.UNKNOWN)
+    return _ERROR_CLASSES.get(code, Error)(code, message)
+
+
+class _PartGroup:
+    """The calls of one split call: the first failure cancels the others.
+
+    Each part's call is tracked while it runs, so that a failing part (or
+    an interrupted caller) can cancel the calls in flight at once rather
+    than let them run to their end.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: set = set()
+        self._first_error: Optional[BaseException] = None
+        self.failed = False
+
+    def track(self, call: Any) -> None:
+        with self._lock:
+            self._calls.add(call)
+            cancel = self.failed
+        if cancel:
+            call.cancel()
+
+    def untrack(self, call: Any) -> None:
+        with self._lock:
+            self._calls.discard(call)
+
+    def check(self) -> None:
+        """Raises Cancelled once another part has failed."""
+        if self.failed:
+            raise Cancelled(grpc.StatusCode.CANCELLED, 'another part of the call failed')
+
+    def fail(self, error: BaseException) -> None:
+        with self._lock:
+            if self.failed:
+                return
+            self.failed = True
+            self._first_error = error
+            calls = list(self._calls)
+        for call in calls:
+            call.cancel()
+
+    def run(self, parts: Sequence[Callable[[], _T]]) -> list:
+        """Runs each part on a thread of its own; their results in order,
+        or the first part's failure (not the cancellations it caused)."""
+        results: list = [None] * len(parts)
+
+        def run_one(i: int) -> None:
+            try:
+                results[i] = parts[i]()
+            except BaseException as e:  # pylint: disable=broad-except
+                self.fail(e)
+
+        threads = [threading.Thread(target=run_one, args=(i,), daemon=True,
+                                    name=f'ebzip-part-{i}')
+                   for i in range(len(parts))]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException as e:  # e.g. KeyboardInterrupt: stop the parts
+            self.fail(e)
+            for t in threads:
+                t.join()
+            raise
+        if self._first_error is not None:
+            raise self._first_error
+        return results
+
+
+# ---------------------------------------------------------------------------
 # The client.
 
 
@@ -612,7 +756,8 @@ class Client:
                  tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                  token: Optional[str] = None,
                  timeout: Optional[float] = DEFAULT_TIMEOUT,
-                 max_output_bytes: Optional[int] = None):
+                 max_output_bytes: Optional[int] = None,
+                 streams: int = 0):
         """Opens a channel to target (host:port); nothing is sent yet.
 
         Args:
@@ -631,24 +776,39 @@ class Client:
             max_output_bytes: The largest array decompress() may return;
                 a reply describing more raises ResourceExhausted before
                 anything is allocated. None: the machine's physical memory.
+            streams: How many calls one array (compress) or uploaded
+                archive (decompress) of several frames is split over, by
+                whole frames, each on a connection of its own, at once; the
+                archive and the array are the same as one call's. 0
+                (automatic): one per 128 MiB of array, at most 8; 1: always
+                one call; at most MAX_STREAMS. Needs the in-process codec
+                (ebzip._ebzip); without it every call is one call.
 
         Raises:
-            ValueError, TypeError: A bad max_output_bytes.
+            ValueError, TypeError: A bad max_output_bytes or streams.
         """
         self._max_output_bytes = _check_max_output_bytes(max_output_bytes)
+        self._streams = _check_streams(streams)
         options = [('grpc.max_receive_message_length',
                     MAX_RECEIVE_MESSAGE_BYTES),
                    # dns:///headless-service:50051 spreads over every replica.
                    ('grpc.service_config', SERVICE_CONFIG),
                    # _with_retries instead (SERVICE_CONFIG says why).
                    ('grpc.enable_retries', 0)]
+        creds = None
         if tls_ca is not None:
             creds = grpc.ssl_channel_credentials(
                 root_certificates=_read_ca(tls_ca))
-            self._channel = grpc.secure_channel(target, creds, options)
-        else:
-            self._channel = grpc.insecure_channel(target, options)
+        self._target = target
+        self._credentials = creds
+        self._channel_options = options
+        self._channel = self._open_channel(options)
         self._stub = ebzip_pb2_grpc.CompressorStub(self._channel)
+        # A split call's parts after the first, one channel each, opened on
+        # first use; part 0 takes _stub.
+        self._part_lock = threading.Lock()
+        self._part_channels: list = []
+        self._part_stubs: list = []
         self._timeout = timeout
         self._auth: Tuple[Tuple[str, str], ...] = ()
         if token is not None:
@@ -663,12 +823,40 @@ class Client:
     def close(self) -> None:
         """Closes the channel; calls in flight are cancelled."""
         self._channel.close()
+        with self._part_lock:
+            for channel in self._part_channels:
+                channel.close()
+            self._part_channels = []
+            self._part_stubs = []
+
+    def _open_channel(self, options: Sequence[Tuple[str, Any]]) -> grpc.Channel:
+        if self._credentials is not None:
+            return grpc.secure_channel(self._target, self._credentials, options)
+        return grpc.insecure_channel(self._target, options)
+
+    def _stubs(self, parts: int) -> list:
+        """A stub for each of `parts` calls at once, each on a connection of
+        its own: channels of one process share connections (gRPC's global
+        subchannel pool) unless they have a pool of their own."""
+        with self._part_lock:
+            while len(self._part_stubs) < parts - 1:
+                channel = self._open_channel(
+                    list(self._channel_options) + [('grpc.use_local_subchannel_pool', 1)])
+                self._part_channels.append(channel)
+                self._part_stubs.append(ebzip_pb2_grpc.CompressorStub(channel))
+            return [self._stub] + self._part_stubs[:parts - 1]
 
     def _metadata(self, *extra: Tuple[str, str]) -> Tuple[Tuple[str, str], ...]:
         return self._auth + tuple(extra)
 
+    def _deadline(self) -> Optional[float]:
+        """When a call, all of its attempts together, must have ended."""
+        return None if self._timeout is None else time.monotonic() + self._timeout
+
     def _with_retries(self, attempt: Callable[[Optional[float]], _T],
-                      replayable: bool = True) -> _T:
+                      replayable: bool = True,
+                      deadline: Optional[float] = None,
+                      group: Optional[_PartGroup] = None) -> _T:
         """Runs attempt(timeout) again while it raises Unavailable.
 
         Nothing of a reply reaches the caller before the call has ended, so
@@ -676,12 +864,15 @@ class Client:
         broken connection) may run again, as long as its request can be sent
         again, attempts remain and the next would start before the deadline.
         The backoff varies by ±20 % so that clients refused together do not
-        come back together.
+        come back together. The parts of a split call share the deadline
+        and stop retrying once another part failed.
         """
-        deadline = (None if self._timeout is None
-                    else time.monotonic() + self._timeout)
+        if deadline is None:
+            deadline = self._deadline()
         backoff = RETRY_INITIAL_BACKOFF
         for n in range(1, RETRY_ATTEMPTS + 1):
+            if group is not None:
+                group.check()
             timeout = (None if deadline is None
                        else max(0.0, deadline - time.monotonic()))
             try:
@@ -716,7 +907,8 @@ class Client:
                  predictor: str = 'auto',
                  lossless: str = 'auto',
                  interp_order: int = 0,
-                 metadata: str = '') -> bytes:
+                 metadata: str = '',
+                 streams: Optional[int] = None) -> bytes:
         """Compresses a float32 or float64 array of 1 to 4 dimensions.
 
         Args:
@@ -750,6 +942,10 @@ class Client:
             metadata: A JSON object describing the variable, stored in the
                 archive's metadata block as `ebzip compress file.nc:VAR`
                 stores it (at most 1 MiB; '' for none).
+            streams: This call's Client(streams=); None: the client's. The
+                parts of a split call each send their rows with the whole
+                array's value range (a relative bound is scanned here), and
+                their archives are put together into the one-call archive.
 
         Returns:
             The archive: the bytes `ebzip compress` would write to a file.
@@ -764,7 +960,8 @@ class Client:
             request_id=request_id, priority=priority, radius=radius,
             chunk_symbols=chunk_symbols, subsequence_bits=subsequence_bits,
             chunk_group=chunk_group, block=block, predictor=predictor,
-            lossless=lossless, interp_order=interp_order, metadata=metadata)
+            lossless=lossless, interp_order=interp_order, metadata=metadata,
+            streams=streams)
         return archive
 
     def compress_with_summary(
@@ -776,6 +973,8 @@ class Client:
         absolute bound a relative one resolved to, outlier and verbatim
         counts, and where the time went (queue_seconds, compute_seconds).
         """
+        streams = kwargs.pop('streams', None)
+        streams = self._streams if streams is None else _check_streams(streams)
         # A masked array's mask becomes the fill value (ebzip.masked).
         fill_value = kwargs.get('fill_value')
         if fill_value is not None:
@@ -786,8 +985,12 @@ class Client:
         # A flat byte view of the caller's memory: slices of it are the only
         # copies made, one message at a time.
         view = a.reshape(-1).view(np.uint8)
-        archive, summary = self._with_retries(
-            lambda timeout: self._compress(header, [view], timeout))
+        split = self._compress_in_parts(a, view, header, streams)
+        if split is not None:
+            archive, summary = split
+        else:
+            archive, summary = self._with_retries(
+                lambda timeout: self._compress(header, [view], timeout))
         if header.error_bound.mode == ebzip_pb2.REL:
             _safety.warn_dominated_range(
                 a, kwargs['fill_value'], header.error_bound.value,
@@ -822,8 +1025,82 @@ class Client:
             np.dtype(dtype).itemsize)
         return archive, summary
 
+    def _compress_in_parts(self, a: np.ndarray, view: np.ndarray,
+                           header: 'ebzip_pb2.CompressHeader', streams: int
+                           ) -> Optional[Tuple[bytes, 'ebzip_pb2.CompressSummary']]:
+        """The array compressed in parts of whole frames, one call each, at
+        once; None when it goes in one call (one frame, streams=1, no
+        in-process codec, or options the codec refuses: the server's to
+        refuse then, as usual)."""
+        if _ebzip is None:
+            return None
+        try:
+            plan = _plan(header)
+        except (ValueError, TypeError, _ebzip.StatusError):
+            return None
+        parts = _parts_for(streams, a.nbytes, plan.frame_count)
+        if parts < 2:
+            return None
+        # Every part is quantized against the whole array's range.
+        value_range = None
+        if header.error_bound.mode == ebzip_pb2.REL:
+            o = header.options
+            value_range = _ebzip.value_range(
+                a, fill_value=o.fill_value if o.HasField('fill_value') else None)
+        try:
+            plan = _plan(header, value_range)
+        except _ebzip.StatusError as e:
+            raise _codec_error(e) from None
+        ranges = _ebzip.split_frames(plan.frame_count, parts)
+        stubs = self._stubs(len(ranges))
+        deadline = self._deadline()
+        group = _PartGroup()
+
+        def part(i: int) -> Callable[[], Tuple[bytes, 'ebzip_pb2.CompressSummary']]:
+            shape, offset = plan.part(*ranges[i])
+            part_header = ebzip_pb2.CompressHeader()
+            part_header.CopyFrom(header)
+            del part_header.array.shape[:]
+            part_header.array.shape.extend(shape)
+            if value_range is not None:
+                r = part_header.options.value_range
+                r.any, r.min, r.max = value_range
+            rows = view[offset:offset + math.prod(shape) * a.itemsize]
+            return lambda: self._with_retries(
+                lambda timeout: self._compress(part_header, [rows], timeout,
+                                               stub=stubs[i], group=group),
+                deadline=deadline, group=group)
+
+        results = group.run([part(i) for i in range(len(ranges))])
+        try:
+            archive = plan.assemble([r[0] for r in results])
+        except _ebzip.StatusError as e:
+            raise ProtocolError(f'Compress: a part archive does not fit the others: '
+                                f'{e.args[-1]}') from None
+        except MemoryError:
+            raise ResourceExhausted(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                'out of memory putting the parts\' archives together') from None
+        summary = ebzip_pb2.CompressSummary(
+            input_bytes=a.nbytes, archive_bytes=len(archive),
+            abs_error_bound=plan.abs_bound)
+        backends = []
+        for _, p in results:
+            summary.outliers += p.outliers
+            summary.verbatim += p.verbatim
+            summary.frames += p.frames
+            summary.fill_runs += p.fill_runs
+            summary.compute_seconds += p.compute_seconds
+            summary.queue_seconds = max(summary.queue_seconds, p.queue_seconds)
+            summary.request_id = summary.request_id or p.request_id
+            if p.backend not in backends:
+                backends.append(p.backend)
+        summary.backend = ','.join(backends)
+        return archive, summary
+
     def _compress(self, header: 'ebzip_pb2.CompressHeader',
-                  chunks: Iterable[Any], timeout: Optional[float]
+                  chunks: Iterable[Any], timeout: Optional[float],
+                  stub: Optional[Any] = None, group: Optional[_PartGroup] = None
                   ) -> Tuple[bytes, 'ebzip_pb2.CompressSummary']:
         # gRPC runs the request iterator on its own thread and turns an
         # exception there (say, an OSError from a file the chunks are read
@@ -837,8 +1114,10 @@ class Client:
                 failures.append(e)
                 raise
 
-        call = self._stub.Compress(requests(), timeout=timeout,
-                                   metadata=self._metadata())
+        call = (stub or self._stub).Compress(requests(), timeout=timeout,
+                                             metadata=self._metadata())
+        if group is not None:
+            group.track(call)
         parts = []
         received = 0
         limit = max_archive_bytes(header)
@@ -865,6 +1144,8 @@ class Client:
             raise _error_from_rpc(e) from e
         finally:
             call.cancel()  # a no-op once the call has ended normally
+            if group is not None:
+                group.untrack(call)
         if summary is None:
             raise ProtocolError('Compress: the stream ended without a summary')
         try:
@@ -887,7 +1168,8 @@ class Client:
                    priority: int = 0,
                    max_output_bytes: Optional[int] = None,
                    region: Optional[RegionLike] = None,
-                   remote_path: Optional[str] = None) -> np.ndarray:
+                   remote_path: Optional[str] = None,
+                   streams: Optional[int] = None) -> np.ndarray:
         """Decompresses an archive, or a region of it, into a numpy array.
 
         Args:
@@ -912,6 +1194,11 @@ class Client:
                 NumPy slicing on top of this.
             remote_path: An archive on the server, relative to its
                 --archive_root, instead of data (docs/operations.md).
+            streams: This call's Client(streams=); None: the client's. An
+                uploaded archive decoded whole may be split into part
+                archives of whole frames, whose rows each call writes
+                straight into its place in the result; a region or a
+                remote_path is always one call.
 
         Returns:
             out, or a C-contiguous little-endian float32 or float64 array of
@@ -939,7 +1226,7 @@ class Client:
         array, _ = self.decompress_with_header(
             data, request_id=request_id, priority=priority,
             max_output_bytes=max_output_bytes, out=out, region=region,
-            remote_path=remote_path)
+            remote_path=remote_path, streams=streams)
         if masked:
             # Imported here: ebzip.local builds on this module.
             from ebzip import local  # pylint: disable=import-outside-toplevel
@@ -952,17 +1239,21 @@ class Client:
             max_output_bytes: Optional[int] = None,
             out: Optional[np.ndarray] = None,
             region: Optional[RegionLike] = None,
-            remote_path: Optional[str] = None
+            remote_path: Optional[str] = None,
+            streams: Optional[int] = None
     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         """Like decompress(), and also returns the DecompressHeader.
 
         The header carries the absolute bound the archive was written with
         (and, with region or remote_path, the whole array in archive_array).
+        A split call's header is the whole array's, with the backends of its
+        parts' servers in backend (comma-separated when they differ).
         """
         limit = (self._max_output_bytes if max_output_bytes is None
                  else _check_max_output_bytes(max_output_bytes))
+        streams = self._streams if streams is None else _check_streams(streams)
         return self._decompress_call(data, request_id, priority, limit, out,
-                                     decompress_options(region, remote_path))
+                                     decompress_options(region, remote_path), streams)
 
     def archive_header(self, data: Optional[BytesLike] = None, *,
                        remote_path: Optional[str] = None, request_id: str = '',
@@ -978,7 +1269,8 @@ class Client:
 
     def _decompress_call(self, data: Optional[BytesLike], request_id: str, priority: int,
                          limit: int, out: Optional[np.ndarray],
-                         options: Optional['ebzip_pb2.DecompressOptions']
+                         options: Optional['ebzip_pb2.DecompressOptions'],
+                         streams: int = 1
                          ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
         extra = []
         if request_id:
@@ -992,17 +1284,85 @@ class Client:
         elif data is None:
             raise TypeError('decompress needs the archive (data) or a remote_path')
         view = _byte_view(data)  # before the call: a bad buffer raises here
+        if options is None:
+            split = self._decompress_in_parts(view, extra, limit, out, streams)
+            if split is not None:
+                return split
         return self._with_retries(
             lambda timeout: self._decompress(view, extra, timeout, limit, out, options))
+
+    def _decompress_in_parts(self, view: memoryview, extra: Sequence[Tuple[str, str]],
+                             limit: int, dest: Optional[np.ndarray], streams: int
+                             ) -> Optional[Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']]:
+        """The archive decoded in part archives of whole frames, one call
+        each, at once, each writing its rows into the result; None when it
+        goes in one call (one frame, streams=1, no in-process codec, or an
+        archive the codec cannot read: the server's to refuse, as usual)."""
+        if _ebzip is None:
+            return None
+        try:
+            info = _ebzip.info(view)
+        except (ValueError, _ebzip.StatusError):
+            return None
+        dtype = np.dtype(info['dtype']).newbyteorder('<')
+        shape = tuple(info['shape'])
+        nbytes = math.prod(shape) * dtype.itemsize
+        parts = _parts_for(streams, nbytes, info['frame_count'])
+        if parts < 2:
+            return None
+        spec = ebzip_pb2.ArraySpec(dtype=_DTYPE_TO_PROTO[dtype], shape=shape)
+        out = _empty_for(spec, limit) if dest is None else _fit_out(dest, spec)
+        ranges = _ebzip.split_frames(info['frame_count'], parts)
+        stubs = self._stubs(len(ranges))
+        deadline = self._deadline()
+        group = _PartGroup()
+        frame_rows = info['frame_rows']
+
+        def part(i: int) -> Callable[[], 'ebzip_pb2.DecompressHeader']:
+            first, count = ranges[i]
+            rows = out[first * frame_rows:(first + count) * frame_rows]
+
+            def check(h: 'ebzip_pb2.DecompressHeader') -> None:
+                if (h.array.dtype != spec.dtype or tuple(h.array.shape) != rows.shape
+                        or h.abs_error_bound != info['abs_bound']):
+                    raise ProtocolError(
+                        f'Decompress: part {i} answered with another array '
+                        f'({tuple(h.array.shape)}, bound {h.abs_error_bound})')
+
+            def run() -> 'ebzip_pb2.DecompressHeader':
+                try:
+                    archive = memoryview(_ebzip.part_archive(view, first, count))
+                except _ebzip.StatusError as e:
+                    raise _codec_error(e) from None
+                return self._with_retries(
+                    lambda timeout: self._decompress(archive, extra, timeout, limit, rows,
+                                                     stub=stubs[i], group=group,
+                                                     check=check)[1],
+                    deadline=deadline, group=group)
+            return run
+
+        headers = group.run([part(i) for i in range(len(ranges))])
+        backends = []
+        for h in headers:
+            if h.backend not in backends:
+                backends.append(h.backend)
+        header = ebzip_pb2.DecompressHeader(
+            array=spec, abs_error_bound=info['abs_bound'],
+            request_id=headers[0].request_id, backend=','.join(backends))
+        return out, header
 
     def _decompress(self, view: memoryview, extra: Sequence[Tuple[str, str]],
                     timeout: Optional[float], max_output_bytes: int,
                     dest: Optional[np.ndarray] = None,
-                    options: Optional['ebzip_pb2.DecompressOptions'] = None
+                    options: Optional['ebzip_pb2.DecompressOptions'] = None,
+                    stub: Optional[Any] = None, group: Optional[_PartGroup] = None,
+                    check: Optional[Callable[['ebzip_pb2.DecompressHeader'], None]] = None
                     ) -> Tuple[np.ndarray, 'ebzip_pb2.DecompressHeader']:
-        call = self._stub.Decompress(decompress_requests(view, options),
-                                     timeout=timeout,
-                                     metadata=self._metadata(*extra))
+        call = (stub or self._stub).Decompress(decompress_requests(view, options),
+                                               timeout=timeout,
+                                               metadata=self._metadata(*extra))
+        if group is not None:
+            group.track(call)
         header = None
         out = None
         out_bytes = None  # flat uint8 view of out, filled in order
@@ -1012,6 +1372,8 @@ class Client:
                 kind = response.WhichOneof('msg')
                 if kind == 'header' and header is None:
                     header = response.header
+                    if check is not None:
+                        check(header)
                     if options is not None:
                         _check_options_reply(header, options)
                     if options is not None and options.header_only:
@@ -1038,6 +1400,8 @@ class Client:
             raise _error_from_rpc(e) from e
         finally:
             call.cancel()
+            if group is not None:
+                group.untrack(call)
         if header is None:
             raise ProtocolError('Decompress: the stream ended without a header')
         if filled != out_bytes.size:

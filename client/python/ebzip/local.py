@@ -150,7 +150,9 @@ def info(data: BytesLike) -> Dict[str, Any]:
     Returns:
         A dict: dtype ('float32'/'float64'), shape, version, bound_mode
         ('abs'/'rel'), bound_value (as given), abs_bound (what every value
-        meets), fill_value (or None), frame_count, metadata (JSON or '').
+        meets), fill_value (or None), frame_count, frame_rows (rows of
+        dimension 0 per frame, the last frame may have fewer), metadata
+        (JSON or '').
 
     Raises:
         ebzip.DataLoss: The archive is corrupt or truncated.
