@@ -28,7 +28,7 @@ void SetFlag(const std::string& name, const std::string& value) {
 TEST(ServerFlags, EveryDocumentedFlagHasItsVariableAndAbseilsHaveNone) {
   // docs/operations.md's flags: each may be given as EBZIPD_<FLAG>.
   const std::vector<std::string> documented = {
-      "backend", "batching", "cpu_workers", "drain_seconds", "gpu_failure_policy",
+      "archive_root", "backend", "batching", "cpu_workers", "drain_seconds", "gpu_failure_policy",
       "gpu_host_pool_bytes", "gpu_memory_bytes", "gpu_pinned_bytes", "gpu_wait", "gpu_workers",
       "grpc_memory_bytes", "idle_timeout_seconds", "keepalive_seconds", "listen",
       "max_batch_bytes", "max_batch_requests", "max_calls", "max_concurrent_streams",
