@@ -36,6 +36,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#ifdef EBZIP_HAVE_GPU
+#include "gpu/runtime/host_codec.h"
+#endif
 #include "codec/archive.h"
 #include "codec/archive_parts.h"
 #include "codec/region.h"
@@ -164,7 +167,7 @@ py::bytes Compress(py::handle array, const std::string& mode, double bound,
                    const std::string& lossless, int interp_order, uint64_t frame_elements,
                    uint32_t radius, uint32_t chunk_symbols, uint32_t subsequence_bits,
                    uint32_t chunk_group, std::optional<bool> gap_array,
-                   const std::vector<uint16_t>& block) {
+                   const std::vector<uint16_t>& block, bool gpu) {
   Buffer in(array, /*writable=*/false);
   const ArraySpec spec{in.FloatDType(), in.Shape()};
   const CompressOptions o =
@@ -174,7 +177,16 @@ py::bytes Compress(py::handle array, const std::string& mode, double bound,
   absl::StatusOr<std::vector<uint8_t>> archive;
   {
     py::gil_scoped_release release;
+#ifdef EBZIP_HAVE_GPU
+    if (gpu) {
+      archive = gpu::runtime::CompressOnGpu(spec, in.bytes(), o);
+    } else {
+      archive = ebzip::Compress(spec, in.bytes(), o);
+    }
+#else
+    (void)gpu;  // no GPU codec in this build: the CPU one, the same bytes
     archive = ebzip::Compress(spec, in.bytes(), o);
+#endif
   }
   if (!archive.ok()) Throw(archive.status());
   return py::bytes(reinterpret_cast<const char*>(archive->data()), archive->size());
@@ -353,7 +365,7 @@ py::bytes PartArchiveOf(py::handle data, uint64_t first, uint64_t count) {
 
 // Decodes the archive into out, a writable C-contiguous buffer of the
 // archive's dtype and exactly its byte count (local.py checks the shape).
-void DecompressInto(py::handle data, py::handle out, const std::string& decoder) {
+void DecompressInto(py::handle data, py::handle out, const std::string& decoder, bool gpu) {
   const DecoderKind kind = DecoderFromName(decoder);
   Buffer archive(data, /*writable=*/false);
   Buffer dest(out, /*writable=*/true);
@@ -367,7 +379,16 @@ void DecompressInto(py::handle data, py::handle out, const std::string& decoder)
   absl::Status s;
   {
     py::gil_scoped_release release;
+#ifdef EBZIP_HAVE_GPU
+    if (gpu) {
+      s = gpu::runtime::DecompressIntoOnGpu(*info, archive.bytes(), dest.mutable_bytes());
+    } else {
+      s = ebzip::DecompressInto(*info, archive.bytes(), dest.mutable_bytes(), kind);
+    }
+#else
+    (void)gpu;
     s = ebzip::DecompressInto(*info, archive.bytes(), dest.mutable_bytes(), kind);
+#endif
   }
   if (!s.ok()) Throw(s);
 }
@@ -422,13 +443,24 @@ PYBIND11_MODULE(_ebzip, m) {
         py::arg("bound"), py::arg("fill_value"), py::arg("predictor"), py::arg("lossless"),
         py::arg("interp_order"), py::arg("frame_elements"), py::arg("radius"),
         py::arg("chunk_symbols"), py::arg("subsequence_bits"), py::arg("chunk_group"),
-        py::arg("gap_array"), py::arg("block"),
-        "Compresses a C-contiguous float32/float64 buffer; returns the archive.");
+        py::arg("gap_array"), py::arg("block"), py::arg("gpu") = false,
+        "Compresses a C-contiguous float32/float64 buffer; returns the archive. gpu: on the "
+        "GPU codec where a GPU is visible and the kernels take the options (the same bytes).");
+  m.def(
+      "gpu_available",
+      [] {
+#ifdef EBZIP_HAVE_GPU
+        return ebzip::gpu::runtime::GpuVisible();
+#else
+        return false;
+#endif
+      },
+      "Whether this build has the GPU codec and a GPU is visible.");
   m.def("info", &ep::Info, py::arg("archive"),
         "Validates an archive's structure and returns its header as a dict.");
   m.def("decompress_into", &ep::DecompressInto, py::arg("archive"), py::arg("out"),
-        py::kw_only(), py::arg("decoder") = "auto",
-        "Decodes an archive into a writable buffer of its dtype and size.");
+        py::kw_only(), py::arg("decoder") = "auto", py::arg("gpu") = false,
+        "Decodes an archive into a writable buffer of its dtype and size (gpu: as compress).");
   m.def("decompress_region_into", &ep::DecompressRegionInto, py::arg("archive"), py::arg("out"),
         py::arg("start"), py::arg("count"), py::arg("step"), py::kw_only(),
         py::arg("decoder") = "auto",

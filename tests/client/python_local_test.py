@@ -105,6 +105,28 @@ class RoundTripTest(unittest.TestCase):
             mapped = np.memmap(f.name, np.uint8, mode='r')
             np.testing.assert_array_equal(ebzip.decompress(mapped), y)
 
+    def test_gpu_codec_gives_the_same_bytes(self):
+        # gpu=True: the GPU codec where this build has it and a GPU is
+        # visible, the CPU one otherwise; the archive and array must be the
+        # CPU codec's either way (tests/gpu/host_codec_test.cc checks on a
+        # GPU that it really ran there).
+        self.assertIsInstance(ebzip.gpu_available(), bool)
+        rng = np.random.default_rng(5)
+        for dtype in (np.float32, np.float64):
+            x = (np.sin(np.linspace(0, 40, 64 * 50 * 40)).reshape(64, 50, 40)
+                 + rng.normal(0, 0.01, (64, 50, 40))).astype(dtype)
+            for options in (dict(rel=1e-4), dict(abs=1e-3, predictor='lorenzo',
+                                                  lossless='huffman')):
+                cpu = ebzip.compress(x, **options)
+                gpu = ebzip.compress(x, **options, gpu=True)
+                self.assertEqual(gpu, cpu)
+                np.testing.assert_array_equal(ebzip.decompress(cpu, gpu=True),
+                                              ebzip.decompress(cpu))
+        with self.assertRaisesRegex(TypeError, 'gpu='):
+            ebzip.compress(x, rel=1e-3, server='127.0.0.1:1', gpu=True)
+        with self.assertRaisesRegex(TypeError, 'gpu='):
+            ebzip.decompress(cpu, server='127.0.0.1:1', gpu=True)
+
     def test_version(self):
         self.assertRegex(ebzip.__version__, r'^\d+\.\d+\.\d+$')
         self.assertEqual(ebzip.__version__, _ebzip.__version__)

@@ -22,7 +22,7 @@ from ebzip.client import (DEFAULT_TIMEOUT, Cancelled, Client, DataLoss,
                           NotFound, PermissionDenied, ProtocolError,
                           ResourceExhausted, ServingStatus, Unauthenticated,
                           Unavailable, Unimplemented)
-from ebzip.local import info
+from ebzip.local import gpu_available, info
 from ebzip.region import Archive, open  # pylint: disable=redefined-builtin
 from ebzip.safety import (DominatedRangeWarning, EbzipWarning,
                           LargerArchiveWarning)
@@ -65,6 +65,7 @@ __all__ = [
     'open',
     'compress',
     'decompress',
+    'gpu_available',
     'info',
     '__version__',
 ]

@@ -39,6 +39,7 @@ def compress(array: Any,
              tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
              token: Optional[str] = None,
              timeout: Optional[float] = _client.DEFAULT_TIMEOUT,
+             gpu: bool = False,
              **remote_options: Any) -> bytes:
     """Compresses a float32/float64 array of 1 to 4 dimensions.
 
@@ -58,6 +59,9 @@ def compress(array: Any,
             (0/None/empty: the command line's defaults).
         tls_ca, token, timeout: The connection's, with server= only
             (timeout: seconds, default 300; None: no deadline).
+        gpu: In this process only: the GPU codec where a GPU is visible
+            (ebzip.gpu_available()) and takes the options, else the CPU
+            one; the same archive either way. A server picks its own.
         **remote_options: request_id=, priority= and streams= (how many
             calls at once the array is split over, Client(streams=)), with
             server= only.
@@ -85,7 +89,9 @@ def compress(array: Any,
             extra += ['tls_ca/token']
         if extra:
             raise TypeError(f'{", ".join(extra)}: only with server=')
-        return _local.compress(array, **options)
+        return _local.compress(array, **options, gpu=gpu)
+    if gpu:
+        raise TypeError('gpu=: only in this process (the server picks its own device)')
     with _client.Client(server, tls_ca=tls_ca, token=token,
                         timeout=timeout) as c:
         return c.compress(array, **options, **remote_options)
@@ -100,7 +106,8 @@ def decompress(data: BytesLike,
                tls_ca: Optional[Union[str, os.PathLike, bytes]] = None,
                token: Optional[str] = None,
                timeout: Optional[float] = _client.DEFAULT_TIMEOUT,
-               streams: Optional[int] = None
+               streams: Optional[int] = None,
+               gpu: bool = False
                ) -> np.ndarray:
     """Decompresses an archive into a numpy array of its shape and dtype.
 
@@ -117,6 +124,8 @@ def decompress(data: BytesLike,
         tls_ca, token, timeout: The connection's, with server= only.
         streams: With server= only: how many calls at once the archive is
             split over (Client(streams=)); None: automatic.
+        gpu: Without server= only: decode on the GPU where possible, as
+            compress(gpu=True); the same array either way.
 
     Raises:
         ebzip.DataLoss: A corrupt or truncated archive.
@@ -127,7 +136,9 @@ def decompress(data: BytesLike,
         if tls_ca is not None or token is not None or streams is not None:
             raise TypeError('tls_ca/token/streams: only with server=')
         return _local.decompress(data, out=out, masked=masked,
-                                 max_output_bytes=max_output_bytes)
+                                 max_output_bytes=max_output_bytes, gpu=gpu)
+    if gpu:
+        raise TypeError('gpu=: only in this process (the server picks its own device)')
     with _client.Client(server, tls_ca=tls_ca, token=token, timeout=timeout,
                         max_output_bytes=max_output_bytes) as c:
         return c.decompress(data, out=out, masked=masked, streams=streams)

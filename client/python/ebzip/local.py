@@ -102,8 +102,13 @@ def compress(array: Any,
              subsequence_bits: int = 0,
              chunk_group: int = 0,
              gap_array: Optional[bool] = None,
-             block: Sequence[int] = ()) -> bytes:
+             block: Sequence[int] = (),
+             gpu: bool = False) -> bytes:
     """Compresses an array in this process; arguments as Client.compress.
+
+    gpu=True runs the GPU codec where this build has it and a GPU is
+    visible (ebzip.gpu_available()), and the kernels take the options; the
+    CPU codec otherwise. The archive is the same bytes either way.
 
     A numpy.ma masked array's mask becomes the fill value (ebzip.masked).
     Warns (ebzip.DominatedRangeWarning, ebzip.LargerArchiveWarning) per
@@ -136,7 +141,8 @@ def compress(array: Any,
         subsequence_bits=_check_uint('subsequence_bits', subsequence_bits, 32),
         chunk_group=_check_uint('chunk_group', chunk_group, 32),
         gap_array=None if gap_array is None else bool(gap_array),
-        block=[_check_uint('block', b, 16) for b in block])
+        block=[_check_uint('block', b, 16) for b in block],
+        gpu=bool(gpu))
     if mode == 'rel':
         _safety.warn_dominated_range(a, fill_value, bound,
                                      info(archive)['abs_bound'])
@@ -179,7 +185,8 @@ def decompress(data: BytesLike,
                out: Optional[np.ndarray] = None,
                masked: bool = False,
                max_output_bytes: Optional[int] = None,
-               decoder: str = 'auto') -> np.ndarray:
+               decoder: str = 'auto',
+               gpu: bool = False) -> np.ndarray:
     """Decompresses an archive in this process.
 
     Args:
@@ -194,6 +201,8 @@ def decompress(data: BytesLike,
             the machine's physical memory.
         decoder: The Huffman decoder: 'auto', 'chunk', 'gap' or 'selfsync'
             (the same array whichever).
+        gpu: Decode on the GPU where possible, as compress(gpu=True); the
+            same array either way.
 
     Returns:
         out, or a new array, of the archive's shape and dtype.
@@ -225,7 +234,13 @@ def decompress(data: BytesLike,
                 f'cannot allocate an array of {nbytes} bytes: {e}') from None
     else:
         _check_out(out, dtype, shape)
-    _call(codec.decompress_into, data, out, decoder=decoder)
+    _call(codec.decompress_into, data, out, decoder=decoder, gpu=bool(gpu))
     if masked:
         return _masked.remask(out, header['fill_value'])
     return out
+
+
+def gpu_available() -> bool:
+    """Whether compress/decompress(gpu=True) can run on a GPU here: this
+    build has the GPU codec and the process sees a GPU."""
+    return bool(_codec().gpu_available())
