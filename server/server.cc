@@ -1,4 +1,3 @@
-#include "proto/transport_args.h"
 #include "server/server.h"
 
 #include <algorithm>
@@ -146,7 +145,6 @@ absl::StatusOr<std::unique_ptr<EbzipServer>> EbzipServer::Start(const ServerOpti
   // port already in use and take half its connections; a port in use must
   // instead stop the server that comes second.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  ApplyTransportArgs([&](const char* name, int value) { builder.AddChannelArgument(name, value); });
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   // gRPC's own memory (messages it has received and the reactors have not

@@ -20,7 +20,6 @@
 #include "client/remote/retry.h"
 #include "codec/archive_parts.h"
 #include "proto/payload.h"
-#include "proto/transport_args.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -347,7 +346,6 @@ absl::StatusOr<std::unique_ptr<RemoteClient>> RemoteClient::Connect(const Remote
   // NOT_SERVING) leaves the rotation at once, before its endpoint is removed.
   args.SetServiceConfigJSON(kServiceConfig);
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);  // CallWithRetries instead (retry.h)
-  ApplyTransportArgs([&](const char* name, int value) { args.SetInt(name, value); });
   auto impl = std::make_unique<Impl>();
   impl->options = o;
   impl->channel = grpc::CreateCustomChannel(o.server, credentials, args);
@@ -508,9 +506,9 @@ absl::StatusOr<RemoteArrayHeader> RemoteClient::Decompress(
   }
   // A region, a path or the header alone is one call; a whole uploaded
   // archive may be split.
-  if (auto info = request.any() ? absl::StatusOr<ArchiveInfo>(absl::CancelledError())
-                                : ReadArchiveInfo(archive);
-      info.ok()) {
+  absl::StatusOr<ArchiveInfo> info = absl::FailedPreconditionError("not split");
+  if (!request.any()) info = ReadArchiveInfo(archive);  // invalid: the server says why
+  if (info.ok()) {
     const uint64_t parts =
         impl_->PartsFor(info->spec().num_bytes(), info->header.frame_count, true);
     if (parts > 1) {
