@@ -4,7 +4,8 @@
 // steps, and a 3-D cube), compressed at REL 1e-4 with the default options,
 // then decoded whole and as regions of about 1 %: one index along
 // dimension 0 (a time step) and a box with a side of ~21.5 % of each of the
-// last three dimensions, medians of 3.
+// last three dimensions, medians of 3. Built with CUDA, the same on the
+// first GPU (bench/gpu_region_timing.h), where one is visible.
 //
 //   ebzip_bench_region [GiB]    (default 1; the figure is for 4)
 #include <algorithm>
@@ -17,6 +18,9 @@
 
 #include "codec/archive.h"
 #include "codec/region.h"
+#ifdef EBZIP_BENCH_GPU
+#include "bench/gpu_region_timing.h"
+#endif
 
 namespace ebzip {
 namespace {
@@ -101,8 +105,9 @@ void Run(const char* name, const std::vector<uint64_t>& shape) {
     }
     regions.push_back({"box of the last dimensions", box});
   }
+  std::vector<std::vector<uint8_t>> outputs;
   for (const auto& [what, r] : regions) {
-    std::vector<uint8_t> out(r.NumElements() * 4);
+    std::vector<uint8_t>& out = outputs.emplace_back(r.NumElements() * 4);
     const double t = Median3([&] {
       if (!DecompressRegion(*info, *archive, r, DecoderKind::kAuto, absl::MakeSpan(out)).ok()) {
         std::exit(1);
@@ -113,6 +118,27 @@ void Run(const char* name, const std::vector<uint64_t>& shape) {
                 what.c_str(), t, 100.0 * r.NumElements() / spec.num_elements(), 100.0 * t / full,
                 FramesOf(*info, r).size(), info->frames.size(), r.ToString().c_str());
   }
+#ifdef EBZIP_BENCH_GPU
+  std::vector<Hyperslab> slabs;
+  for (const auto& [what, r] : regions) slabs.push_back(r);
+  const bench::GpuRegionTimes g = bench::TimeGpuRegions(*archive, slabs, outputs);
+  if (!g.error.empty()) {
+    std::printf("  GPU: %s\n", g.error.c_str());
+    return;
+  }
+  std::printf("  GPU %s: archive in host memory to values in host memory, whole frames\n",
+              g.device.c_str());
+  for (int at = 0; at < 2; ++at) {
+    const char* memory = at == 0 ? "page-locked" : "pageable";
+    std::printf("  GPU full decode (%-11s)         %8.4f s  %7.2f GB/s\n", memory, g.full[at],
+                spec.num_bytes() / g.full[at] / 1e9);
+    for (size_t k = 0; k < regions.size(); ++k) {
+      std::printf("  GPU region %-26s (%-11s) %8.4f s  %5.2f %% of the full decode's time\n",
+                  regions[k].first.c_str(), memory, g.regions[k][at],
+                  100.0 * g.regions[k][at] / g.full[at]);
+    }
+  }
+#endif
 }
 
 }  // namespace

@@ -28,6 +28,7 @@
 #include "absl/types/span.h"
 #include "codec/archive.h"
 #include "codec/huffman_decoder.h"
+#include "codec/region.h"
 #include "codec/types.h"
 #include "gpu/stage_timer.h"
 
@@ -106,6 +107,16 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
 // (DATA_LOSS "corrupt archive: ...", as the CPU codec says it).
 absl::Status FinishDecompress(const Workspace& workspace, Stream stream);
 
+// Regions: the GPU decodes whole frames. codec/region_plan.h names the
+// frames a region meets as an archive of their own (decompress it as a task
+// over its byte range), and the pieces of their rows that hold the region;
+// GatherRegion copies each piece from the decoded rows to its place in the
+// region's output. `rows` is a hyperslab of `array` (a device array of
+// `spec`), `out` room for its elements on the device, in its C order.
+// INVALID_ARGUMENT for a hyperslab that does not fit `spec`.
+absl::Status GatherRegion(const void* array, const ArraySpec& spec, const Hyperslab& rows,
+                          void* out, Stream stream);
+
 // Conveniences over the calls above for host-resident data: they allocate,
 // copy, run on the default stream and free. For tests, tools and the CLI.
 absl::StatusOr<std::vector<uint8_t>> CompressHost(const ArraySpec& spec,
@@ -113,6 +124,11 @@ absl::StatusOr<std::vector<uint8_t>> CompressHost(const ArraySpec& spec,
                                                   const CompressOptions& options);
 absl::StatusOr<DecompressedArray> DecompressHost(absl::Span<const uint8_t> archive,
                                                  DecoderKind decoder = DecoderKind::kAuto);
+// `region` of the archive's array (its C order): the same bytes as the CPU
+// codec's DecompressRegion.
+absl::StatusOr<std::vector<uint8_t>> DecompressRegionHost(absl::Span<const uint8_t> archive,
+                                                          const Hyperslab& region,
+                                                          DecoderKind decoder = DecoderKind::kAuto);
 
 }  // namespace ebzip::gpu
 

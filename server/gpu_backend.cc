@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "codec/region_plan.h"
 #include "gpu/gpu_codec.h"
 #include "gpu/runtime/device.h"
 #include "gpu/runtime/pinned_buffer.h"
@@ -132,9 +134,8 @@ class GpuBackend final : public Backend {
     StartBusy(g);
     std::vector<Work*> cpu;  // what goes to the CPU codec instead
     std::vector<std::shared_ptr<Work>> returned;
-    // The last GPU left, failed, or regions (decoded on the CPU codec for
-    // now, docs/operations.md): the CPU codec does the work.
-    if (g.failed.load() || batch.front()->region) {
+    // The last GPU left, failed: the CPU codec does the work.
+    if (g.failed.load()) {
       for (const auto& w : batch) cpu.push_back(w.get());
     } else {
       const bool inject =
@@ -389,6 +390,9 @@ class GpuBackend final : public Backend {
     gpu::runtime::Worker& d = *lane.worker;
     if (RunResult r = d.MakeCurrent(); !r.ran()) return r;
     std::vector<Candidate<gpu::DecompressTask>> candidates;
+    // A region's frames as an archive of their own (codec/region_plan.h),
+    // by work; the tasks point into it.
+    std::unordered_map<const Work*, WholeFramesPlan> plans;  // nodes stay put
     for (const auto& w : batch) {
       if (w->cancelled.load()) {
         w->status = absl::CancelledError("the call was cancelled");
@@ -396,13 +400,30 @@ class GpuBackend final : public Backend {
       }
       gpu::DecompressTask t;
       t.info = &*w->info;
+      uint64_t archive_bytes = w->input.size();
+      uint64_t region_bytes = 0;
+      if (w->header_only || (w->region && w->region->NumElements() == 0)) {
+        cpu->push_back(w.get());  // nothing to decode
+        continue;
+      }
+      if (w->region) {
+        absl::StatusOr<WholeFramesPlan> plan = PlanWholeFrames(*w->info, *w->region);
+        if (!plan.ok()) {
+          cpu->push_back(w.get());  // the CPU codec reports it
+          continue;
+        }
+        const WholeFramesPlan& p = plans[w.get()] = *std::move(plan);
+        t.info = &p.part;
+        archive_bytes = p.bytes_end - p.bytes_begin;
+        region_bytes = w->region->NumElements() * DTypeSize(w->dtype());
+      }
       if (!gpu::DecompressWorkspaceSize({&t, 1}, DecoderKind::kAuto).ok()) {
         cpu->push_back(w.get());
         continue;
       }
       candidates.push_back({w.get(), t,
                             gpu::runtime::Worker::DecompressBufferBytes(
-                                w->input.size(), w->info->spec().num_bytes())});
+                                archive_bytes, t.info->spec().num_bytes(), region_bytes)});
     }
     auto rounds = SplitIntoRounds(
         d, candidates,
@@ -415,7 +436,18 @@ class GpuBackend final : public Backend {
         cpu);
     for (auto& r : rounds) {
       std::vector<gpu::runtime::Worker::DecompressJob> jobs;
-      for (Work* w : r.works) jobs.push_back({&*w->info, w->input});
+      for (Work* w : r.works) {
+        auto plan = plans.find(w);
+        if (plan == plans.end()) {
+          jobs.push_back({&*w->info, w->input});
+          continue;
+        }
+        const WholeFramesPlan& p = plan->second;
+        jobs.push_back({&p.part,
+                        absl::MakeConstSpan(w->input).subspan(p.bytes_begin,
+                                                              p.bytes_end - p.bytes_begin),
+                        p.pieces, w->region->NumElements() * DTypeSize(w->dtype())});
+      }
       std::vector<HostBlock> blocks(jobs.size());
       auto into_block = [this, &blocks](size_t i, uint64_t bytes) -> uint8_t* {
         if (host_pool_ == nullptr) return nullptr;

@@ -3,7 +3,8 @@
 // --archive_root instead of uploaded, or the header alone. DecompressCall
 // (decompress_call.cc) holds one DecompressChoice when the first message
 // carries options and asks it at each step; the works it makes are decoded
-// here, on the CPU codec (cpu_codec.cc hands them over).
+// here, on the CPU codec (cpu_codec.cc hands them over), or by the GPU
+// backend (whole frames, codec/region_plan.h).
 //
 // A request with options is always buffered: the archive (uploaded, or read
 // from its file) is held whole within --max_request_bytes and the budget,
@@ -38,7 +39,7 @@ class DecompressChoice {
 
   bool by_path() const { return !path_.empty(); }
   // Whether the reply is something other than the whole array (a region or
-  // the header alone): such works go to the CPU codec.
+  // the header alone).
   bool partial() const { return region_.has_value() || header_only_; }
 
   // By path: opens the file under the root (ArchiveRoot::OpenFile's

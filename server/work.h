@@ -49,8 +49,7 @@ struct Work {
   }
   // Decompress of part of the archive (server/region_call.h): only the
   // region's values, in its C order; with header_only an empty region, and
-  // the reply is the header alone. The CPU codec decodes these on every
-  // backend.
+  // the reply is the header alone.
   std::optional<Hyperslab> region;
   bool header_only = false;
 

@@ -116,8 +116,9 @@ Worker::CompressRound Worker::Compress(absl::Span<const CompressJob> jobs,
   return round;
 }
 
-uint64_t Worker::DecompressBufferBytes(uint64_t archive_bytes, uint64_t array_bytes) {
-  return AlignUp(archive_bytes) + AlignUp(array_bytes);
+uint64_t Worker::DecompressBufferBytes(uint64_t archive_bytes, uint64_t array_bytes,
+                                       uint64_t region_bytes) {
+  return AlignUp(archive_bytes) + AlignUp(array_bytes) + AlignUp(region_bytes);
 }
 
 bool Worker::DecompressFits(uint64_t buffer_bytes, const WorkspaceSize& workspace) const {
@@ -138,8 +139,10 @@ Worker::DecompressRound Worker::Decompress(absl::Span<const DecompressJob> jobs,
     tasks[i].archive = archive;
     inputs.push_back({jobs[i].archive.data(), archive, jobs[i].archive.size()});
   }
+  std::vector<uint8_t*> regions(jobs.size(), nullptr);
   for (size_t i = 0; i < jobs.size(); ++i) {
     tasks[i].output = pool.Take(jobs[i].info->spec().num_bytes());
+    if (jobs[i].region()) regions[i] = pool.Take(jobs[i].region_bytes);
   }
   const Workspace ws = PlaceWorkspace(pool, workspace);
   // Pinned memory: the codec's part, then staging.
@@ -159,8 +162,23 @@ Worker::DecompressRound Worker::Decompress(absl::Span<const DecompressJob> jobs,
   // stream have left staging by then).
   std::vector<StagedDownload::Source> outputs;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    outputs.push_back({static_cast<const uint8_t*>(tasks[i].output),
-                       jobs[i].info->spec().num_bytes()});
+    if (!jobs[i].region()) {
+      outputs.push_back({static_cast<const uint8_t*>(tasks[i].output),
+                         jobs[i].info->spec().num_bytes()});
+      continue;
+    }
+    const ArraySpec rows = jobs[i].info->spec();
+    const size_t elem = DTypeSize(rows.dtype);
+    for (const WholeFramesPlan::Piece& piece : jobs[i].pieces) {
+      if (RunResult r = FromCodec(GatherRegion(tasks[i].output, rows, piece.rows,
+                                               regions[i] + piece.out_element * elem,
+                                               stream_.get()));
+          !r.ran()) {
+        round.result = std::move(r);
+        return round;
+      }
+    }
+    outputs.push_back({regions[i], jobs[i].region_bytes});
   }
   StagedDownload download;
   if (RunResult r = download.Start(stream_, std::move(outputs), room, destination); !r.ran()) {

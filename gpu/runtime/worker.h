@@ -19,6 +19,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codec/region_plan.h"
 #include "gpu/gpu_codec.h"
 #include "gpu/runtime/cuda_stream.h"
 #include "gpu/runtime/device.h"
@@ -71,10 +72,16 @@ class Worker {
                          absl::FunctionRef<bool(size_t job, uint64_t archive_bytes)> admit);
 
   // One archive to decompress: what ReadArchiveInfo found in it, its bytes
-  // in host memory.
+  // in host memory. For a region, `info` and `archive` are a
+  // WholeFramesPlan's part and byte range (codec/region_plan.h) and
+  // `pieces` its pieces: only they come down, gathered in the region's
+  // order (region_bytes in all).
   struct DecompressJob {
     const ArchiveInfo* info;
     absl::Span<const uint8_t> archive;
+    absl::Span<const WholeFramesPlan::Piece> pieces = {};
+    uint64_t region_bytes = 0;
+    bool region() const { return !pieces.empty(); }
   };
   struct DecompressRound {
     RunResult result = RunResult::Ran();
@@ -86,11 +93,13 @@ class Worker {
     // reused.
     bool destinations_in_flight = false;
   };
-  static uint64_t DecompressBufferBytes(uint64_t archive_bytes, uint64_t array_bytes);
+  static uint64_t DecompressBufferBytes(uint64_t archive_bytes, uint64_t array_bytes,
+                                        uint64_t region_bytes = 0);
   bool DecompressFits(uint64_t buffer_bytes, const WorkspaceSize& workspace) const;
   // Decompresses the jobs in one set of launches (DecoderKind::kAuto), each
   // array coming down into destination(job, bytes) when that gives
-  // page-locked memory, else into the round's vectors. A corrupt archive
+  // page-locked memory, else into the round's vectors (a region job's
+  // array is its region). A corrupt archive
   // makes the round kUnsupported: the device cannot say whose it is.
   DecompressRound Decompress(absl::Span<const DecompressJob> jobs, const WorkspaceSize& workspace,
                              StagedDownload::Destination destination);

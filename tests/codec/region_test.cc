@@ -2,6 +2,7 @@
 // of a full decode, byte for byte, sliced here by the test's own loop over
 // the region's indices; malformed regions are INVALID_ARGUMENT.
 #include "codec/region.h"
+#include "codec/region_plan.h"
 
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,7 @@
 namespace ebzip {
 namespace {
 
+using ::ebzip::testing::RegionsOf;
 using ::ebzip::testing::SliceOf;
 
 // A smooth field with a fill value (single elements and a stretch, a
@@ -39,47 +41,6 @@ std::vector<T> Field(const std::vector<uint64_t>& shape, std::mt19937_64& rng, T
   v[at(rng)] = static_cast<T>(-0.0);
   v[at(rng)] = std::numeric_limits<T>::denorm_min();
   return v;
-}
-
-// Random regions of `shape`, plus the edge cases every shape gets.
-std::vector<Hyperslab> Regions(const std::vector<uint64_t>& shape, std::mt19937_64& rng) {
-  std::vector<Hyperslab> out;
-  out.push_back(WholeArray(shape));
-  Hyperslab one, last, empty;
-  for (uint64_t s : shape) {
-    one.start.push_back(0), one.count.push_back(1), one.step.push_back(1);
-    last.start.push_back(s - 1), last.count.push_back(1), last.step.push_back(1);
-    empty.start.push_back(s / 2), empty.count.push_back(0), empty.step.push_back(1);
-  }
-  out.push_back(one);
-  out.push_back(last);
-  out.push_back(empty);
-  for (int k = 0; k < 12; ++k) {
-    Hyperslab h;
-    for (uint64_t s : shape) {
-      const uint64_t start = rng() % s;
-      const uint64_t step = 1 + rng() % 4;
-      const uint64_t most = (s - 1 - start) / step + 1;
-      h.start.push_back(start);
-      h.step.push_back(step);
-      h.count.push_back(1 + rng() % most);
-    }
-    out.push_back(h);
-  }
-  // Small boxes, which a frame decodes in part: anywhere, and against the
-  // far edges (the last tiles and blocks, cut short).
-  for (int k = 0; k < 12; ++k) {
-    Hyperslab h;
-    for (uint64_t s : shape) {
-      const uint64_t count = 1 + rng() % std::min<uint64_t>(s, 9);
-      const uint64_t start = k % 3 == 0 ? s - count : rng() % (s - count + 1);
-      h.start.push_back(start);
-      h.count.push_back(count);
-      h.step.push_back(1);
-    }
-    out.push_back(h);
-  }
-  return out;
 }
 
 struct Coding {
@@ -109,7 +70,7 @@ void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t fr
   ASSERT_TRUE(full.ok()) << full.status();
   auto info = ReadArchiveInfo(*archive);
   ASSERT_TRUE(info.ok()) << info.status();
-  for (const Hyperslab& r : Regions(shape, rng)) {
+  for (const Hyperslab& r : RegionsOf(shape, rng)) {
     SCOPED_TRACE(r.ToString());
     const std::vector<uint8_t> want = SliceOf(full->data, shape, r, sizeof(T));
     // Whole frames, parts of frames, and the choice between them.
@@ -119,6 +80,28 @@ void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t fr
       const absl::Status s = DecompressRegion(*info, *archive, r, DecoderKind::kAuto,
                                               absl::MakeSpan(got), nullptr, frames);
       ASSERT_TRUE(s.ok()) << s;
+      EXPECT_EQ(got, want);
+    }
+    // As whole frames (codec/region_plan.h, the GPU's way): the frames met,
+    // decoded from their byte range alone, then the pieces gathered.
+    {
+      auto plan = PlanWholeFrames(*info, r);
+      ASSERT_TRUE(plan.ok()) << plan.status();
+      ASSERT_EQ(plan->part.frames.size(), FramesOf(*info, r).size());
+      ASSERT_EQ(plan->pieces.size(), plan->part.frames.size());
+      std::vector<uint8_t> got(r.NumElements() * sizeof(T), 0xEE);
+      if (!plan->pieces.empty()) {
+        const ArraySpec part = plan->part.spec();
+        std::vector<uint8_t> rows(part.num_bytes());
+        const auto bytes = absl::MakeConstSpan(*archive).subspan(
+            plan->bytes_begin, plan->bytes_end - plan->bytes_begin);
+        ASSERT_TRUE(DecompressInto(plan->part, bytes, absl::MakeSpan(rows)).ok());
+        for (const auto& piece : plan->pieces) {
+          const std::vector<uint8_t> p = SliceOf(rows, part.shape, piece.rows, sizeof(T));
+          ASSERT_LE(piece.out_element * sizeof(T) + p.size(), got.size());
+          std::copy(p.begin(), p.end(), got.begin() + piece.out_element * sizeof(T));
+        }
+      }
       EXPECT_EQ(got, want);
     }
     // The same region written as text parses back to itself.

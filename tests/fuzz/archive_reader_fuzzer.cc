@@ -6,7 +6,8 @@
 // without a gap array), a success has the declared size, and the decoders
 // accept the same archives and produce the same bytes. Regions of an
 // accepted archive (codec/region.h) decode to the slice of the full decode,
-// by whole frames and by parts of frames (codec/region_frame.h): one parsed
+// by whole frames, by parts of frames (codec/region_frame.h) and as the GPU
+// takes them (codec/region_plan.h): one parsed
 // from the input's last bytes as text (so the parser is fuzzed too: OK or
 // INVALID_ARGUMENT, nothing else), one picked from them as numbers, one
 // small box. Parts of frames check only what they read, so on an archive
@@ -29,6 +30,7 @@
 #include "absl/types/span.h"
 #include "codec/archive.h"
 #include "codec/region.h"
+#include "codec/region_plan.h"
 #include "tests/fuzz/archive_checksums.h"
 #include "tests/region_slice.h"
 
@@ -87,6 +89,24 @@ void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archi
     if (got != ebzip::testing::SliceOf(*full, spec.shape, r, elem))
       Fail("a region differs from the full decode");
   }
+  if (full == nullptr) return;
+  // As the GPU takes it (codec/region_plan.h): the frames met, decoded from
+  // their byte range alone, then each piece gathered.
+  auto plan = ebzip::PlanWholeFrames(info, r);
+  if (!plan.ok()) Fail("a region inside the array has no plan", plan.status());
+  if (plan->pieces.empty()) return;
+  const ebzip::ArraySpec rows_spec = plan->part.spec();
+  std::vector<uint8_t> rows(rows_spec.num_bytes());
+  const absl::Status s = ebzip::DecompressInto(
+      plan->part, archive.subspan(plan->bytes_begin, plan->bytes_end - plan->bytes_begin),
+      absl::MakeSpan(rows));
+  if (!s.ok()) Fail("the frames of a region of an accepted archive failed", s);
+  for (const auto& piece : plan->pieces) {
+    const std::vector<uint8_t> p = ebzip::testing::SliceOf(rows, rows_spec.shape, piece.rows, elem);
+    std::copy(p.begin(), p.end(), got.begin() + piece.out_element * elem);
+  }
+  if (got != ebzip::testing::SliceOf(*full, spec.shape, r, elem))
+    Fail("a region by whole frames differs from the full decode");
 }
 
 void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,

@@ -6,12 +6,16 @@
 
 #include <memory>
 #include <optional>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
+#include "codec/region.h"
 #include "gpu/gpu_codec.h"
 #include "gtest/gtest.h"
+#include "tests/region_slice.h"
 #include "tests/server/test_arrays.h"
 
 namespace ebzip::testing {
@@ -127,6 +131,68 @@ TEST(GpuBackend, WithoutAPoolEveryArrayUsesOrdinaryMemory) {
   EXPECT_FALSE(backend->InputBlock(1024));
   ExpectBatchesMatchTheCpuCodec(*backend, {false, false, false, false}, Version1());
   ExpectBatchesMatchTheCpuCodec(*backend, {false, false, false, false}, CompressOptions());
+}
+
+// Regions in one batch: the GPU decodes the frames each meets and sends
+// down only the region, the bytes of the CPU codec's DecompressRegion;
+// what has nothing to decode (the header alone, an empty region) goes to
+// the CPU codec.
+TEST(GpuBackend, RegionsDecodeOnTheGpuAsOnTheCpu) {
+  auto backend = BackendOrSkip(uint64_t{64} << 20);
+  if (backend == nullptr) GTEST_SKIP() << "no CUDA device";
+  std::mt19937_64 rng(7);
+  std::vector<std::shared_ptr<Work>> batch;
+  std::vector<std::vector<uint8_t>> want;
+  std::vector<std::string> device;
+  for (int k = 0; k < 3; ++k) {
+    const std::vector<uint64_t> shape = k == 0   ? std::vector<uint64_t>{40, 33, 29}
+                                        : k == 1 ? std::vector<uint64_t>{7, 9, 20, 24}
+                                                 : std::vector<uint64_t>{97, 130};
+    const TestArray a = SmoothArray({DType::kFloat32, shape}, k, /*specials=*/true);
+    CompressOptions o = k == 2 ? Version1() : CompressOptions();
+    o.mode = BoundMode::kRel;
+    o.bound = 1e-3;
+    o.frame_elements = 2000;  // many frames
+    auto archive = Compress(a.spec, a.bytes, o);
+    ASSERT_TRUE(archive.ok()) << archive.status();
+    auto info = ReadArchiveInfo(*archive);
+    ASSERT_TRUE(info.ok());
+    for (const Hyperslab& r : RegionsOf(shape, rng)) {
+      auto w = std::make_shared<Work>();
+      w->method = Method::kDecompress;
+      w->input = *archive;
+      w->info = *info;
+      w->region = r;
+      std::vector<uint8_t> region(r.NumElements() * 4);
+      ASSERT_TRUE(
+          DecompressRegion(*info, *archive, r, DecoderKind::kAuto, absl::MakeSpan(region)).ok());
+      want.push_back(std::move(region));
+      device.push_back(r.NumElements() == 0 ? "cpu" : "gpu:0");
+      batch.push_back(std::move(w));
+    }
+    if (k == 0) {
+      auto w = std::make_shared<Work>();
+      w->method = Method::kDecompress;
+      w->input = *archive;
+      w->info = *info;
+      w->region = WholeArray(shape);
+      w->region->count.assign(shape.size(), 0);
+      w->header_only = true;
+      want.emplace_back();
+      device.push_back("cpu");
+      batch.push_back(std::move(w));
+    }
+  }
+  ASSERT_TRUE(backend->Run(0, batch).empty()) << "no work handed back";
+  for (size_t i = 0; i < batch.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("work ", i, " region ", batch[i]->region->ToString()));
+    const Work& w = *batch[i];
+    ASSERT_TRUE(w.status.ok()) << w.status;
+    EXPECT_EQ(w.device, device[i]);
+    const absl::Span<const uint8_t> got =
+        w.output_block ? w.output_block.bytes() : absl::Span<const uint8_t>(w.output);
+    EXPECT_TRUE(got == absl::Span<const uint8_t>(want[i])) << "the region differs";
+  }
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+// Regions on the GPU (gpu_codec.h's GatherRegion over codec/region_plan.h's
+// whole frames): every region equals the CPU codec's DecompressRegion and the
+// test's own slice of a full decode, byte for byte, for every predictor and
+// lossless stage, fills and specials, float32 and float64, 1-D to 4-D, one
+// frame and many; a corrupt frame the region meets is DATA_LOSS, one it
+// does not meet is never read; a malformed region is INVALID_ARGUMENT.
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/archive.h"
+#include "codec/region.h"
+#include "gpu/gpu_codec.h"
+#include "gtest/gtest.h"
+#include "tests/gpu/gpu_test_fields.h"
+#include "tests/region_slice.h"
+
+namespace ebzip::gpu {
+namespace {
+
+using ::ebzip::testing::RegionsOf;
+using ::ebzip::testing::SliceOf;
+
+// Every region of `RegionsOf` through the GPU, against the CPU and the slice.
+void CheckRegions(const std::vector<uint8_t>& archive, uint64_t seed) {
+  auto info = ReadArchiveInfo(archive);
+  ASSERT_TRUE(info.ok()) << info.status();
+  const std::vector<uint64_t> shape = info->header.shape;
+  const size_t elem = DTypeSize(info->header.dtype);
+  auto full = Decompress(archive);
+  ASSERT_TRUE(full.ok()) << full.status();
+  std::mt19937_64 rng(seed);
+  for (const Hyperslab& r : RegionsOf(shape, rng)) {
+    SCOPED_TRACE(r.ToString());
+    auto got = DecompressRegionHost(archive, r);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<uint8_t> cpu(r.NumElements() * elem);
+    ASSERT_TRUE(DecompressRegion(*info, archive, r, DecoderKind::kAuto, absl::MakeSpan(cpu)).ok());
+    EXPECT_EQ(*got, cpu);
+    EXPECT_EQ(*got, SliceOf(full->data, shape, r, elem));
+  }
+}
+
+TEST(GpuRegion, EqualsTheCpuAndTheSliceOfAFullDecode) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<uint64_t>> shapes = {
+      {5000}, {97, 130}, {40, 33, 29}, {7, 9, 20, 24}, {1, 300}, {64, 1}};
+  uint64_t seed = 1;
+  for (const auto& shape : shapes) {
+    for (Predictor p : {Predictor::kLorenzo, Predictor::kInterp, Predictor::kAuto}) {
+      for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns}) {
+        for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+          for (uint64_t frame_elements : {uint64_t{1} << 24, uint64_t{2000}}) {
+            const bool fill = seed % 2 == 0;
+            SCOPED_TRACE(absl::StrCat(ShapeToString(shape), " predictor ", static_cast<int>(p),
+                                      " lossless ", static_cast<int>(l), " ", DTypeName(dtype),
+                                      " frame_elements ", frame_elements, " fill ", fill));
+            const ArraySpec spec{dtype, shape};
+            CompressOptions o;
+            o.mode = BoundMode::kRel;
+            o.bound = 1e-3;
+            o.predictor = p;
+            o.lossless = l;
+            o.frame_elements = frame_elements;
+            if (fill) o.fill_value = -9999.0;
+            auto archive = Compress(spec,
+                                    testing_fields::MakeAnyField(dtype, spec.num_elements(),
+                                                                 static_cast<uint32_t>(seed), true,
+                                                                 o.fill_value),
+                                    o);
+            ASSERT_TRUE(archive.ok()) << archive.status();
+            CheckRegions(*archive, seed++);
+            if (HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuRegion, RealFields) {
+  SKIP_WITHOUT_GPU();
+  uint64_t seed = 100;
+  for (const char* name : {"etopo20", "temp", "uwnd", "salt"}) {
+    auto field = testing_fields::GpuHostField(name);
+    ASSERT_TRUE(field.ok()) << field.status();
+    if (!field->has_value()) continue;
+    const LoadedArray& loaded = **field;
+    SCOPED_TRACE(name);
+    CompressOptions o;
+    o.mode = BoundMode::kRel;
+    o.bound = 1e-4;
+    o.fill_value = loaded.fill_value;
+    o.frame_elements = loaded.spec.num_elements() / 5;  // several frames
+    auto archive = Compress(loaded.spec, loaded.data, o);
+    ASSERT_TRUE(archive.ok()) << archive.status();
+    CheckRegions(*archive, seed++);
+  }
+}
+
+TEST(GpuRegion, ReadsOnlyTheFramesItMeets) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<uint64_t> shape = {64, 50};
+  std::vector<float> data(64 * 50);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i % 97);
+  CompressOptions o;
+  o.bound = 0.01;
+  o.frame_elements = 800;  // 16 rows a frame: 4 frames
+  auto archive = Compress({DType::kFloat32, shape},
+                          {reinterpret_cast<const uint8_t*>(data.data()), data.size() * 4}, o);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto info = ReadArchiveInfo(*archive);
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->frames.size(), 4u);
+  // A bit flipped in frame 3's payload: the header still parses.
+  std::vector<uint8_t> bad = *archive;
+  const auto& f3 = info->frames[3];
+  bad[f3.offset + f3.size - 9] ^= 0x40;
+  ASSERT_TRUE(ReadArchiveInfo(bad).ok());
+  // Rows 3 and 35 (frames 0 and 2): frame 3 lies outside the bytes sent up.
+  auto skip = ParseHyperslab("3:64:32,5", shape);
+  ASSERT_TRUE(skip.ok());
+  auto got = DecompressRegionHost(bad, *skip);
+  ASSERT_TRUE(got.ok()) << got.status();
+  auto full = Decompress(*archive);
+  ASSERT_TRUE(full.ok());
+  EXPECT_EQ(*got, SliceOf(full->data, shape, *skip, 4));
+  auto meets = ParseHyperslab("50:51,:", shape);
+  ASSERT_TRUE(meets.ok());
+  EXPECT_EQ(DecompressRegionHost(bad, *meets).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(GpuRegion, MalformedRegionsAreInvalidArguments) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<uint64_t> shape = {10, 20};
+  std::vector<float> data(200, 1.5f);
+  CompressOptions o;
+  o.bound = 0.01;
+  auto archive = Compress({DType::kFloat32, shape},
+                          {reinterpret_cast<const uint8_t*>(data.data()), data.size() * 4}, o);
+  ASSERT_TRUE(archive.ok());
+  Hyperslab past = WholeArray(shape);
+  past.count[1] = 21;
+  Hyperslab zero_step = WholeArray(shape);
+  zero_step.step[0] = 0;
+  Hyperslab too_few;
+  too_few.start = {0};
+  too_few.count = {1};
+  too_few.step = {1};
+  for (const Hyperslab& r : {past, zero_step, too_few}) {
+    EXPECT_EQ(DecompressRegionHost(*archive, r).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
+}  // namespace
+}  // namespace ebzip::gpu
