@@ -55,31 +55,41 @@ absl::Status PlanFrameV2(const FrameParams& p, bool has_fill, Plan* plan, FrameV
 }
 
 // Version 2: room for the largest batch of interpolation frames that any
-// choice can make. A batch is consecutive frames of one array and shape
-// taking one candidate, so at most a run of such frames, each candidate's
-// plan tried at the run's length (capped).
+// choice can make. A batch is consecutive frames of one shape, radius and
+// fill coding taking one candidate (of one array or of several: each frame
+// brings its own bound), so at most a run of such frames, each candidate
+// any of them has planned at the run's length (capped).
 absl::Status PlanInterpBatches(Plan* plan) {
   const uint64_t S = plan->segments.size();
+  auto fill_of = [&](uint64_t k) { return plan->items[plan->segments[k].item].has_fill != 0; };
   for (uint64_t s = 0; s < S;) {
-    const Segment& seg = plan->segments[s];
     const FrameV2& f = plan->frames[s];
+    const bool fill = fill_of(s);
     uint64_t e = s + 1;
-    while (e < S && plan->segments[e].item == seg.item &&
-           plan->frames[e].params.shape == f.params.shape) {
+    while (e < S && plan->frames[e].params.shape == f.params.shape &&
+           plan->frames[e].params.radius == f.params.radius && fill_of(e) == fill) {
       ++e;
     }
-    const bool fill = plan->items[seg.item].has_fill != 0;
-    const uint64_t n = seg.geo.n;
+    const uint64_t n = plan->segments[s].geo.n;
     const uint32_t frames = static_cast<uint32_t>(std::min<uint64_t>(e - s, InterpBatchCap(n, fill)));
-    for (const PredictorConfig& c : f.candidates) {
-      if (c.predictor != format::kPredictorInterp) continue;
-      auto ip = PlanInterp(InterpParamsFor(f.params, c), fill);
-      if (!ip.ok()) return ip.status();
-      auto scratch = InterpEncodeBatchScratch(*ip, frames);
-      if (!scratch.ok()) return scratch.status();
-      plan->interp_scratch = std::max(plan->interp_scratch, *scratch);
-      plan->interp_outliers = std::max(plan->interp_outliers, frames * ip->geo.num_tiles);
-      if (fill) plan->fill_mask_elements = std::max(plan->fill_mask_elements, frames * n);
+    std::vector<PredictorConfig> planned;
+    for (uint64_t k = s; k < e; ++k) {
+      for (const PredictorConfig& c : plan->frames[k].candidates) {
+        if (c.predictor != format::kPredictorInterp) continue;
+        if (std::any_of(planned.begin(), planned.end(), [&](const PredictorConfig& p) {
+              return p.order == c.order && p.block == c.block;
+            })) {
+          continue;
+        }
+        planned.push_back(c);
+        auto ip = PlanInterp(InterpParamsFor(f.params, c), fill);
+        if (!ip.ok()) return ip.status();
+        auto scratch = InterpEncodeBatchScratch(*ip, frames);
+        if (!scratch.ok()) return scratch.status();
+        plan->interp_scratch = std::max(plan->interp_scratch, *scratch);
+        plan->interp_outliers = std::max(plan->interp_outliers, frames * ip->geo.num_tiles);
+        if (fill) plan->fill_mask_elements = std::max(plan->fill_mask_elements, frames * n);
+      }
     }
     s = e;
   }

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -45,23 +46,39 @@ class ScopedEvent {
   cudaEvent_t event_ = nullptr;
 };
 
+// Whether interpolation frames a and z have one plan but for the bound:
+// shape, tile, order, radius and fill coding.
+bool SameInterpPlan(const Plan& plan, uint32_t a, uint32_t z) {
+  const FrameV2& fa = plan.frames[a];
+  const FrameV2& fz = plan.frames[z];
+  return fz.params.shape == fa.params.shape && fz.config.order == fa.config.order &&
+         fz.config.block == fa.config.block && fz.params.radius == fa.params.radius &&
+         plan.segments[z].fill_coding == plan.segments[a].fill_coding;
+}
+
 // Whether interpolation segment e can join the batch of segments [s, e):
-// one array, shape and candidate, inputs at one stride, room left.
+// one plan but for the bound, room left. Frames of several arrays (a batch
+// of small requests) share a batch as well as one array's frames do.
 bool JoinsBatch(const Plan& plan, uint32_t s, uint32_t e) {
   const Segment& a = plan.segments[s];
-  const Segment& z = plan.segments[e];
-  const FrameV2& fa = plan.frames[s];
-  const FrameV2& fz = plan.frames[e];
-  if (z.predictor != format::kPredictorInterp || z.item != a.item ||
-      fz.params.shape != fa.params.shape || fz.config.order != fa.config.order ||
-      fz.config.block != fa.config.block || z.fill_coding != a.fill_coding) {
+  if (plan.segments[e].predictor != format::kPredictorInterp || !SameInterpPlan(plan, s, e)) {
     return false;
   }
-  const bool fill = a.fill_coding == format::kFillCodingMask;
-  if (e - s >= InterpBatchCap(a.geo.n, fill)) return false;
+  return e - s < InterpBatchCap(a.geo.n, a.fill_coding == format::kFillCodingMask);
+}
+
+// Whether the batch [s, e) needs each frame's own input and bound
+// (InterpEncodeBatch::segments): its frames span arrays, or their inputs do
+// not lie at one stride.
+bool PerFrame(const Plan& plan, uint32_t s, uint32_t e) {
   auto at = [&](uint32_t k) { return reinterpret_cast<uint64_t>(plan.segments[k].input); };
-  const uint64_t step = at(e) - at(e - 1);
-  return at(e) > at(e - 1) && (e - s == 1 || step == at(s + 1) - at(s));
+  for (uint32_t k = s + 1; k < e; ++k) {
+    if (plan.segments[k].item != plan.segments[s].item || at(k) <= at(k - 1) ||
+        at(k) - at(k - 1) != at(s + 1) - at(s)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -104,6 +121,7 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     f.config = f.surveyed >= 0 ? (*chosen)[f.surveyed] : f.candidates[0];
   }
   BatchTotals totals;
+  std::vector<uint32_t> planned;  // interpolation frames with a plan of their own
   for (uint32_t s = 0; s < S; ++s) {
     Segment& seg = plan->segments[s];
     FrameV2& f = plan->frames[s];
@@ -116,14 +134,16 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     seg.positions = 0;
     if (seg.predictor == format::kPredictorInterp) {
       const bool has_fill = plan->items[seg.item].has_fill != 0;
-      // The previous frame's plan when it is the same frame's (an array's
-      // frames share their shape, bound and often their winner).
-      const FrameV2* prev = s > 0 ? &plan->frames[s - 1] : nullptr;
-      if (prev != nullptr && plan->segments[s - 1].predictor == format::kPredictorInterp &&
-          plan->segments[s - 1].item == seg.item && prev->params.shape == f.params.shape &&
-          prev->config.order == f.config.order && prev->config.block == f.config.block) {
-        f.interp = prev->interp;
+      if (has_fill) seg.fill_coding = format::kFillCodingMask;
+      // An earlier frame's plan where only the bound may differ (an array's
+      // frames, and a batch of small arrays, mostly share one).
+      auto same = std::find_if(planned.begin(), planned.end(), [&](uint32_t k) {
+        return SameInterpPlan(*plan, k, s);
+      });
+      if (same != planned.end()) {
+        f.interp = WithBound(plan->frames[*same].interp, f.params.abs_bound, f.params.quant_step);
       } else {
+        planned.push_back(s);
         auto interp = PlanInterp(InterpParamsFor(f.params, f.config), has_fill);
         if (!interp.ok()) return interp.status();
         if (interp->encode_scratch > plan->interp_scratch ||
@@ -132,7 +152,6 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
         }
         f.interp = *std::move(interp);
       }
-      if (has_fill) seg.fill_coding = format::kFillCodingMask;
     }
     PlaceSegment(&seg, &totals);
   }
@@ -186,6 +205,10 @@ absl::Status EncodeInterpFrames(const Plan& plan, const Buffers& b, cudaStream_t
     batch.verbatim_stride = seg.mask_tiles * kMaskTileWords;
     batch.outlier_stride = tiles;
     batch.counts_stride = 2;
+    if (PerFrame(plan, s, e)) {
+      batch.segments = b.segments + s;
+      batch.items = b.items;
+    }
     if (auto r = LaunchInterpEncodeBatch(f.interp, batch, b.interp_scratch, st); !r.ok()) return r;
     CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(b.segments + s, frames, batch.out.counts, 2,
                                                  b.outlier_index, b.outlier_residual, tiles, tiles,

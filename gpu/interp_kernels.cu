@@ -6,6 +6,7 @@
 
 #include "gpu/cuda_status.h"
 #include "gpu/interp_kernels.h"
+#include "gpu/segment.h"
 #include "gpu/workspace_carver.h"
 
 namespace ebzip::gpu {
@@ -241,24 +242,45 @@ struct BatchStep {
   uint64_t outliers = 0;    // entries
   uint64_t counts = 0;      // words
   uint64_t tile_start = 0;  // num_tiles + 1 with a fill mask; 0: one table for all
+  // Set for frames of several arrays (InterpEncodeBatch::segments): the
+  // input and the bound are each frame's own, `x` unused.
+  const Segment* segments = nullptr;
+  const Item* items = nullptr;
 };
+
+// Frame f's input and bound: its own where the batch gives each frame its
+// own (kPerFrame), else the input at f steps from frame 0's and the plan's
+// bound.
+template <bool kPerFrame, typename T>
+__device__ inline interp::FrameBound TakeFrame(const Geometry& g, const BatchStep& step,
+                                               uint64_t f, const T** x) {
+  if constexpr (kPerFrame) {
+    const Segment& seg = step.segments[f];
+    const Item& item = step.items[seg.item];
+    *x = static_cast<const T*>(seg.input);
+    return {item.abs_bound, item.quant_step};
+  } else {
+    *x += f * step.x;
+    return interp::BoundOf(g);
+  }
+}
 
 #define EBZIP_FOR_EACH(i, count)                                                  \
   for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < (count); \
        i += uint64_t{gridDim.x} * blockDim.x)
 
-template <typename T>
+template <typename T, bool kPerFrame>
 __global__ void AnchorQuantizeKernel(Geometry g, const T* x, const uint8_t* fill, int32_t* q,
                                      uint8_t* quantized, uint32_t* verbatim_mask, BatchStep step) {
   SubBlock sb{0, 1, 0, nullptr};
   const uint64_t f = blockIdx.y;
-  x += f * step.x;
+  const interp::FrameBound bound = TakeFrame<kPerFrame>(g, step, f, &x);
   if (fill != nullptr) fill += f * step.fill;
   q += f * g.num_tiles;
   quantized += f * g.num_tiles;
   verbatim_mask += f * step.verbatim;
   EBZIP_FOR_EACH(t, g.num_tiles) {
-    interp::AnchorQuantize<T>(sb, g, t, x, fill, q, quantized, verbatim_mask);
+    interp::AnchorQuantize<T>(sb, g, bound, t, x, fill, q, quantized, verbatim_mask);
   }
 }
 
@@ -273,11 +295,13 @@ __global__ void AnchorPlaceholderKernel(Geometry g, const int32_t* q, const uint
   }
 }
 
-template <typename T>
+template <typename T, bool kPerFrame>
 __global__ void AnchorResidualKernel(Geometry g, const int32_t* q, const uint8_t* quantized,
                                      const int32_t* placeholder, T* anchor_w, uint16_t* anchor_sym,
-                                     uint32_t* flag, int32_t* residual) {
+                                     uint32_t* flag, int32_t* residual, BatchStep step) {
   const uint64_t f = blockIdx.y;
+  const T* unused = nullptr;
+  const interp::FrameBound bound = TakeFrame<kPerFrame>(g, step, f, &unused);
   q += f * g.num_tiles;
   quantized += f * g.num_tiles;
   placeholder += f * g.num_anchor_blocks;
@@ -287,7 +311,7 @@ __global__ void AnchorResidualKernel(Geometry g, const int32_t* q, const uint8_t
   residual += f * g.num_tiles;
   if (blockIdx.x == 0 && threadIdx.x == 0) flag[g.num_tiles] = 0;
   EBZIP_FOR_EACH(t, g.num_tiles) {
-    interp::AnchorResidual<T>(g, t, q, quantized, placeholder, anchor_w, anchor_sym, flag,
+    interp::AnchorResidual<T>(g, bound, t, q, quantized, placeholder, anchor_w, anchor_sym, flag,
                               residual);
   }
 }
@@ -365,13 +389,13 @@ __global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint6
 // ---------------------------------------------------------------------------
 // Tiles.
 
-template <typename T, bool kFill>
+template <typename T, bool kFill, bool kPerFrame>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     EncodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                       const uint64_t* boxes, interp::EncodeTileArgs<T> args, SubLayout layout,
                       BatchStep step) {
   const uint64_t f = blockIdx.y;
-  args.x += f * step.x;
+  args.bound = TakeFrame<kPerFrame>(g, step, f, &args.x);
   if (kFill) args.fill += f * step.fill;
   args.tile_start += f * step.tile_start;
   args.anchor_w += f * g.num_tiles;
@@ -588,6 +612,9 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   step.outliers = batch.outlier_stride;
   step.counts = batch.counts_stride;
   step.tile_start = plan.has_fill ? g.num_tiles + 1 : 0;
+  step.segments = batch.segments;
+  step.items = batch.items;
+  const bool per_frame = batch.segments != nullptr;
 
   // Tables and tile starts.
   CUDA_RETURN_IF_ERROR(LaunchTables(g, s, stream));
@@ -617,12 +644,22 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   }
   T* anchor_w = static_cast<T*>(s.anchor_w);
   const dim3 anchor_grid(GridFor(g.num_tiles, kSmallThreads), frames);
-  AnchorQuantizeKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(
-      g, x, fill, s.q, s.quantized, out.verbatim_mask, step);
+  if (per_frame) {
+    AnchorQuantizeKernel<T, true><<<anchor_grid, kSmallThreads, 0, stream>>>(
+        g, x, fill, s.q, s.quantized, out.verbatim_mask, step);
+  } else {
+    AnchorQuantizeKernel<T, false><<<anchor_grid, kSmallThreads, 0, stream>>>(
+        g, x, fill, s.q, s.quantized, out.verbatim_mask, step);
+  }
   AnchorPlaceholderKernel<<<dim3(GridFor(g.num_anchor_blocks, kSmallThreads), frames),
                             kSmallThreads, 0, stream>>>(g, s.q, s.quantized, s.placeholder);
-  AnchorResidualKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(
-      g, s.q, s.quantized, s.placeholder, anchor_w, s.anchor_sym, s.flag, s.residual);
+  if (per_frame) {
+    AnchorResidualKernel<T, true><<<anchor_grid, kSmallThreads, 0, stream>>>(
+        g, s.q, s.quantized, s.placeholder, anchor_w, s.anchor_sym, s.flag, s.residual, step);
+  } else {
+    AnchorResidualKernel<T, false><<<anchor_grid, kSmallThreads, 0, stream>>>(
+        g, s.q, s.quantized, s.placeholder, anchor_w, s.anchor_sym, s.flag, s.residual, step);
+  }
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   if (absl::Status st = ScanFrames(plan, frames, s, cub_bytes, s.flag, s.at, stream); !st.ok()) {
     return st;
@@ -633,19 +670,23 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
 
   const interp::EncodeTileArgs<T> args{
-      x, fill, s.tile_start, anchor_w, s.anchor_sym, out.symbols, out.verbatim_mask};
+      interp::BoundOf(g), x, fill, s.tile_start, anchor_w, s.anchor_sym, out.symbols,
+      out.verbatim_mask};
   const SubLayout l = LayoutFor(TileKernel::kEncode, g, sizeof(T), fill != nullptr);
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   const dim3 tile_grid(TileGrid(g), frames);
-  if (fill != nullptr) {
-    CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, true>, shared));
-    EncodeTilesKernel<T, true><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
-        g, s.headers, s.entries, s.boxes, args, l, step);
-  } else {
-    CUDA_RETURN_IF_ERROR(AllowShared(EncodeTilesKernel<T, false>, shared));
-    EncodeTilesKernel<T, false><<<tile_grid, TileBlockThreads(g), shared, stream>>>(
-        g, s.headers, s.entries, s.boxes, args, l, step);
-  }
+  auto launch = [&](auto kernel) -> absl::Status {
+    CUDA_RETURN_IF_ERROR(AllowShared(kernel, shared));
+    kernel<<<tile_grid, TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, s.boxes,
+                                                               args, l, step);
+    return absl::OkStatus();
+  };
+  absl::Status launched =
+      fill != nullptr ? (per_frame ? launch(EncodeTilesKernel<T, true, true>)
+                                   : launch(EncodeTilesKernel<T, true, false>))
+                      : (per_frame ? launch(EncodeTilesKernel<T, false, true>)
+                                   : launch(EncodeTilesKernel<T, false, false>));
+  if (!launched.ok()) return launched;
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -746,7 +787,7 @@ uint32_t NextPowerOfTwo(uint64_t x) {
 
 }  // namespace
 
-InterpSharedBytes InterpShared(const Geometry& g, int elem_size, bool has_fill) {
+InterpSharedBytes InterpShared(const interp::Geometry& g, int elem_size, bool has_fill) {
   const uint32_t e = static_cast<uint32_t>(elem_size);
   InterpSharedBytes b;
   b.encode = size_t{LayoutFor(TileKernel::kEncode, g, e, has_fill).bytes} * g.tiles_per_block;
@@ -756,10 +797,10 @@ InterpSharedBytes InterpShared(const Geometry& g, int elem_size, bool has_fill) 
   return b;
 }
 
-absl::StatusOr<Geometry> MakeInterpGeometry(const InterpParams& p, bool has_fill,
-                                            size_t max_shared_bytes) {
+absl::StatusOr<interp::Geometry> MakeInterpGeometry(const InterpParams& p, bool has_fill,
+                                                    size_t max_shared_bytes) {
   if (absl::Status s = ValidateInterpParams(p); !s.ok()) return s;
-  Geometry g{};
+  interp::Geometry g{};
   const int rank = static_cast<int>(p.shape.size());
   const int pad = interp::kIDims - rank;
   for (int d = 0; d < interp::kIDims; ++d) {
@@ -850,7 +891,7 @@ absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill)
   int shared = 0;
   CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  absl::StatusOr<Geometry> g = MakeInterpGeometry(params, has_fill, static_cast<size_t>(shared));
+  absl::StatusOr<interp::Geometry> g = MakeInterpGeometry(params, has_fill, static_cast<size_t>(shared));
   if (!g.ok()) return g.status();
   InterpPlan plan;
   plan.geo = *g;
@@ -894,6 +935,9 @@ absl::Status LaunchInterpEncodeBatch(const InterpPlan& plan, const InterpEncodeB
   if (batch.frames == 0 || batch.frames > kMaxInterpBatchFrames) {
     return absl::InvalidArgumentError("interpolation: batch of 0 or too many frames");
   }
+  if ((batch.segments != nullptr) != (batch.items != nullptr)) {
+    return absl::InvalidArgumentError("interpolation: segments without items, or items alone");
+  }
   if (batch.input_stride % plan.elem_size != 0) {
     return absl::InvalidArgumentError("interpolation: input stride not whole elements");
   }
@@ -903,6 +947,12 @@ absl::Status LaunchInterpEncodeBatch(const InterpPlan& plan, const InterpEncodeB
   const Scratch s = Carve(plan, false, carver, batch.frames, cub_bytes);
   if (plan.elem_size == 4) return EncodeT<float>(plan, batch, s, cub_bytes, stream);
   return EncodeT<double>(plan, batch, s, cub_bytes, stream);
+}
+
+InterpPlan WithBound(InterpPlan plan, double abs_bound, double quant_step) {
+  plan.geo.abs_bound = abs_bound;
+  plan.geo.step = quant_step;
+  return plan;
 }
 
 absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const uint8_t* fill_mask,

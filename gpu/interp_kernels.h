@@ -29,6 +29,9 @@
 
 namespace ebzip::gpu {
 
+struct Segment;  // gpu/segment.h
+struct Item;
+
 // Threads per thread block of the tile kernels (a block takes
 // interp::Geometry::tiles_per_block tiles, tile_threads threads each).
 inline constexpr uint32_t kInterpBlockThreads = 256;
@@ -70,6 +73,10 @@ struct InterpPlan {
 // temporary storage): MakeInterpGeometry's errors, or a CUDA error.
 absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill);
 
+// `plan` for a frame of another bound and otherwise the same parameters
+// (the bound changes nothing else of a plan), without planning again.
+InterpPlan WithBound(InterpPlan plan, double abs_bound, double quant_step);
+
 struct InterpEncodeOutputs {
   uint16_t* symbols = nullptr;          // room for n: S symbols in symbol order
   uint32_t* verbatim_mask = nullptr;    // ceil(n / 32) words: element i is verbatim when
@@ -86,7 +93,8 @@ absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const
                                 void* scratch, const InterpEncodeOutputs& out, cudaStream_t stream);
 
 // Several frames of one plan (one geometry, bound and fill flag: frames of
-// one array, or the samples of a candidate), in one set of launches: frame
+// one array, or the samples of a candidate; or of one geometry and fill
+// flag with each frame's own bound: see `segments`), in one set of launches: frame
 // f's arrays lie at f times these strides from frame 0's, which `input`,
 // `fill_mask` and `out` give. Each frame's results are LaunchInterpEncode's
 // for it. The verbatim masks are zeroed here (ceil(n / 32) words each).
@@ -102,6 +110,13 @@ struct InterpEncodeBatch {
   uint64_t verbatim_stride = 0;  // words, >= ceil(n / 32)
   uint64_t outlier_stride = 0;   // entries, >= num_tiles
   uint64_t counts_stride = 0;    // words, >= 2
+  // Frames of several arrays (device tables): when set, frame f's input is
+  // segments[f].input and its bound items[segments[f].item]'s abs_bound and
+  // quant_step, and `input`, `input_stride` and the plan's bound are unused.
+  // The plan's geometry must be every frame's (the compressor's and the
+  // survey's batches check shape, tile, order, radius and fill).
+  const Segment* segments = nullptr;
+  const Item* items = nullptr;
 };
 // Scratch bytes for a batch of `frames` (1: plan.encode_scratch); the key
 // tables are shared, the per-anchor arrays are each frame's.

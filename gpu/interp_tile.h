@@ -513,8 +513,17 @@ EBZIP_HD inline uint64_t CornerAnchor(const Geometry& g, uint64_t t, uint32_t ma
 // emulation runs one "thread" (lane 0 of 1), for which the same code is the
 // sequential algorithm.
 
+// The bound a frame is encoded under: the geometry's, or (a batch of
+// several arrays' frames) the frame's own.
+struct FrameBound {
+  double abs_bound;
+  double step;
+};
+EBZIP_HD inline FrameBound BoundOf(const Geometry& g) { return {g.abs_bound, g.step}; }
+
 template <typename T>
 struct EncodeTileArgs {
+  FrameBound bound;
   const T* x;
   const uint8_t* fill;  // null: no fill mask
   const uint32_t* tile_start;
@@ -580,11 +589,12 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
       const uint32_t o = entry & 0xFFFFu;
       const double pred = Predict(sm.box, o, s, entry >> 16, cubic);
       if (kFill && sm.fbox[o]) {
-        sm.box[o] = Reconstruct<T>(pred, 0, g.step);
+        sm.box[o] = Reconstruct<T>(pred, 0, a.bound.step);
         if (j < own) sm.keep[rank + j] = 0;
         continue;
       }
-      const Decision<T> dec = Encode<T>(sm.box[o], pred, g.step, g.abs_bound, g.radius);
+      const Decision<T> dec =
+          Encode<T>(sm.box[o], pred, a.bound.step, a.bound.abs_bound, g.radius);
       sm.box[o] = dec.y;
       if (j >= own) continue;  // a far-face element: its own tile writes it
       if (dec.verbatim) {
@@ -982,7 +992,8 @@ EBZIP_HD inline uint64_t AnchorBlockOf(const Geometry& g, const uint64_t* k) {
 
 // Encoding, step 1: §10.2 for anchor t (the fill test is the mask's).
 template <typename T, class Exec>
-EBZIP_HD void AnchorQuantize(Exec& ex, const Geometry& g, uint64_t t, const T* x,
+EBZIP_HD void AnchorQuantize(Exec& ex, const Geometry& g, const FrameBound& bound, uint64_t t,
+                             const T* x,
                              const uint8_t* fill, int32_t* q, uint8_t* quantized,
                              uint32_t* verbatim_mask) {
   uint64_t k[kIDims];
@@ -991,7 +1002,7 @@ EBZIP_HD void AnchorQuantize(Exec& ex, const Geometry& g, uint64_t t, const T* x
   int32_t qi = 0;
   PointKind kind = PointKind::kFill;
   if (fill == nullptr || !fill[i]) {
-    const QuantRule rule{g.abs_bound, g.step, false, 0};
+    const QuantRule rule{bound.abs_bound, bound.step, false, 0};
     kind = QuantizePoint<T>(x[i], rule, &qi);
   }
   q[t] = qi;
@@ -1031,7 +1042,8 @@ EBZIP_HD inline void AnchorPlaceholder(const Geometry& g, uint64_t b, const int3
 // block of 8 (the alternating sum over the corners of the unit cube behind
 // it), symbol, outlier flag.
 template <typename T>
-EBZIP_HD void AnchorResidual(const Geometry& g, uint64_t t, const int32_t* q,
+EBZIP_HD void AnchorResidual(const Geometry& g, const FrameBound& bound, uint64_t t,
+                             const int32_t* q,
                              const uint8_t* quantized, const int32_t* placeholder, T* anchor_w,
                              uint16_t* anchor_sym, uint32_t* outlier_flag, int32_t* residual) {
   uint64_t k[kIDims];
@@ -1054,7 +1066,7 @@ EBZIP_HD void AnchorResidual(const Geometry& g, uint64_t t, const int32_t* q,
     delta = parity ? delta - qu : delta + qu;
   }
   const int32_t r = static_cast<int32_t>(delta);
-  anchor_w[t] = Dequantize<T>(quantized[t] ? q[t] : ph, g.step);
+  anchor_w[t] = Dequantize<T>(quantized[t] ? q[t] : ph, bound.step);
   const bool outlier = r <= -g.radius || r >= g.radius;
   anchor_sym[t] = outlier ? 0 : static_cast<uint16_t>(r + g.radius);
   outlier_flag[t] = outlier ? 1 : 0;

@@ -161,12 +161,18 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
         const Frame& first = sv.frames_[g->first_frame];
         const Frame& prev = sv.frames_[fi - 1];
         const uint64_t step = location(f) - location(prev);
-        joins = first.item == f.item && first.sample_params.shape == f.sample_params.shape &&
-                first.gathered == f.gathered && first.has_fill == f.has_fill &&
-                SameConfig(first.candidates[g->candidate], f.candidates[k]) &&
-                location(f) > location(prev) && (g->frames == 1 || step == g->stride);
+        joins = first.sample_params.shape == f.sample_params.shape &&
+                first.sample_params.radius == f.sample_params.radius &&
+                first.has_fill == f.has_fill &&
+                SameConfig(first.candidates[g->candidate], f.candidates[k]);
         if (joins) {
-          g->stride = step;
+          // Samples of other arrays, or off the stride: each frame's own
+          // input and bound (InterpEncodeBatch::segments).
+          const bool regular = first.item == f.item && first.gathered == f.gathered &&
+                               location(f) > location(prev) &&
+                               (g->frames == 1 || step == g->stride);
+          if (regular) g->stride = step;
+          g->per_frame |= !regular;
           ++g->frames;
         }
       }
@@ -278,6 +284,7 @@ void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
 }
 
 absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_t st) {
+  items_ = items;
   if (empty()) return absl::OkStatus();
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
   const uint64_t W = totals_.mask_words;
@@ -377,6 +384,10 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
     batch.verbatim_stride = seg.mask_tiles * kMaskTileWords;
     batch.outlier_stride = plan->geo.num_tiles;
     batch.counts_stride = 2;
+    if (g.per_frame) {
+      batch.segments = segments_ + g.first_pseudo;
+      batch.items = items_;
+    }
     if (auto e = LaunchInterpEncodeBatch(*plan, batch, scratch_, st); !e.ok()) return e;
     // S into the pseudo-segments (their chunks cover it), then histograms.
     CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(segments_ + g.first_pseudo, g.frames,

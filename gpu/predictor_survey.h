@@ -94,15 +94,17 @@ class PredictorSurvey {
     uint64_t sample_at = 0;     // in samples_, when gathered
     uint64_t fill_at = 0;       // in fill_, when fill_mask
   };
-  // One interpolation candidate of consecutive frames with one plan (item,
-  // sample shape, candidate), their samples at a fixed stride: one batch.
+  // One interpolation candidate of consecutive frames with one plan but for
+  // the bound (sample shape, radius, fill, candidate): one batch. Samples of
+  // one item at a fixed stride take the plan's bound; others each their own.
   struct Group {
     uint32_t first_frame = 0;
     uint32_t frames = 0;
     uint32_t candidate = 0;     // in each frame's list
     uint32_t first_pseudo = 0;  // its frames' pseudo-segments follow
     bool first_interp = false;  // the frames' first interpolation candidate
-    uint64_t stride = 0;        // between the samples, bytes
+    bool per_frame = false;     // inputs and bounds from the segment table
+    uint64_t stride = 0;        // between the samples, bytes (unless per_frame)
     InterpPlan plan;            // a placeholder bound until Choose
   };
   // A stripe to gather (device pointers once carved).
@@ -134,6 +136,7 @@ class PredictorSurvey {
   std::vector<FrameParams> params_;  // with the bound, from LaunchWithBounds
 
   // Device.
+  const Item* items_ = nullptr;  // the batch's, from LaunchWithoutBounds
   Segment* segments_ = nullptr;
   Stripe* stripe_table_ = nullptr;
   uint8_t* samples_ = nullptr;

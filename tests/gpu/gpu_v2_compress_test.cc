@@ -408,10 +408,11 @@ void ExpectMixedBatchMatchesOneByOne(CodeBuilder builder) {
 }
 
 // Several arrays of several frames each in one batch: the survey runs each
-// candidate over consecutive frames of one array together (and the
-// interpolation frames are encoded so), never mixing arrays (their bounds
-// differ) or frames of another shape (the last of an array). The third
-// array's frames exceed the sample: their stripes are gathered.
+// candidate over consecutive frames of one shape together (and the
+// interpolation frames are encoded so), frames of different arrays each
+// with its own bound and input, never frames of another shape (the last of
+// an array). The third array's frames exceed the sample: their stripes are
+// gathered.
 TEST(GpuV2Compress, SurveyBatchesAcrossFramesAndArrays) {
   SKIP_WITHOUT_GPU();
   const std::vector<ArraySpec> specs = {{DType::kFloat32, {50, 64, 64}},
@@ -429,6 +430,43 @@ TEST(GpuV2Compress, SurveyBatchesAcrossFramesAndArrays) {
                                static_cast<uint32_t>(900 + i), options[i].fill_value));
   }
   ExpectBatchMatchesOneByOne(specs, options, data, CodeBuilder::kDevice);
+}
+
+// A batch of small requests: arrays of one shape, each its own allocation
+// (inputs off any one stride), bounds of every kind (relative bounds of
+// three sizes, absolute ones, so each array's bound differs), with and
+// without a fill value, float32 and float64 apart: the survey and the
+// encoder take the arrays of one shape and fill coding as one batch, each
+// frame with its own input and bound, and every archive is the CPU's.
+TEST(GpuV2Compress, SmallArraysOfOneShapeShareBatches) {
+  SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    std::vector<ArraySpec> specs;
+    std::vector<CompressOptions> options;
+    std::vector<std::vector<uint8_t>> data;
+    // Runs of one shape: ten arrays; the four frames of an array cut in
+    // rows followed by an array of their shape; six with a fill value (a
+    // fill mask each); six of another shape. A noisy array in the first run
+    // may choose Lorenzo and split it.
+    for (int i = 0; i < 24; ++i) {
+      const ArraySpec spec = i >= 18   ? ArraySpec{dtype, {16, 24, 40}}
+                             : i == 11 ? ArraySpec{dtype, {16, 1024}}
+                                       : ArraySpec{dtype, {64, 1024}};
+      CompressOptions o;
+      o.mode = i % 4 == 3 ? BoundMode::kAbs : BoundMode::kRel;
+      o.bound = o.mode == BoundMode::kAbs ? 0.001 * (i + 1)
+                                          : (i % 3 == 0 ? 1e-2 : i % 3 == 1 ? 1e-3 : 1e-4);
+      if ((i >= 12 && i < 18) || i == 20) o.fill_value = -9999.0;
+      if (i == 10) o.frame_elements = 16 * 1024;  // 4 frames of 16 rows
+      specs.push_back(spec);
+      options.push_back(o);
+      data.push_back(ChoiceField(spec, i == 4 || i == 21 ? Kind::kNoisy : Kind::kSmooth,
+                                 static_cast<uint32_t>(300 + i), o.fill_value));
+    }
+    SCOPED_TRACE(DTypeName(dtype));
+    ExpectBatchMatchesOneByOne(specs, options, data, CodeBuilder::kDevice);
+    ExpectBatchMatchesOneByOne(specs, options, data, CodeBuilder::kHost);
+  }
 }
 
 TEST(GpuV2Compress, MixedBatchMatchesOneByOne) {

@@ -693,13 +693,15 @@ Encoded EmulateEncodeT(const Frame& f, uint32_t lanes) {
   std::vector<uint32_t> flag(tiles + 1, 0), at(tiles + 1, 0);
   HostExec one;
   for (uint64_t t = 0; t < tiles; ++t) {
-    interp::AnchorQuantize<T>(one, g, t, x, fill, q.data(), quantized.data(), mask.data());
+    interp::AnchorQuantize<T>(one, g, interp::BoundOf(g), t, x, fill, q.data(), quantized.data(),
+                              mask.data());
   }
   for (uint64_t b = 0; b < g.num_anchor_blocks; ++b) {
     interp::AnchorPlaceholder(g, b, q.data(), quantized.data(), placeholder.data());
   }
   for (uint64_t t = 0; t < tiles; ++t) {
-    interp::AnchorResidual<T>(g, t, q.data(), quantized.data(), placeholder.data(), anchor_w.data(),
+    interp::AnchorResidual<T>(g, interp::BoundOf(g), t, q.data(), quantized.data(),
+                              placeholder.data(), anchor_w.data(),
                               anchor_sym.data(), flag.data(), residual.data());
   }
   for (uint64_t t = 0; t < tiles; ++t) at[t + 1] = at[t] + flag[t];
@@ -713,9 +715,10 @@ Encoded EmulateEncodeT(const Frame& f, uint32_t lanes) {
   const uint64_t S = ht.tile_start[tiles];
   // Room for n; anything written beyond S is a layout bug, caught below.
   std::vector<uint16_t> symbols(std::max<uint64_t>(S, g.n) + 16, 0xABCD);
-  const interp::EncodeTileArgs<T> args{
-      x,          fill, ht.tile_start.data(), anchor_w.data(), anchor_sym.data(), symbols.data(),
-      mask.data()};
+  const interp::EncodeTileArgs<T> args{interp::BoundOf(g),    x,
+                                       fill,                  ht.tile_start.data(),
+                                       anchor_w.data(),       anchor_sym.data(),
+                                       symbols.data(),        mask.data()};
   std::vector<T> box(g.box_volume);
   std::vector<uint8_t> fbox(g.box_volume), keep(g.own_max);
   std::vector<uint16_t> srank(g.own_max);
