@@ -66,7 +66,8 @@ struct Plan {
   // frames' samples and the stage picked on the host (two synchronizations
   // besides the bound's), codes are built there, and the workspace has room
   // for whichever candidate wins. Interpolation frames are encoded in
-  // batches of consecutive frames of one array and shape (InterpBatchCap).
+  // batches of consecutive frames of one shape, tile, order, radius and fill
+  // coding, of one array or several (InterpBatchCap).
   bool v2 = false;
   std::vector<FrameV2> frames;  // per segment
   PredictorSurvey survey;       // of the frames with several candidates
