@@ -1,6 +1,7 @@
 // Modes chosen by name on ebzipd's command line (--backend, --gpu_wait,
 // --gpu_failure_policy): each enum's names in one table, the default first,
-// parsed once with an error that names the flag and what it takes.
+// parsed once with an error that names the flag and what it takes. NameOf
+// also names other enums for logs (a call's states, call_state.cc).
 #ifndef EBZIP_SERVER_ENUM_NAMES_H_
 #define EBZIP_SERVER_ENUM_NAMES_H_
 

@@ -27,6 +27,11 @@
 // the reactor is counted (refs_), one reference for gRPC until OnDone and
 // one for each completion while it runs, and the last to let go deletes it.
 //
+// Where the call is lies in three small state machines (call_state.h), each
+// moved only along the edges it allows: the call (running, failing,
+// finished), its request stream (reading, paused on a full window, closed
+// by the client, ...) and its reply stream (a write in flight or not).
+//
 // A call that waits on its client (a read it started, a write not taken)
 // for --idle_timeout_seconds is ended by the server's IdleWatch: a client
 // that stalls cannot hold what its call reserved for longer than that.
@@ -46,9 +51,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
-#include "server/call_env.h"
-#include "server/idle_watch.h"
 #include "proto/payload.h"
+#include "server/call_env.h"
+#include "server/call_state.h"
+#include "server/idle_watch.h"
 #include "server/work.h"
 
 namespace ebzip::server {
@@ -58,39 +64,38 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
                       public IdleCall {
  public:
   void OnReadDone(bool ok) override {
+    const bool cancelled = !ok && context_->IsCancelled();
+    std::vector<std::shared_ptr<Work>> submit, cancel;
+    bool read_more = false;
     {
       absl::MutexLock lock(&mu_);
-      reading_ = false;
+      MoveRead(ReadState::kReceived);
       // A closed side is progress; a message, only by the bytes it brings.
       if (!ok) {
         last_progress_ = absl::Now();
       } else {
         Progress(request_.Length());
       }
-    }
-    if (!ok && context_->IsCancelled()) {
-      Fail(GoneStatus("the client cancelled the call"));
-      Pump();
-      return;
-    }
-    std::vector<std::shared_ptr<Work>> submit, cancel;
-    bool read_more = false;
-    {
-      absl::MutexLock lock(&mu_);
       absl::Status status;
-      if (failed_) {
+      if (cancelled) {
+        MoveRead(ReadState::kStopped);
+        status = GoneStatus("the client cancelled the call");
+      } else if (call_ != CallState::kRunning) {
         // The call is ending: read no more (Pump, below, may finish it now).
+        MoveRead(ReadState::kStopped);
       } else if (ok) {
         status = OnReceived();
         request_.Clear();
-        read_more = status.ok();
-        if (read_more && (works_.size() >= window_ || deferred_at_ < deferred_.size())) {
-          read_more = false;
-          read_paused_ = true;
+        if (!status.ok()) {
+          MoveRead(ReadState::kStopped);
+        } else if (works_.size() >= window_ || deferred_at_ < deferred_.size()) {
+          MoveRead(ReadState::kPaused);
+        } else {
+          MoveRead(ReadState::kReading);
+          read_more = true;
         }
-        if (read_more) SetWaiting(&reading_, true);
       } else {  // the client closed its side
-        input_done_ = true;
+        MoveRead(ReadState::kClosed);
         status = OnEndOfInput();
       }
       submit.swap(to_submit_);
@@ -107,7 +112,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   void OnWriteDone(bool ok) override {
     {
       absl::MutexLock lock(&mu_);
-      writing_ = false;
+      MoveWrite(WriteState::kIdle);
       Progress(written_);
       // gRPC holds its own references to what it still has to send; the
       // call's would keep the reply's buffer (a pool block, say) alive
@@ -146,7 +151,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   // IdleCall.
   absl::Time WaitingSince() override {
     absl::MutexLock lock(&mu_);
-    return !finished_ && (reading_ || writing_) ? last_progress_ : absl::InfiniteFuture();
+    return call_ != CallState::kFinished && WaitsOnClient() ? last_progress_
+                                                            : absl::InfiniteFuture();
   }
   void Ref() override {
     absl::MutexLock lock(&mu_);
@@ -161,31 +167,33 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     if (last) delete this;
   }
   void ExpireIdle(absl::Duration idle) override {
-    bool write_stuck, failed;
+    bool write_stuck, limit_hit = false;
+    std::vector<std::shared_ptr<Work>> cancel;
     {
       absl::MutexLock lock(&mu_);
-      if (finished_) return;
-      write_stuck = writing_;
-      failed = failed_;
+      if (call_ == CallState::kFinished) return;
+      write_stuck = write_ == WriteState::kWriting;
       idle_ended_ = true;
+      if (call_ == CallState::kRunning) {
+        limit_hit = true;
+        // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
+        // alerting rules do not count against the server.
+        cancel = FailLocked(absl::CancelledError(absl::StrCat(
+            "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
+            absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
+      }
       // Until TryCancel has returned the call must not finish: gRPC frees
       // the context once it has.
-      expiring_ = true;
+      ++outside_;
     }
-    if (!failed) {
-      env_.metrics.LimitHit(Limit::kIdleTimeout);
-      // CANCELLED, not DEADLINE_EXCEEDED: the client's doing, which the
-      // alerting rules do not count against the server.
-      Fail(absl::CancelledError(absl::StrCat(
-          "the client ", write_stuck ? "read nothing of the reply" : "sent nothing", " for ",
-          absl::FormatDuration(idle), " (--idle_timeout_seconds): the server ended the call")));
-    }
+    if (limit_hit) env_.metrics.LimitHit(Limit::kIdleTimeout);
+    for (const auto& w : cancel) env_.scheduler.Cancel(w);
     // A write the client does not take never completes by itself, and the
     // call cannot finish under it: cancelling the stream completes it.
     if (write_stuck) context_->TryCancel();
     {
       absl::MutexLock lock(&mu_);
-      expiring_ = false;
+      --outside_;
     }
     Pump();
   }
@@ -228,7 +236,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     }
     {
       absl::MutexLock lock(&mu_);
-      SetWaiting(&reading_, true);
+      MoveRead(ReadState::kReading);
     }
     this->StartRead(&request_);
   }
@@ -270,7 +278,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   }
   // Done with the front work's result: frees it, and makes room in the window.
   void PopFront() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { works_.pop_front(); }
-  bool input_done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return input_done_; }
+  bool input_done() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return read_ == ReadState::kClosed; }
   void set_window(size_t works) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { window_ = works; }
   bool window_full() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return works_.size() >= window_; }
 
@@ -286,7 +294,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   // back and deferred again is not copied again: only where it starts moves.
   absl::Status Defer(const std::vector<absl::Span<const uint8_t>>& pieces, size_t first, size_t at)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (resuming_) {  // one piece, inside deferred_
+    if (read_ == ReadState::kResuming) {  // one piece, inside deferred_
       deferred_at_ = static_cast<size_t>(pieces[first].data() + at -
                                          reinterpret_cast<const uint8_t*>(deferred_.data()));
       return absl::OkStatus();
@@ -399,7 +407,7 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     bool failed;
     {
       absl::MutexLock lock(&mu_);
-      failed = failed_;
+      failed = call_ != CallState::kRunning;
     }
     if (failed) {
       for (const auto& w : works) env_.scheduler.Cancel(w);
@@ -417,13 +425,16 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     // Queued work finishes (CANCELLED) at once; running work sees the flag.
     for (const auto& w : cancel) env_.scheduler.Cancel(w);
   }
-  // Marks the call failed; returns the works to cancel.
+  // Marks the call failed and stops its reading, unless a read is in flight
+  // (its completion stops it) or the input is complete; returns the works
+  // to cancel.
   std::vector<std::shared_ptr<Work>> FailLocked(const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::vector<std::shared_ptr<Work>> cancel;
-    if (failed_ || finished_) return cancel;
-    failed_ = true;
+    if (call_ != CallState::kRunning) return cancel;
+    call_.MoveTo(CallState::kFailing);
     final_status_ = status;
+    if (read_ == ReadState::kIdle || read_ == ReadState::kPaused) MoveRead(ReadState::kStopped);
     for (const Slot& slot : works_) {
       if (!slot.done) cancel.push_back(slot.work);
     }
@@ -438,14 +449,16 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     std::vector<std::shared_ptr<Work>> cancel, submit;
     {
       absl::MutexLock lock(&mu_);
-      if (finished_ || expiring_) return;  // ExpireIdle calls Pump when done
-      if (failed_) {
-        if (outstanding_ == 0 && !writing_ && !starting_read_) {
-          finished_ = true;
+      if (call_ == CallState::kFinished) return;
+      if (call_ == CallState::kFailing) {
+        // Those outside mu_ (a read being started, ExpireIdle) call Pump
+        // when done.
+        if (outstanding_ == 0 && write_ == WriteState::kIdle && outside_ == 0) {
+          call_.MoveTo(CallState::kFinished);
           finish = true;
           status = final_status_;
         }
-      } else if (!writing_) {
+      } else if (write_ == WriteState::kIdle) {
         response_.Clear();
         payload_message_.reset();
         absl::StatusOr<Next> next = NextResponse(&response_);
@@ -454,19 +467,23 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
           cancel = FailLocked(next.status());
           again = true;  // to finish, once nothing is outstanding
         } else if (*next == Next::kSend) {
-          SetWaiting(&writing_, true);
           written_ = to_send_.Length();
           write = true;
           if (ReplyComplete()) {
-            finished_ = last = true;
+            MoveWrite(WriteState::kWritingLast);
+            call_.MoveTo(CallState::kFinished);
+            last = true;
             final_status_ = absl::OkStatus();
+          } else {
+            MoveWrite(WriteState::kWriting);
           }
         } else if (*next == Next::kDone) {
-          finished_ = finish = true;
+          call_.MoveTo(CallState::kFinished);
+          finish = true;
           final_status_ = absl::OkStatus();
         }
       }
-      if (!failed_ && read_paused_ && works_.size() < window_) {
+      if (call_ == CallState::kRunning && read_ == ReadState::kPaused && works_.size() < window_) {
         // What a message held beyond the window first, then more messages.
         if (deferred_at_ < deferred_.size()) {
           const absl::Span<const uint8_t> rest =
@@ -474,9 +491,9 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
                                   deferred_.size())
                   .subspan(deferred_at_);
           deferred_at_ = deferred_.size();  // all taken, unless deferred again
-          resuming_ = true;
+          MoveRead(ReadState::kResuming);
           const absl::Status s = OnPayload(Payload::Of(rest));
-          resuming_ = false;
+          MoveRead(ReadState::kPaused);
           if (deferred_at_ == deferred_.size()) {
             std::string().swap(deferred_);
             deferred_at_ = 0;
@@ -489,10 +506,11 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
             again = true;
           }
         }
-        if (!failed_ && deferred_at_ == deferred_.size() && works_.size() < window_) {
-          read_paused_ = false;
-          read = starting_read_ = true;
-          SetWaiting(&reading_, true);
+        if (call_ == CallState::kRunning && deferred_at_ == deferred_.size() &&
+            works_.size() < window_) {
+          MoveRead(ReadState::kReading);
+          ++outside_;
+          read = true;
         }
       }
     }
@@ -517,8 +535,8 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
       // finish, or gRPC could free the stream under StartRead.
       this->StartRead(&request_);
       absl::MutexLock lock(&mu_);
-      starting_read_ = false;
-      again = again || failed_;
+      --outside_;
+      again = again || call_ != CallState::kRunning;
     }
     if (finish) this->Finish(ToGrpc(status));
     if (again) Pump();
@@ -536,12 +554,22 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
     }
   }
 
-  // Sets a flag of an operation that waits on the client; the wait counts
-  // from when the call first waited on it since its last progress.
-  void SetWaiting(bool* flag, bool value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const bool before = reading_ || writing_;
-    *flag = value;
-    if (!before && (reading_ || writing_)) last_progress_ = absl::Now();
+  // Whether the call waits on its client: a read or a write it started has
+  // not completed.
+  bool WaitsOnClient() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return read_ == ReadState::kReading || write_ != WriteState::kIdle;
+  }
+  // The read and write sides move through these: the wait counts from when
+  // the call began to wait on its client since it last did not.
+  void MoveRead(ReadState next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool waited = WaitsOnClient();
+    read_.MoveTo(next);
+    if (!waited && WaitsOnClient()) last_progress_ = absl::Now();
+  }
+  void MoveWrite(WriteState next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const bool waited = WaitsOnClient();
+    write_.MoveTo(next);
+    if (!waited && WaitsOnClient()) last_progress_ = absl::Now();
   }
 
   // A request message: a payload message is read where gRPC received it,
@@ -609,25 +637,26 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   // and its budget.
   std::string deferred_ ABSL_GUARDED_BY(mu_);
   size_t deferred_at_ ABSL_GUARDED_BY(mu_) = 0;
-  bool resuming_ ABSL_GUARDED_BY(mu_) = false;  // OnPayload is given deferred_
   Reservation deferred_held_ ABSL_GUARDED_BY(mu_);
 
   std::deque<Slot> works_ ABSL_GUARDED_BY(mu_);  // queued or unsent, in order
   std::vector<std::shared_ptr<Work>> to_submit_ ABSL_GUARDED_BY(mu_);
   size_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;  // queued or running
   size_t window_ ABSL_GUARDED_BY(mu_) = 1;       // of works_
-  bool input_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool reading_ ABSL_GUARDED_BY(mu_) = false;        // a read started, not completed
-  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);    // for WaitingSince
-  bool starting_read_ ABSL_GUARDED_BY(mu_) = false;  // Pump's, outside mu_
-  bool failed_ ABSL_GUARDED_BY(mu_) = false;
-  bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  int refs_ ABSL_GUARDED_BY(mu_) = 1;             // gRPC's, until OnDone
-  absl::Status final_status_;                     // written once, before Finish
-  bool idle_ended_ ABSL_GUARDED_BY(mu_) = false;  // the IdleWatch ended it
-  bool expiring_ ABSL_GUARDED_BY(mu_) = false;    // ExpireIdle is under way
+  // The call's phases (call_state.h).
+  StateMachine<CallState> call_ ABSL_GUARDED_BY(mu_){CallState::kRunning};
+  StateMachine<ReadState> read_ ABSL_GUARDED_BY(mu_){ReadState::kIdle};
+  StateMachine<WriteState> write_ ABSL_GUARDED_BY(mu_){WriteState::kIdle};
+  // Threads that use the stream or the context outside mu_ (Pump starting
+  // a read, ExpireIdle cancelling): a failed call does not finish under
+  // them, and they call Pump when done.
+  int outside_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_progress_ ABSL_GUARDED_BY(mu_);  // for WaitingSince
+  int refs_ ABSL_GUARDED_BY(mu_) = 1;              // gRPC's, until OnDone
+  absl::Status final_status_;                      // written once, before Finish
+  // The IdleWatch ended the call: its status, not gRPC's cancellation that
+  // came of it, is what happened (OnDone).
+  bool idle_ended_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ebzip::server
