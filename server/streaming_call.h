@@ -555,9 +555,13 @@ class StreamingCall : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::Byt
   }
 
   // Whether the call waits on its client: a read or a write it started has
-  // not completed.
+  // not completed. A read just completed (kReceived, seen only under mu_
+  // inside OnReadDone) still counts: the next read it starts goes on with
+  // the same wait, so that a trickle of messages without progress's bytes
+  // cannot restart the clock with each one.
   bool WaitsOnClient() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return read_ == ReadState::kReading || write_ != WriteState::kIdle;
+    return read_ == ReadState::kReading || read_ == ReadState::kReceived ||
+           write_ != WriteState::kIdle;
   }
   // The read and write sides move through these: the wait counts from when
   // the call began to wait on its client since it last did not.

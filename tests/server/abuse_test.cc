@@ -326,13 +326,21 @@ TEST(ServerAbuse, ATrickleOfEmptyMessagesIsStillIdle) {
   auto call = stub->Compress(context.get());
   ASSERT_TRUE(call->Write(Header(DType::kFloat32, {1 << 10, 1 << 10}, v1::REL, 1e-3)));
   ASSERT_TRUE(call->Write(Data(big.bytes, 0, big.bytes.size() / 2)));
-  // An empty message every 100 ms, and one byte every 300 ms, for 5 s.
+  // An empty message every 100 ms, and one byte every 300 ms, for up to
+  // 5 s: none of it is progress, so the server ends the call about a second
+  // in (each message's read restarting the clock would let it run on).
   const absl::Time start = absl::Now();
   size_t at = big.bytes.size() / 2;
+  bool ended = false;
   for (int i = 0; absl::Now() < start + absl::Seconds(5); ++i) {
-    if (!call->Write(i % 3 == 2 ? Data(big.bytes, at++, 1) : Data(big.bytes, at, 0))) break;
+    if (!call->Write(i % 3 == 2 ? Data(big.bytes, at++, 1) : Data(big.bytes, at, 0))) {
+      ended = true;
+      break;
+    }
     absl::SleepFor(absl::Milliseconds(100));
   }
+  EXPECT_TRUE(ended) << "the trickle went on for 5 s";
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
   v1::CompressResponse response;
   grpc::Status s = Drain(*call, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::CANCELLED) << s.error_message();
