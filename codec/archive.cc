@@ -295,11 +295,15 @@ uint64_t ArchiveInfo::FrameRows(uint64_t index) const {
   return std::min(header.frame_rows, header.shape[0] - index * header.frame_rows);
 }
 
-absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
-                                                    absl::Span<const uint8_t> archive,
-                                                    uint64_t index) {
+namespace {
+
+// Frame `index`'s header, parsed from its first bytes, checked against the
+// file header and the index.
+absl::StatusOr<format::FrameHeader> CheckedFrameHeader(const ArchiveInfo& info,
+                                                      absl::Span<const uint8_t> bytes,
+                                                      uint64_t index) {
   const format::FrameIndexEntry& e = info.frames[index];
-  auto h = format::ParseFrameHeader(archive.subspan(e.offset, e.size));
+  auto h = format::ParseFrameHeader(bytes);
   if (!h.ok()) return h.status();
   const format::FileHeader& f = info.header;
   bool same = h->frame_size() == e.size && h->dtype == f.dtype &&
@@ -313,33 +317,67 @@ absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
   return h;
 }
 
+// `bytes` read at `offset`, or a buffer of them.
+absl::StatusOr<std::vector<uint8_t>> ReadVector(ArchiveReader read, uint64_t offset,
+                                                uint64_t bytes) {
+  std::vector<uint8_t> out(bytes);
+  if (absl::Status s = read(offset, absl::MakeSpan(out)); !s.ok()) return s;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
+                                                    absl::Span<const uint8_t> archive,
+                                                    uint64_t index) {
+  const format::FrameIndexEntry& e = info.frames[index];
+  return CheckedFrameHeader(info, archive.subspan(e.offset, e.size), index);
+}
+
 absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
+  return ReadArchiveInfoFrom(archive.size(), [archive](uint64_t offset, absl::Span<uint8_t> out) {
+    if (offset > archive.size() || out.size() > archive.size() - offset) {
+      return Corrupt("truncated archive");
+    }
+    if (!out.empty()) std::memcpy(out.data(), archive.data() + offset, out.size());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ArchiveInfo> ReadArchiveInfoFrom(uint64_t size, ArchiveReader read) {
   ArchiveInfo info;
-  auto header = format::ParseFileHeader(archive);
+  auto head = ReadVector(read, 0, std::min<uint64_t>(size, format::kFileHeaderSize));
+  if (!head.ok()) return head.status();
+  auto header = format::ParseFileHeader(*head);
   if (!header.ok()) return header.status();
   info.header = *header;
-  auto index_offset = format::ParseTrailer(archive);
+  const uint64_t tail_bytes = std::min<uint64_t>(size, format::kTrailerSize);
+  auto tail = ReadVector(read, size - tail_bytes, tail_bytes);
+  if (!tail.ok()) return tail.status();
+  auto index_offset = format::ParseTrailer(*tail);
   if (!index_offset.ok()) return index_offset.status();
   // Each frame takes at least a frame header, which bounds the count before
   // any size is computed from it.
-  if (info.header.frame_count > archive.size() / format::kFrameHeaderSize) {
+  if (info.header.frame_count > size / format::kFrameHeaderSize) {
     return Corrupt("more frames than the archive can hold");
   }
   const uint64_t first_frame = format::kFileHeaderSize + info.header.metadata_bytes;
   if (info.header.metadata_bytes != 0) {
-    if (archive.size() < first_frame) return Corrupt("truncated metadata block");
-    auto metadata = format::ParseMetadataBlock(
-        archive.subspan(format::kFileHeaderSize, info.header.metadata_bytes),
-        info.header.metadata_bytes);
+    if (size < first_frame) return Corrupt("truncated metadata block");
+    auto block = ReadVector(read, format::kFileHeaderSize, info.header.metadata_bytes);
+    if (!block.ok()) return block.status();
+    auto metadata = format::ParseMetadataBlock(*block, info.header.metadata_bytes);
     if (!metadata.ok()) return metadata.status();
     info.metadata = *std::move(metadata);
   }
   const uint64_t index_size = format::FrameIndexSize(info.header.frame_count);
-  if (*index_offset < first_frame || *index_offset > archive.size() ||
-      archive.size() - *index_offset != index_size + format::kTrailerSize) {
+  if (*index_offset < first_frame || *index_offset > size ||
+      size - *index_offset != index_size + format::kTrailerSize) {
     return Corrupt("truncated or misplaced frame index");
   }
-  auto frames = format::ParseFrameIndex(archive.subspan(*index_offset, index_size));
+  auto index = ReadVector(read, *index_offset, index_size);
+  if (!index.ok()) return index.status();
+  auto frames = format::ParseFrameIndex(*index);
   if (!frames.ok()) return frames.status();
   info.frames = *std::move(frames);
   if (info.frames.size() != info.header.frame_count) {
@@ -355,8 +393,10 @@ absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive) {
   }
   if (expected != *index_offset) return Corrupt("frame index does not tile the archive");
   info.frame_headers.reserve(info.frames.size());
+  std::vector<uint8_t> bytes(format::kFrameHeaderSize);
   for (uint64_t i = 0; i < info.frames.size(); ++i) {
-    auto h = ReadFrameHeader(info, archive, i);
+    if (absl::Status s = read(info.frames[i].offset, absl::MakeSpan(bytes)); !s.ok()) return s;
+    auto h = CheckedFrameHeader(info, bytes, i);
     if (!h.ok()) return h.status();
     info.frame_headers.push_back(*h);
   }

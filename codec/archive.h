@@ -144,6 +144,16 @@ struct ArchiveInfo {
 // bit per element), so callers may allocate the output.
 absl::StatusOr<ArchiveInfo> ReadArchiveInfo(absl::Span<const uint8_t> archive);
 
+// Reads out.size() bytes at `offset` of an archive held elsewhere (a file):
+// OK, or why not (a short read of a truncated archive is DATA_LOSS).
+using ArchiveReader = absl::FunctionRef<absl::Status(uint64_t offset, absl::Span<uint8_t> out)>;
+
+// ReadArchiveInfo of an archive of `size` bytes that `read` reads, with the
+// same checks and result, reading only its file header, metadata block,
+// index, trailer and frame headers: never a frame's sections. ReadArchiveInfo
+// is this over a span.
+absl::StatusOr<ArchiveInfo> ReadArchiveInfoFrom(uint64_t size, ArchiveReader read);
+
 // Parses frame `index`'s header and checks it agrees with the file header
 // (ReadArchiveInfo has done this for every frame already).
 absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,

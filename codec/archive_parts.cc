@@ -1,6 +1,8 @@
 #include "codec/archive_parts.h"
 
 #include <algorithm>
+#include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 #include "codec/format.h"
@@ -107,6 +109,17 @@ absl::Status ArchiveAssembler::Finish(std::vector<uint8_t>* out) {
 absl::StatusOr<std::vector<uint8_t>> PartArchive(const ArchiveInfo& info,
                                                  absl::Span<const uint8_t> archive,
                                                  FrameRange range) {
+  return PartArchiveFrom(info, range, [archive](uint64_t offset, absl::Span<uint8_t> out) {
+    if (offset > archive.size() || out.size() > archive.size() - offset) {
+      return format::CorruptArchive("truncated archive");
+    }
+    if (!out.empty()) std::memcpy(out.data(), archive.data() + offset, out.size());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<uint8_t>> PartArchiveFrom(const ArchiveInfo& info, FrameRange range,
+                                                     ArchiveReader read) {
   const format::FileHeader& whole = info.header;
   if (range.count == 0 || range.first > whole.frame_count ||
       range.count > whole.frame_count - range.first) {
@@ -123,7 +136,11 @@ absl::StatusOr<std::vector<uint8_t>> PartArchive(const ArchiveInfo& info,
                    format::kTrailerSize;
   for (uint64_t k = 0; k < range.count; ++k) bytes += info.frames[range.first + k].size;
   std::vector<uint8_t> out;
-  out.reserve(bytes);
+  try {
+    out.reserve(bytes);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat("cannot allocate ", bytes, " bytes"));
+  }
   format::AppendFileHeader(part, &out);
   std::vector<format::FrameIndexEntry> entries;
   entries.reserve(range.count);
@@ -133,8 +150,14 @@ absl::StatusOr<std::vector<uint8_t>> PartArchive(const ArchiveInfo& info,
     header.first_row -= first_row;
     entries.push_back({out.size(), e.size});
     format::AppendFrameHeader(header, &out);
-    out.insert(out.end(), archive.begin() + e.offset + format::kFrameHeaderSize,
-               archive.begin() + e.offset + e.size);
+    // The sections as they are: their CRCs still hold.
+    const uint64_t at = out.size();
+    out.resize(at + e.size - format::kFrameHeaderSize);
+    if (absl::Status s = read(e.offset + format::kFrameHeaderSize,
+                              absl::MakeSpan(out).subspan(at, e.size - format::kFrameHeaderSize));
+        !s.ok()) {
+      return s;
+    }
   }
   const uint64_t index_offset = out.size();
   format::AppendFrameIndex(entries, &out);

@@ -71,6 +71,10 @@ class ArchiveAssembler {
 absl::StatusOr<std::vector<uint8_t>> PartArchive(const ArchiveInfo& info,
                                                  absl::Span<const uint8_t> archive,
                                                  FrameRange range);
+// The same for an archive read through `read` (ReadArchiveInfoFrom gave
+// `info`): only the range's frames are read.
+absl::StatusOr<std::vector<uint8_t>> PartArchiveFrom(const ArchiveInfo& info, FrameRange range,
+                                                     ArchiveReader read);
 
 }  // namespace ebzip
 

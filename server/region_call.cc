@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codec/archive_parts.h"
 #include "codec/memory_bounds.h"
 #include "server/archive_root.h"
 #include "server/cpu_codec.h"
@@ -60,13 +61,9 @@ absl::StatusOr<DecompressChoice> DecompressChoice::Parse(const v1::DecompressOpt
   return c;
 }
 
-absl::Status DecompressChoice::ReadArchive(CallEnv& env, Work& work) const {
+absl::Status DecompressChoice::ReadArchive(CallEnv& env, Work& work) {
   auto file = root_->OpenFile(path_);
   if (!file.ok()) return file.status();
-  if (absl::Status s = env.CheckSize(Limit::kRequestBytes, file->size, "the archive holds");
-      !s.ok()) {
-    return s;
-  }
   if (file->size < format::kFileHeaderSize) {
     return format::CorruptArchive(
         absl::StrCat("the file holds ", file->size, " bytes, less than a file header"));
@@ -75,7 +72,45 @@ absl::Status DecompressChoice::ReadArchive(CallEnv& env, Work& work) const {
   if (absl::Status s = ReadAt(file->fd.get(), 0, absl::MakeSpan(head)); !s.ok()) return s;
   auto header = format::ParseFileHeader(head);
   if (!header.ok()) return header.status();
-  if (absl::Status s = CheckFileHeader(env, *header, file->size); !s.ok()) return s;
+  const bool part = partial();
+  // A part is priced at what is read of it, known once the index is.
+  if (absl::Status s = CheckFileHeader(env, *header, part ? 0 : file->size); !s.ok()) return s;
+  std::vector<uint8_t> bytes;
+  const int fd = file->fd.get();
+  auto read = [fd](uint64_t offset, absl::Span<uint8_t> out) { return ReadAt(fd, offset, out); };
+  if (part) {
+    // The index and the frame headers, then the frames the region meets
+    // (the first frame for the header alone, or an empty region) as an
+    // archive of their own (codec/archive_parts.h); Apply moves the region
+    // to its rows.
+    auto info = ReadArchiveInfoFrom(file->size, read);
+    if (!info.ok()) return info.status();
+    const std::vector<uint64_t> frames =
+        region_ ? FramesOf(*info, *region_) : std::vector<uint64_t>();
+    const FrameRange range = frames.empty() ? FrameRange{0, 1}
+                                            : FrameRange{frames.front(),
+                                                         frames.back() - frames.front() + 1};
+    uint64_t size = format::kFileHeaderSize + format::FrameIndexSize(range.count) +
+                    format::kTrailerSize;
+    for (uint64_t k = 0; k < range.count; ++k) size += info->frames[range.first + k].size;
+    if (absl::Status s = env.CheckSize(Limit::kRequestBytes, size, "the frames read hold");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = work.reservation.Grow(size); !s.ok()) {
+      return env.Refuse(Limit::kQueuedBytes, s);
+    }
+    auto archive = PartArchiveFrom(*info, range, read);
+    if (!archive.ok()) return archive.status();
+    whole_ = info->spec();
+    first_row_ = range.first * info->header.frame_rows;
+    work.input = *std::move(archive);
+    return absl::OkStatus();
+  }
+  if (absl::Status s = env.CheckSize(Limit::kRequestBytes, file->size, "the archive holds");
+      !s.ok()) {
+    return s;
+  }
   if (absl::Status s = work.reservation.Grow(file->size); !s.ok()) {
     return env.Refuse(Limit::kQueuedBytes, s);
   }
@@ -85,7 +120,7 @@ absl::Status DecompressChoice::ReadArchive(CallEnv& env, Work& work) const {
     return absl::ResourceExhaustedError(
         absl::StrCat("cannot allocate ", file->size, " bytes for the archive"));
   }
-  return ReadAt(file->fd.get(), 0, absl::MakeSpan(work.input));
+  return ReadAt(fd, 0, absl::MakeSpan(work.input));
 }
 
 absl::Status DecompressChoice::CheckFileHeader(CallEnv& env, const format::FileHeader& h,
@@ -133,18 +168,26 @@ absl::Status DecompressChoice::Apply(Work& work) const {
     work.region = std::move(none);
     work.header_only = true;
   } else if (region_) {
-    if (absl::Status s = CheckHyperslab(*region_, spec.shape); !s.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("options.", s.message()));
+    Hyperslab r = *region_;
+    // An empty region decodes nothing (CheckFileHeader has checked it
+    // against the whole array); any other moves to the rows of the part
+    // read (by 0 for an upload).
+    if (r.NumElements() > 0) {
+      r.start[0] -= first_row_;
+      if (absl::Status s = CheckHyperslab(r, spec.shape); !s.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat("options.", s.message()));
+      }
     }
-    work.region = region_;
+    work.region = std::move(r);
   }
   return absl::OkStatus();
 }
 
 void DecompressChoice::Describe(const Work& work, Metrics& metrics,
                                 v1::DecompressHeader* header) const {
-  const ArraySpec whole = work.info->spec();
+  const ArraySpec whole = whole_.value_or(work.info->spec());
   *header->mutable_archive_array() = ToProto(whole);
+  *header->mutable_array() = ToProto(whole);
   if (work.region && !work.header_only) {
     *header->mutable_array() = ToProto(ArraySpec{whole.dtype, work.region->Shape()});
     const uint64_t sent = work.region->NumElements() * DTypeSize(whole.dtype);
@@ -168,6 +211,10 @@ uint64_t RegionWorkingBytes(const Work& work) {
 
 void DecompressRegionOnCpu(Work& w) {
   const Hyperslab& r = *w.region;
+  if (r.NumElements() == 0) {  // the header alone, or an empty region
+    w.SetArray(std::vector<uint8_t>());
+    return;
+  }
   std::vector<uint8_t> out(r.NumElements() * DTypeSize(w.info->header.dtype));  // reserved
   if (absl::Status s = DecompressRegion(*w.info, w.input, r, DecoderKind::kAuto,
                                         absl::MakeSpan(out), &w.cancelled);

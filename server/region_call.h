@@ -7,10 +7,11 @@
 // backend (whole frames, codec/region_plan.h).
 //
 // A request with options is always buffered: the archive (uploaded, or read
-// from its file) is held whole within --max_request_bytes and the budget,
-// priced at its file header as decompress_call.cc prices an upload, and
-// validated (ReadArchiveInfo: DATA_LOSS) before anything is queued. A region
-// is decoded frame by frame (codec/region.h): only the frames it meets.
+// from its file: for a region only the frames it meets) is held whole within
+// --max_request_bytes and the budget, priced at its file header as
+// decompress_call.cc prices an upload, and validated (ReadArchiveInfo:
+// DATA_LOSS) before anything is queued. A region is decoded frame by frame
+// (codec/region.h): only the frames it meets.
 #ifndef EBZIP_SERVER_REGION_CALL_H_
 #define EBZIP_SERVER_REGION_CALL_H_
 
@@ -43,9 +44,13 @@ class DecompressChoice {
   bool partial() const { return region_.has_value() || header_only_; }
 
   // By path: opens the file under the root (ArchiveRoot::OpenFile's
-  // statuses), checks its size and file header as an upload's
-  // (CheckFileHeader), and reads it into `work`'s input, held in the budget.
-  absl::Status ReadArchive(CallEnv& env, Work& work) const;
+  // statuses), checks its file header as an upload's (CheckFileHeader), and
+  // reads into `work`'s input, held in the budget and within
+  // --max_request_bytes: the whole file, or for a region or the header
+  // alone only its index, frame headers and the frames needed (the first
+  // for the header alone), as an archive of their own; Apply and Describe
+  // then speak of the whole array.
+  absl::Status ReadArchive(CallEnv& env, Work& work);
 
   // What the file header says the reply will cost, against the limits:
   // frames, --max_output_bytes for what is sent (the region's bytes, none
@@ -55,7 +60,8 @@ class DecompressChoice {
   absl::Status CheckFileHeader(CallEnv& env, const format::FileHeader& h,
                                uint64_t archive_bytes) const;
 
-  // Once `work` holds the whole archive and its info: sets its region.
+  // Once `work` holds the archive (or the part ReadArchive read) and its
+  // info: sets its region, in the rows of what was read.
   absl::Status Apply(Work& work) const;
 
   // The reply header of a finished work: the array sent (the region's
@@ -65,6 +71,10 @@ class DecompressChoice {
 
  private:
   std::optional<Hyperslab> region_;
+  // Set by ReadArchive when it read a part: the whole array, and the row of
+  // it the part begins at.
+  std::optional<ArraySpec> whole_;
+  uint64_t first_row_ = 0;
   std::string path_;
   bool header_only_ = false;
   const ArchiveRoot* root_ = nullptr;

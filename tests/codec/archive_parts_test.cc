@@ -6,11 +6,13 @@
 #include "codec/archive_parts.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "codec/archive.h"
+#include "codec/format.h"
 #include "gtest/gtest.h"
 
 namespace ebzip {
@@ -112,6 +114,62 @@ TEST_P(ArchivePartsTest, PartArchivesDecodeToTheirRows) {
     next_row = first_row + decoded->spec.shape[0];
   }
   EXPECT_EQ(next_row, c.spec.shape[0]);
+}
+
+// Through a reader (a file, for the server's regions by path): the info is
+// ReadArchiveInfo's, read without a byte of any frame's sections; a part
+// reads only its own frames and equals PartArchive's.
+TEST_P(ArchivePartsTest, AReaderReadsOnlyHeadersIndexAndThePartsFrames) {
+  const Case& c = GetParam();
+  const std::vector<uint8_t> data = Field(c.spec, c.fill, 12);
+  auto whole = Compress(c.spec, data, Options());
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  auto expected = ReadArchiveInfo(*whole);
+  ASSERT_TRUE(expected.ok());
+  std::vector<bool> read_at(whole->size(), false);
+  auto reader = [&](uint64_t offset, absl::Span<uint8_t> out) {
+    if (offset > whole->size() || out.size() > whole->size() - offset) {
+      return absl::DataLossError("past the end");
+    }
+    std::memcpy(out.data(), whole->data() + offset, out.size());
+    std::fill(read_at.begin() + offset, read_at.begin() + offset + out.size(), true);
+    return absl::OkStatus();
+  };
+  auto info = ReadArchiveInfoFrom(whole->size(), reader);
+  ASSERT_TRUE(info.ok()) << info.status();
+  ASSERT_EQ(info->frames.size(), expected->frames.size());
+  for (size_t f = 0; f < info->frames.size(); ++f) {
+    EXPECT_EQ(info->frames[f].offset, expected->frames[f].offset);
+    EXPECT_EQ(info->frame_headers[f].sections[0].crc, expected->frame_headers[f].sections[0].crc);
+    const auto& e = info->frames[f];
+    for (uint64_t i = e.offset + format::kFrameHeaderSize; i < e.offset + e.size; ++i) {
+      ASSERT_FALSE(read_at[i]) << "frame " << f << "'s sections were read";
+    }
+  }
+  for (const FrameRange& r : SplitFrames(info->header.frame_count, c.parts)) {
+    std::fill(read_at.begin(), read_at.end(), false);
+    auto part = PartArchiveFrom(*info, r, reader);
+    ASSERT_TRUE(part.ok()) << part.status();
+    auto same = PartArchive(*expected, *whole, r);
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(*part, *same);
+    for (uint64_t i = 0; i < whole->size(); ++i) {
+      const auto& first = info->frames[r.first];
+      const auto& last = info->frames[r.first + r.count - 1];
+      if (i < first.offset || i >= last.offset + last.size) {
+        ASSERT_FALSE(read_at[i]) << "byte " << i << " lies outside frames " << r.first << "+"
+                                 << r.count;
+      }
+    }
+  }
+  // A reader's failure is the call's.
+  auto failing = [](uint64_t, absl::Span<uint8_t>) {
+    return absl::UnavailableError("the disk went away");
+  };
+  EXPECT_EQ(ReadArchiveInfoFrom(whole->size(), failing).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(PartArchiveFrom(*info, {0, 1}, failing).status().code(),
+            absl::StatusCode::kUnavailable);
 }
 
 INSTANTIATE_TEST_SUITE_P(
