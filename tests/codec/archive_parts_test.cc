@@ -58,6 +58,13 @@ class ArchivePartsTest : public ::testing::TestWithParam<Case> {
     o.frame_elements = 4096;  // many frames
     return o;
   }
+  // The case's field (by `seed`) compressed whole with Options().
+  std::vector<uint8_t> WholeArchive(uint32_t seed) const {
+    const Case& c = GetParam();
+    auto whole = Compress(c.spec, Field(c.spec, c.fill, seed), Options());
+    EXPECT_TRUE(whole.ok()) << whole.status();
+    return whole.ok() ? *std::move(whole) : std::vector<uint8_t>();
+  }
 };
 
 TEST_P(ArchivePartsTest, PartsAssembleIntoTheWholeArraysArchive) {
@@ -90,17 +97,16 @@ TEST_P(ArchivePartsTest, PartsAssembleIntoTheWholeArraysArchive) {
 
 TEST_P(ArchivePartsTest, PartArchivesDecodeToTheirRows) {
   const Case& c = GetParam();
-  const std::vector<uint8_t> data = Field(c.spec, c.fill, 11);
-  auto whole = Compress(c.spec, data, Options());
-  ASSERT_TRUE(whole.ok()) << whole.status();
-  auto full = Decompress(*whole);
+  const std::vector<uint8_t> whole = WholeArchive(11);
+  ASSERT_FALSE(whole.empty());
+  auto full = Decompress(whole);
   ASSERT_TRUE(full.ok()) << full.status();
-  auto info = ReadArchiveInfo(*whole);
+  auto info = ReadArchiveInfo(whole);
   ASSERT_TRUE(info.ok());
   const uint64_t row_bytes = c.spec.num_bytes() / c.spec.shape[0];
   uint64_t next_row = 0;
   for (const FrameRange& r : SplitFrames(info->header.frame_count, c.parts)) {
-    auto part = PartArchive(*info, *whole, r);
+    auto part = PartArchive(*info, whole, r);
     ASSERT_TRUE(part.ok()) << part.status();
     auto decoded = Decompress(*part);
     ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -121,21 +127,20 @@ TEST_P(ArchivePartsTest, PartArchivesDecodeToTheirRows) {
 // reads only its own frames and equals PartArchive's.
 TEST_P(ArchivePartsTest, AReaderReadsOnlyHeadersIndexAndThePartsFrames) {
   const Case& c = GetParam();
-  const std::vector<uint8_t> data = Field(c.spec, c.fill, 12);
-  auto whole = Compress(c.spec, data, Options());
-  ASSERT_TRUE(whole.ok()) << whole.status();
-  auto expected = ReadArchiveInfo(*whole);
+  const std::vector<uint8_t> whole = WholeArchive(12);
+  ASSERT_FALSE(whole.empty());
+  auto expected = ReadArchiveInfo(whole);
   ASSERT_TRUE(expected.ok());
-  std::vector<bool> read_at(whole->size(), false);
+  std::vector<bool> read_at(whole.size(), false);
   auto reader = [&](uint64_t offset, absl::Span<uint8_t> out) {
-    if (offset > whole->size() || out.size() > whole->size() - offset) {
+    if (offset > whole.size() || out.size() > whole.size() - offset) {
       return absl::DataLossError("past the end");
     }
-    std::memcpy(out.data(), whole->data() + offset, out.size());
+    std::memcpy(out.data(), whole.data() + offset, out.size());
     std::fill(read_at.begin() + offset, read_at.begin() + offset + out.size(), true);
     return absl::OkStatus();
   };
-  auto info = ReadArchiveInfoFrom(whole->size(), reader);
+  auto info = ReadArchiveInfoFrom(whole.size(), reader);
   ASSERT_TRUE(info.ok()) << info.status();
   ASSERT_EQ(info->frames.size(), expected->frames.size());
   for (size_t f = 0; f < info->frames.size(); ++f) {
@@ -150,10 +155,10 @@ TEST_P(ArchivePartsTest, AReaderReadsOnlyHeadersIndexAndThePartsFrames) {
     std::fill(read_at.begin(), read_at.end(), false);
     auto part = PartArchiveFrom(*info, r, reader);
     ASSERT_TRUE(part.ok()) << part.status();
-    auto same = PartArchive(*expected, *whole, r);
+    auto same = PartArchive(*expected, whole, r);
     ASSERT_TRUE(same.ok());
     EXPECT_EQ(*part, *same);
-    for (uint64_t i = 0; i < whole->size(); ++i) {
+    for (uint64_t i = 0; i < whole.size(); ++i) {
       const auto& first = info->frames[r.first];
       const auto& last = info->frames[r.first + r.count - 1];
       if (i < first.offset || i >= last.offset + last.size) {
@@ -166,7 +171,7 @@ TEST_P(ArchivePartsTest, AReaderReadsOnlyHeadersIndexAndThePartsFrames) {
   auto failing = [](uint64_t, absl::Span<uint8_t>) {
     return absl::UnavailableError("the disk went away");
   };
-  EXPECT_EQ(ReadArchiveInfoFrom(whole->size(), failing).status().code(),
+  EXPECT_EQ(ReadArchiveInfoFrom(whole.size(), failing).status().code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(PartArchiveFrom(*info, {0, 1}, failing).status().code(),
             absl::StatusCode::kUnavailable);
