@@ -82,7 +82,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     }
     if (absl::Status s = env_.CheckSize(
             Limit::kRequestBytes, bytes, "the array holds",
-            "; with an absolute bound, arrays of many frames stream without this limit");
+            "; with an absolute bound, or a relative one with the array's range "
+            "(CompressOptions.value_range, which the ebzip clients send), arrays of many frames "
+            "stream without this limit");
         !s.ok()) {
       return s;
     }

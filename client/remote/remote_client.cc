@@ -371,16 +371,25 @@ absl::StatusOr<RemoteSummary> RemoteClient::Compress(const ArraySpec& spec,
   }
   // The frame count needs no bound; a plan that fails is the server's to
   // refuse, in one call.
+  CompressOptions sent = options;
   if (auto plan = PlanArchive(spec, options, ResolvedBound{1, 2});
       plan.ok() && ValidateCompressOptions(spec, options).ok()) {
     const uint64_t parts = impl_->PartsFor(spec.num_bytes(), plan->frame_count(), true);
     if (parts > 1) return CompressInParts(spec, data, options, parts, sink);
+    // A relative bound over several frames goes with the array's range
+    // (one pass here, on every core), so that the server streams it frame
+    // by frame as it does an absolute bound instead of holding the whole
+    // array first: the same archive, since the server would find the same
+    // range.
+    if (options.mode == BoundMode::kRel && !options.range && plan->frame_count() > 1) {
+      sent.range = RangeFor(spec, data, options);
+    }
   }
   const absl::Time deadline = impl_->Deadline();
   RemoteSummary summary;
   absl::Status s = CallWithRetries(kRetryPolicy, deadline, [&](bool* delivered) {
     auto once = impl_->CompressOnce(
-        *impl_->channel, spec, data, options, deadline, [&](absl::Span<const uint8_t> bytes) {
+        *impl_->channel, spec, data, sent, deadline, [&](absl::Span<const uint8_t> bytes) {
           *delivered = true;
           return sink(bytes);
         });

@@ -113,6 +113,34 @@ TEST(ServerStreaming, ManyConcurrentStreamsShareTheWorkers) {
   EXPECT_TRUE(WaitQuiet(*server));
 }
 
+// A relative bound through the C++ client in one call: the client sends
+// the array's range, so the server streams it frame by frame within limits
+// far below the array (held whole, it would be RESOURCE_EXHAUSTED), and the
+// archive is the local codec's.
+TEST(ServerStreaming, ARelativeBoundStreamsWithTheClientsRange) {
+  TestArray a = SmoothArray({DType::kFloat32, {16384, 1024}}, 17, /*specials=*/true);
+  CompressOptions rel;
+  rel.mode = BoundMode::kRel;
+  rel.bound = 1e-4;
+  rel.frame_elements = 256 * 1024;
+  auto options = TestServerOptions();
+  options.max_request_bytes = uint64_t{1} << 20;
+  options.stream_frames = 2;
+  options.max_queued_bytes =
+      (options.stream_frames + 1) * CompressCost({256, 1024}, rel) + (1 << 20);
+  START_TEST_SERVER(server, options);
+  ASSERT_LT(options.max_queued_bytes, a.bytes.size());
+  client::RemoteOptions one_call;
+  one_call.streams = 1;
+  auto client = ClientFor(*server, one_call);
+  auto archive = client->Compress(a.spec, a.bytes, rel);
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  auto local = Compress(a.spec, a.bytes, rel);
+  ASSERT_TRUE(local.ok());
+  EXPECT_TRUE(*archive == *local) << "the archive differs from the local codec's";
+  EXPECT_TRUE(WaitQuiet(*server));
+}
+
 TEST(ServerStreaming, ArraysLargerThanTheRequestAndQueueLimitsStream) {
   // 64 MiB in 1 MiB frames through a server that holds what the frames in
   // flight need (2 queued or running and 1 arriving, each with its rows and
