@@ -21,6 +21,7 @@
 #include "codec/interp_predictor.h"
 #include "codec/lorenzo_frame.h"
 #include "codec/predictor_choice.h"
+#include "codec/special_sections.h"
 
 namespace ebzip {
 namespace {
@@ -176,8 +177,6 @@ template <typename T>
 absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const uint8_t* mask,
                                T* out, const std::atomic<bool>* cancel) {
   const uint64_t n = h.num_elements();
-  // The sequential loops look at the flag once per 2^16 entries.
-  auto stop = [&](uint64_t k) { return k % (1 << 16) == 0 && Cancelled(cancel); };
   const T fill = static_cast<T>(h.fill_value.value_or(0));
   if (h.fill_coding == format::kFillCodingMask) {
     // Fill is mostly in long runs: skip 8 mask bytes at a time. No mask:
@@ -195,31 +194,14 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const Sections& sec, const 
     for (; i < masked; ++i) {
       if (mask[i]) out[i] = fill;
     }
-  } else {
-    const uint8_t* runs = sec[format::kFillRuns].data();
-    uint64_t covered = 0;
-    for (uint64_t k = 0; k < h.fill_run_count; ++k) {
-      if (stop(k)) return CancelledStatus(kDecoding);
-      const uint64_t start = LoadLE<uint32_t>(runs + 8 * k);
-      const uint64_t length = LoadLE<uint32_t>(runs + 8 * k + 4);
-      if (length == 0 || start < covered || start + length > n) {
-        return Corrupt("fill runs overlap or leave the frame");
-      }
-      std::fill_n(out + start, length, fill);
-      covered = start + length;
-    }
+  } else if (absl::Status s = ForEachFillRun(
+                 sec[format::kFillRuns].data(), h.fill_run_count, n, cancel, kDecoding,
+                 [&](uint64_t start, uint64_t length) { std::fill_n(out + start, length, fill); });
+             !s.ok()) {
+    return s;
   }
-  const uint8_t* verbatim = sec[format::kVerbatim].data();
-  const uint64_t values_at = AlignUp(4 * h.verbatim_count, format::kAlignment);
-  for (uint64_t k = 0; k < h.verbatim_count; ++k) {
-    if (stop(k)) return CancelledStatus(kDecoding);
-    const uint32_t index = LoadLE<uint32_t>(verbatim + 4 * k);
-    if (index >= n || (k > 0 && index <= LoadLE<uint32_t>(verbatim + 4 * (k - 1)))) {
-      return Corrupt("verbatim index out of order");
-    }
-    out[index] = LoadLE<T>(verbatim + values_at + sizeof(T) * k);
-  }
-  return absl::OkStatus();
+  return ForEachVerbatim<T>(sec[format::kVerbatim].data(), h.verbatim_count, n, cancel, kDecoding,
+                            [&](uint32_t index, T value) { out[index] = value; });
 }
 
 absl::Status DecodeContent(const FrameHeader& h, const Sections& sec, DecoderKind decoder,

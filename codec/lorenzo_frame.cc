@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "codec/byte_io.h"
 #include "codec/cancel.h"
+#include "codec/frame_box.h"
 #include "codec/lorenzo.h"
 #include "codec/parallel.h"
 #include "codec/quantize_point.h"
@@ -438,31 +439,9 @@ absl::Status DecodeT(const FrameHeader& h, std::vector<uint16_t> symbols,
   return absl::OkStatus();
 }
 
-// The box [lo, hi) of a frame padded to 4-D, as BlockGrid pads it.
-struct Box4 {
-  std::array<uint64_t, kMaxDims> lo{0, 0, 0, 0}, hi{1, 1, 1, 1}, dims{1, 1, 1, 1};
-
-  Box4(const FrameHeader& h, absl::Span<const uint64_t> l, absl::Span<const uint64_t> u) {
-    const int pad = kMaxDims - h.ndim;
-    for (int d = 0; d < h.ndim; ++d) {
-      lo[pad + d] = l[d];
-      hi[pad + d] = u[d];
-      dims[pad + d] = h.shape[d];
-    }
-  }
-  uint64_t lines() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
-  // The frame index of the first element of the box's line `line`.
-  uint64_t LineStart(uint64_t line) const {
-    const uint64_t x2 = lo[2] + line % (hi[2] - lo[2]);
-    line /= hi[2] - lo[2];
-    const uint64_t x1 = lo[1] + line % (hi[1] - lo[1]);
-    const uint64_t x0 = lo[0] + line / (hi[1] - lo[1]);
-    return ((x0 * dims[1] + x1) * dims[2] + x2) * dims[3] + lo[3];
-  }
-};
 
 template <typename T>
-absl::Status DecodeRegionT(const FrameHeader& h, const Box4& box,
+absl::Status DecodeRegionT(const FrameHeader& h, const FrameBox& box,
                            absl::Span<const uint16_t> symbols,
                            absl::Span<const uint8_t> outlier_section, T* out,
                            const std::atomic<bool>* cancel) {
@@ -548,7 +527,7 @@ void LorenzoRegionBlocks(const FrameHeader& h, absl::Span<const uint64_t> lo,
 std::vector<std::pair<uint64_t, uint64_t>> LorenzoBoxPositions(const FrameHeader& h,
                                                                absl::Span<const uint64_t> lo,
                                                                absl::Span<const uint64_t> hi) {
-  const Box4 box(h, lo, hi);
+  const FrameBox box(h, lo, hi);
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
   const uint64_t width = box.hi[3] - box.lo[3];
   for (uint64_t l = 0; l < box.lines(); ++l) {
@@ -567,7 +546,7 @@ absl::Status LorenzoDecodeRegion(const FrameHeader& h, absl::Span<const uint64_t
                                  absl::Span<const uint16_t> symbols,
                                  absl::Span<const uint8_t> outliers, uint8_t* out,
                                  const std::atomic<bool>* cancel) {
-  const Box4 box(h, blocks_lo, blocks_hi);
+  const FrameBox box(h, blocks_lo, blocks_hi);
   if (h.dtype == DType::kFloat32) {
     return DecodeRegionT(h, box, symbols, outliers, reinterpret_cast<float*>(out), cancel);
   }

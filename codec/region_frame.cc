@@ -13,12 +13,14 @@
 #include "codec/cancel.h"
 #include "codec/chunk_layout.h"
 #include "codec/fill_mask.h"
+#include "codec/frame_box.h"
 #include "codec/frame_codec.h"
 #include "codec/frame_content.h"
 #include "codec/huffman_code.h"
 #include "codec/huffman_decoder.h"
 #include "codec/interp_predictor.h"
 #include "codec/lorenzo_frame.h"
+#include "codec/special_sections.h"
 #include "codec/types.h"
 
 namespace ebzip {
@@ -92,47 +94,13 @@ absl::Status DecodeNeededSymbols(const FrameHeader& h, const FrameSections& sec,
                                absl::MakeSpan(scratch->symbols.get(), h.positions), cancel);
 }
 
-// The box [lo, hi) of the frame as 4-D lines along the last dimension.
-struct Lines {
-  std::array<uint64_t, kMaxDims> lo{0, 0, 0, 0}, hi{1, 1, 1, 1}, dims{1, 1, 1, 1};
-
-  Lines(const FrameHeader& h, absl::Span<const uint64_t> l, absl::Span<const uint64_t> u) {
-    const int pad = kMaxDims - h.ndim;
-    for (int d = 0; d < h.ndim; ++d) {
-      lo[pad + d] = l[d];
-      hi[pad + d] = u[d];
-      dims[pad + d] = h.shape[d];
-    }
-  }
-  // Calls fn(first, count) for each line of the box, in C order.
-  template <typename Fn>
-  void ForEach(Fn fn) const {
-    for (uint64_t x0 = lo[0]; x0 < hi[0]; ++x0) {
-      for (uint64_t x1 = lo[1]; x1 < hi[1]; ++x1) {
-        for (uint64_t x2 = lo[2]; x2 < hi[2]; ++x2) {
-          fn(((x0 * dims[1] + x1) * dims[2] + x2) * dims[3] + lo[3], hi[3] - lo[3]);
-        }
-      }
-    }
-  }
-  bool Contains(uint64_t index) const {
-    for (int d = kMaxDims - 1; d >= 0; --d) {
-      const uint64_t x = index % dims[d];
-      if (x < lo[d] || x >= hi[d]) return false;
-      index /= dims[d];
-    }
-    return true;
-  }
-};
-
 // DecodeContent's last step (§8.5) on the box: fill elements, then verbatim
 // values, overwrite. Entries outside the box are checked for order and
 // range only.
 template <typename T>
 absl::Status OverwriteSpecials(const FrameHeader& h, const FrameSections& sec, const uint8_t* mask,
-                               const Lines& box, T* out, const std::atomic<bool>* cancel) {
+                               const FrameBox& box, T* out, const std::atomic<bool>* cancel) {
   const uint64_t n = h.num_elements();
-  auto stop = [&](uint64_t k) { return k % (1 << 16) == 0 && Cancelled(cancel); };
   const T fill = static_cast<T>(h.fill_value.value_or(0));
   if (h.fill_coding == format::kFillCodingMask) {
     if (mask != nullptr) {
@@ -143,18 +111,13 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const FrameSections& sec, c
       });
     }
   } else if (h.fill_run_count > 0) {
-    const uint8_t* runs = sec[format::kFillRuns].data();
-    std::vector<std::pair<uint64_t, uint64_t>> list(h.fill_run_count);  // [start, end)
-    uint64_t covered = 0;
-    for (uint64_t k = 0; k < h.fill_run_count; ++k) {
-      if (stop(k)) return CancelledStatus(kDecoding);
-      const uint64_t start = LoadLE<uint32_t>(runs + 8 * k);
-      const uint64_t length = LoadLE<uint32_t>(runs + 8 * k + 4);
-      if (length == 0 || start < covered || start + length > n) {
-        return Corrupt("fill runs overlap or leave the frame");
-      }
-      list[k] = {start, start + length};
-      covered = start + length;
+    std::vector<std::pair<uint64_t, uint64_t>> list;  // [start, end)
+    list.reserve(h.fill_run_count);
+    if (absl::Status s = ForEachFillRun(
+            sec[format::kFillRuns].data(), h.fill_run_count, n, cancel, kDecoding,
+            [&](uint64_t start, uint64_t length) { list.push_back({start, start + length}); });
+        !s.ok()) {
+      return s;
     }
     // Runs are disjoint and ascending, so their ends ascend too.
     box.ForEach([&](uint64_t first, uint64_t count) {
@@ -167,17 +130,10 @@ absl::Status OverwriteSpecials(const FrameHeader& h, const FrameSections& sec, c
       }
     });
   }
-  const uint8_t* verbatim = sec[format::kVerbatim].data();
-  const uint64_t values_at = AlignUp(4 * h.verbatim_count, format::kAlignment);
-  for (uint64_t k = 0; k < h.verbatim_count; ++k) {
-    if (stop(k)) return CancelledStatus(kDecoding);
-    const uint32_t index = LoadLE<uint32_t>(verbatim + 4 * k);
-    if (index >= n || (k > 0 && index <= LoadLE<uint32_t>(verbatim + 4 * (k - 1)))) {
-      return Corrupt("verbatim index out of order");
-    }
-    if (box.Contains(index)) out[index] = LoadLE<T>(verbatim + values_at + sizeof(T) * k);
-  }
-  return absl::OkStatus();
+  return ForEachVerbatim<T>(sec[format::kVerbatim].data(), h.verbatim_count, n, cancel, kDecoding,
+                            [&](uint32_t index, T value) {
+                              if (box.Contains(index)) out[index] = value;
+                            });
 }
 
 absl::Status DecodeInterpRegion(const FrameHeader& h, const FrameSections& sec,
@@ -259,7 +215,7 @@ absl::Status DecodeFrameRegion(absl::Span<const uint8_t> frame, const FrameHeade
           : DecodeInterpRegion(h, *sec, lo, hi, mask, out, scratch, cancel);
   if (!status.ok()) return status;
   if (Cancelled(cancel)) return CancelledStatus(kDecoding);
-  const Lines box(h, lo, hi);
+  const FrameBox box(h, lo, hi);
   if (h.dtype == DType::kFloat32) {
     return OverwriteSpecials(h, *sec, mask, box, reinterpret_cast<float*>(out), cancel);
   }
