@@ -5,27 +5,27 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
-#include "codec/region_plan.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/region_reader.h"
 
 namespace ebzip::bench {
 namespace {
 
-// Buffers made once: on the device (archive, array, region, workspace) and
-// page-locked on the host (archive copy, array, region).
+// Buffers made once for the full decode: on the device (archive, array,
+// workspace) and page-locked on the host (archive copy, array, region).
 struct Buffers {
   void* d_archive = nullptr;
   void* d_array = nullptr;
-  void* d_region = nullptr;
   gpu::Workspace ws;
   void* h_archive = nullptr;
   void* h_array = nullptr;
   void* h_region = nullptr;
   ~Buffers() {
-    cudaFree(d_archive), cudaFree(d_array), cudaFree(d_region), cudaFree(ws.device);
+    cudaFree(d_archive), cudaFree(d_array), cudaFree(ws.device);
     cudaFreeHost(ws.host), cudaFreeHost(h_archive), cudaFreeHost(h_array), cudaFreeHost(h_region);
   }
 };
@@ -76,7 +76,6 @@ GpuRegionTimes TimeGpuRegions(const std::vector<uint8_t>& archive,
   std::string& e = out.error;
   e = Check(cudaMalloc(&b.d_archive, archive.size()), "device archive");
   if (e.empty()) e = Check(cudaMalloc(&b.d_array, array_bytes), "device array");
-  if (e.empty()) e = Check(cudaMalloc(&b.d_region, region_bytes + 1), "device region");
   if (e.empty()) e = Check(cudaMalloc(&b.ws.device, ws->device_bytes + 1), "workspace");
   if (e.empty()) e = Check(cudaMallocHost(&b.ws.host, ws->host_bytes + 1), "host workspace");
   if (e.empty()) e = Check(cudaMallocHost(&b.h_archive, archive.size()), "pinned archive");
@@ -119,53 +118,27 @@ GpuRegionTimes TimeGpuRegions(const std::vector<uint8_t>& archive,
         },
         &e);
   }
-  out.regions.assign(regions.size(), {0, 0});
+  // Regions through gpu::RegionReader, in kRegionVariants' ways. Each
+  // reader runs each region once before its timing, so its device buffers
+  // are made.
+  out.regions.assign(regions.size(), std::vector<double>(kRegionVariants.size(), 0));
+  std::vector<std::unique_ptr<gpu::RegionReader>> readers;
+  for (const RegionVariant& v : kRegionVariants) {
+    readers.push_back(std::make_unique<gpu::RegionReader>(v.groups));
+  }
   for (size_t k = 0; k < regions.size() && e.empty(); ++k) {
-    for (int pinned = 1; pinned >= 0 && e.empty(); --pinned) {
-      const int at = pinned ? 0 : 1;
-      const uint8_t* from = pinned ? static_cast<const uint8_t*>(b.h_archive) : archive.data();
+    const uint64_t bytes = regions[k].NumElements() * elem;
+    for (size_t at = 0; at < kRegionVariants.size() && e.empty(); ++at) {
+      const bool pinned = kRegionVariants[at].page_locked;
+      const absl::Span<const uint8_t> from(
+          pinned ? static_cast<const uint8_t*>(b.h_archive) : archive.data(), archive.size());
       uint8_t* to = pinned ? static_cast<uint8_t*>(b.h_region) : pageable_region.data();
-      const uint64_t bytes = regions[k].NumElements() * elem;
-      out.regions[k][at] = Median3(
-          [&]() -> std::string {
-            // Everything a region costs the host: its plan, then the frames
-            // it meets up, decoded, gathered and down.
-            auto plan = PlanWholeFrames(*info, regions[k]);
-            if (!plan.ok()) return std::string(plan.status().message());
-            if (plan->pieces.empty()) return "";
-            const uint64_t span = plan->bytes_end - plan->bytes_begin;
-            if (auto s = Check(cudaMemcpyAsync(b.d_archive, from + plan->bytes_begin, span,
-                                               cudaMemcpyHostToDevice, nullptr),
-                               "upload");
-                !s.empty()) {
-              return s;
-            }
-            gpu::DecompressTask t{&plan->part, static_cast<const uint8_t*>(b.d_archive),
-                                  b.d_array};
-            if (auto s = gpu::DecompressBatch({&t, 1}, DecoderKind::kAuto, b.ws, nullptr);
-                !s.ok()) {
-              return std::string(s.message());
-            }
-            const ArraySpec rows = plan->part.spec();
-            for (const WholeFramesPlan::Piece& p : plan->pieces) {
-              if (auto s = gpu::GatherRegion(b.d_array, rows, p.rows,
-                                             static_cast<uint8_t*>(b.d_region) +
-                                                 p.out_element * elem,
-                                             nullptr);
-                  !s.ok()) {
-                return std::string(s.message());
-              }
-            }
-            if (auto s = Check(cudaMemcpyAsync(to, b.d_region, bytes, cudaMemcpyDeviceToHost,
-                                               nullptr),
-                               "download");
-                !s.empty()) {
-              return s;
-            }
-            absl::Status s = gpu::FinishDecompress(b.ws, nullptr);
-            return s.ok() ? "" : std::string(s.message());
-          },
-          &e);
+      auto read = [&]() -> std::string {
+        absl::Status s = readers[at]->Read(*info, from, regions[k], to);
+        return s.ok() ? "" : std::string(s.message());
+      };
+      e = read();
+      if (e.empty()) out.regions[k][at] = Median3(read, &e);
       if (e.empty() && std::memcmp(to, expected[k].data(), bytes) != 0) {
         e = absl::StrCat("region ", regions[k].ToString(), " differs from the CPU codec's");
       }

@@ -4,6 +4,8 @@
 #ifndef EBZIP_BENCH_GPU_REGION_TIMING_H_
 #define EBZIP_BENCH_GPU_REGION_TIMING_H_
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,8 +20,23 @@ struct GpuRegionTimes {
   // Medians of 3, seconds; [0] with page-locked host memory at both ends,
   // [1] with ordinary (pageable) host memory, as a caller's arrays are.
   double full[2] = {0, 0};
-  std::vector<std::vector<double>> regions;  // per region, the same two
+  // Per region, through gpu::RegionReader: one time per kRegionVariants.
+  std::vector<std::vector<double>> regions;
 };
+
+// How the regions are read: host memory, and the most groups the frames met
+// are cut into (one group: no copy overlaps a decode).
+struct RegionVariant {
+  const char* label;
+  bool page_locked;
+  size_t groups;
+};
+inline constexpr std::array<RegionVariant, 6> kRegionVariants = {{{"page-locked", true, 6},
+                                                                 {"pageable", false, 6},
+                                                                 {"one group", true, 1},
+                                                                 {"2 groups", true, 2},
+                                                                 {"3 groups", true, 3},
+                                                                 {"4 groups", true, 4}}};
 
 // Times the full decode of `archive` and each region of `regions`, checking
 // each region's bytes against `expected` (the CPU codec's).

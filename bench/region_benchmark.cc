@@ -126,16 +126,21 @@ void Run(const char* name, const std::vector<uint64_t>& shape) {
     std::printf("  GPU: %s\n", g.error.c_str());
     return;
   }
-  std::printf("  GPU %s: archive in host memory to values in host memory, whole frames\n",
+  std::printf("  GPU %s: archive in host memory to values in host memory; regions: the "
+              "frames met in groups, each on a stream of its own; only the tiles met rebuilt\n",
               g.device.c_str());
-  for (int at = 0; at < 2; ++at) {
-    const char* memory = at == 0 ? "page-locked" : "pageable";
-    std::printf("  GPU full decode (%-11s)         %8.4f s  %7.2f GB/s\n", memory, g.full[at],
-                spec.num_bytes() / g.full[at] / 1e9);
+  for (int pinned = 1; pinned >= 0; --pinned) {
+    const double gpu_full = g.full[pinned ? 0 : 1];
+    std::printf("  GPU full decode (%-11s)         %8.4f s  %7.2f GB/s\n",
+                pinned ? "page-locked" : "pageable", gpu_full, spec.num_bytes() / gpu_full / 1e9);
+  }
+  for (size_t at = 0; at < bench::kRegionVariants.size(); ++at) {
+    const bench::RegionVariant& v = bench::kRegionVariants[at];
+    const double gpu_full = g.full[v.page_locked ? 0 : 1];
     for (size_t k = 0; k < regions.size(); ++k) {
-      std::printf("  GPU region %-26s (%-11s) %8.4f s  %5.2f %% of the full decode's time\n",
-                  regions[k].first.c_str(), memory, g.regions[k][at],
-                  100.0 * g.regions[k][at] / g.full[at]);
+      std::printf("  GPU region %-26s (%-11s) %8.4f s  %5.2f %% of the full decode's time (%s)\n",
+                  regions[k].first.c_str(), v.label, g.regions[k][at],
+                  100.0 * g.regions[k][at] / gpu_full, v.page_locked ? "page-locked" : "pageable");
     }
   }
 #endif

@@ -4,11 +4,12 @@
 
 namespace ebzip {
 
-absl::StatusOr<WholeFramesPlan> PlanWholeFrames(const ArchiveInfo& info, const Hyperslab& r) {
-  if (absl::Status s = CheckHyperslab(r, info.header.shape); !s.ok()) return s;
+namespace {
+
+// The plan over `frames` (ascending, each met by the checked region `r`).
+WholeFramesPlan PlanFrames(const ArchiveInfo& info, const Hyperslab& r,
+                           absl::Span<const uint64_t> frames) {
   WholeFramesPlan plan;
-  const std::vector<uint64_t> frames = FramesOf(info, r);
-  if (frames.empty()) return plan;
   const uint64_t frame_rows = info.header.frame_rows;
   plan.bytes_begin = info.frames[frames.front()].offset;
   plan.bytes_end = info.frames[frames.back()].offset + info.frames[frames.back()].size;
@@ -42,6 +43,39 @@ absl::StatusOr<WholeFramesPlan> PlanWholeFrames(const ArchiveInfo& info, const H
     plan.pieces.push_back(std::move(piece));
   }
   return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<WholeFramesPlan> PlanWholeFrames(const ArchiveInfo& info, const Hyperslab& r) {
+  if (absl::Status s = CheckHyperslab(r, info.header.shape); !s.ok()) return s;
+  const std::vector<uint64_t> frames = FramesOf(info, r);
+  if (frames.empty()) return WholeFramesPlan{};
+  return PlanFrames(info, r, frames);
+}
+
+absl::StatusOr<std::vector<WholeFramesPlan>> PlanFrameGroups(const ArchiveInfo& info,
+                                                             const Hyperslab& r,
+                                                             size_t max_groups) {
+  if (absl::Status s = CheckHyperslab(r, info.header.shape); !s.ok()) return s;
+  const std::vector<uint64_t> frames = FramesOf(info, r);
+  const size_t groups = std::min(std::max<size_t>(max_groups, 1), frames.size());
+  std::vector<WholeFramesPlan> plans;
+  for (size_t g = 0, first = 0; g < groups; ++g) {
+    const size_t end = frames.size() * (g + 1) / groups;
+    plans.push_back(PlanFrames(info, r, absl::MakeConstSpan(frames).subspan(first, end - first)));
+    first = end;
+  }
+  return plans;
+}
+
+Hyperslab PiecesBox(absl::Span<const WholeFramesPlan::Piece> pieces) {
+  if (pieces.empty()) return Hyperslab{};
+  Hyperslab box = pieces.front().rows;
+  const Hyperslab& last = pieces.back().rows;
+  box.count[0] = last.start[0] + (last.count[0] - 1) * last.step[0] + 1 - box.start[0];
+  box.step[0] = 1;
+  return box;
 }
 
 }  // namespace ebzip

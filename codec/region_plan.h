@@ -40,6 +40,19 @@ struct WholeFramesPlan {
 // no frames and no pieces.
 absl::StatusOr<WholeFramesPlan> PlanWholeFrames(const ArchiveInfo& info, const Hyperslab& region);
 
+// The same frames cut into at most `max_groups` (>= 1) plans of consecutive
+// frames met, as even as whole frames allow, so that one group's bytes can
+// go up while another decodes. Pieces keep their places in the region's
+// output; none for an empty region.
+absl::StatusOr<std::vector<WholeFramesPlan>> PlanFrameGroups(const ArchiveInfo& info,
+                                                             const Hyperslab& region,
+                                                             size_t max_groups);
+
+// The bounding box of a plan's pieces (in order) in its part's array:
+// every piece's rows lie inside it. What a decoder that can skip inside
+// frames is told it wants (gpu::DecompressTask::wanted).
+Hyperslab PiecesBox(absl::Span<const WholeFramesPlan::Piece> pieces);
+
 }  // namespace ebzip
 
 #endif  // EBZIP_CODEC_REGION_PLAN_H_

@@ -43,6 +43,7 @@ struct InterpFrame {
   uint32_t segment;
   InterpPlan plan;
   int mask = -1;  // its MaskFrame, if it has one
+  interp::TileSpan tiles;  // the tiles its task wants
 };
 
 struct Plan {
@@ -74,6 +75,38 @@ absl::StatusOr<InterpPlan> PlanInterpFrame(const format::FrameHeader& h) {
     return format::CorruptArchive(plan.status().message());
   }
   return plan;
+}
+
+// The tiles of frame `f` of `info` that own elements of `wanted` (every
+// tile without one).
+interp::TileSpan WantedTiles(const interp::Geometry& g, const ArchiveInfo& info, uint64_t f,
+                             const Hyperslab* wanted) {
+  const format::FrameHeader& h = info.frame_headers[f];
+  if (wanted == nullptr || wanted->start.size() != static_cast<size_t>(h.ndim)) {
+    return interp::AllTiles(g);
+  }
+  const int pad = interp::kIDims - h.ndim;
+  uint64_t lo[interp::kIDims], hi[interp::kIDims];
+  for (int d = 0; d < interp::kIDims; ++d) {
+    lo[d] = 0;
+    hi[d] = 1;
+  }
+  const uint64_t first_row = f * info.header.frame_rows;
+  for (int i = 0; i < h.ndim; ++i) {
+    const uint64_t count = wanted->count[i];
+    if (count == 0) return interp::TileSpan{};  // nothing wanted
+    uint64_t begin = wanted->start[i];
+    uint64_t end = begin + (count - 1) * wanted->step[i] + 1;
+    if (i == 0) {  // the frame's rows of the array
+      begin = std::max(begin, first_row) - first_row;
+      end = std::min(end, first_row + h.shape[0]);
+      if (end <= first_row + begin) return interp::TileSpan{};
+      end -= first_row;
+    }
+    lo[pad + i] = begin;
+    hi[pad + i] = end;
+  }
+  return interp::TilesMeeting(g, lo, hi);
 }
 
 absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKind kind) {
@@ -152,7 +185,8 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
       if (interp) {
         absl::StatusOr<InterpPlan> ip = PlanInterpFrame(h);
         if (!ip.ok()) return ip.status();
-        plan.interp.push_back({index, *std::move(ip), mask});
+        const interp::TileSpan tiles = WantedTiles(ip->geo, info, f, tasks[i].wanted);
+        plan.interp.push_back({index, *std::move(ip), mask, tiles});
       }
       for (int k = 0; k < kSections; ++k) {
         CrcJob job{};
@@ -447,6 +481,7 @@ absl::Status DecodeValues(const Plan& plan, const Buffers& b, cudaStream_t st,
     in.outlier_residual = b.outlier_residual + seg.outlier_base;
     in.num_outliers = seg.outlier_count;
     in.fill_mask = f.mask >= 0 ? b.masks[f.mask] : nullptr;
+    in.tiles = &f.tiles;
     launched.Update(CudaStatus(decode(ChunksOf(plan, f.segment, f.segment), side[k]), "decode"));
     if (!launched.ok()) break;
     launched.Update(LaunchInterpDecode(f.plan, in, seg.output, b.interp_scratch[k],

@@ -94,6 +94,11 @@ struct DecompressTask {
   const ArchiveInfo* info = nullptr;
   const uint8_t* archive = nullptr;  // device copy of the whole archive
   void* output = nullptr;            // device: info->spec().num_bytes()
+  // When set, only this hyperslab of the array is wanted (elements outside
+  // it may be left unwritten): interpolation frames then rebuild only the
+  // tiles it meets. Every section is still read and checked (CRCs, the
+  // Huffman code, anchors, outliers).
+  const Hyperslab* wanted = nullptr;
 };
 
 // kAuto: gap-array decoding where every frame has a gap array, else
@@ -107,11 +112,13 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
 // (DATA_LOSS "corrupt archive: ...", as the CPU codec says it).
 absl::Status FinishDecompress(const Workspace& workspace, Stream stream);
 
-// Regions: the GPU decodes whole frames. codec/region_plan.h names the
-// frames a region meets as an archive of their own (decompress it as a task
-// over its byte range), and the pieces of their rows that hold the region;
-// GatherRegion copies each piece from the decoded rows to its place in the
-// region's output. `rows` is a hyperslab of `array` (a device array of
+// Regions: the GPU decodes the frames a region meets. codec/region_plan.h
+// names them as an archive of their own (decompress it as a task over its
+// byte range, with `wanted` the pieces' box so that only the interpolation
+// tiles it meets are rebuilt), and the pieces of their rows that hold the
+// region; GatherRegion copies each piece from the decoded rows to its place
+// in the region's output (gpu/region_reader.h does all of it for host
+// memory). `rows` is a hyperslab of `array` (a device array of
 // `spec`), `out` room for its elements on the device, in its C order.
 // INVALID_ARGUMENT for a hyperslab that does not fit `spec`.
 absl::Status GatherRegion(const void* array, const ArraySpec& spec, const Hyperslab& rows,

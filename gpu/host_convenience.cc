@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "codec/region_plan.h"
 #include "gpu/cuda_status.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/region_reader.h"
 
 namespace ebzip::gpu {
 namespace {
@@ -129,33 +129,10 @@ absl::StatusOr<std::vector<uint8_t>> DecompressRegionHost(absl::Span<const uint8
                                                           DecoderKind decoder) {
   auto info = ReadArchiveInfo(archive);
   if (!info.ok()) return info.status();
-  auto plan = PlanWholeFrames(*info, region);
-  if (!plan.ok()) return plan.status();
-  const size_t elem = DTypeSize(info->header.dtype);
-  std::vector<uint8_t> out(region.NumElements() * elem);
-  if (plan->pieces.empty()) return out;
-  const uint64_t part_bytes = plan->bytes_end - plan->bytes_begin;
-  const ArraySpec rows_spec = plan->part.spec();
-  auto d_archive = DeviceAlloc(part_bytes);
-  if (!d_archive.ok()) return d_archive.status();
-  auto d_rows = DeviceAlloc(rows_spec.num_bytes());
-  if (!d_rows.ok()) return d_rows.status();
-  auto d_out = DeviceAlloc(out.size());
-  if (!d_out.ok()) return d_out.status();
-  DecompressTask task{&plan->part, static_cast<const uint8_t*>(d_archive->get()), d_rows->get()};
-  auto need = DecompressWorkspaceSize({&task, 1}, decoder);
-  if (!need.ok()) return need.status();
-  auto ws = MakeWorkspace(*need);
-  if (!ws.ok()) return ws.status();
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(d_archive->get(), archive.data() + plan->bytes_begin,
-                                  part_bytes, cudaMemcpyHostToDevice));
-  if (auto s = DecompressBatch({&task, 1}, decoder, ws->view, nullptr); !s.ok()) return s;
-  if (auto s = FinishDecompress(ws->view, nullptr); !s.ok()) return s;
-  for (const WholeFramesPlan::Piece& piece : plan->pieces) {
-    uint8_t* to = static_cast<uint8_t*>(d_out->get()) + piece.out_element * elem;
-    if (auto s = GatherRegion(d_rows->get(), rows_spec, piece.rows, to, nullptr); !s.ok()) return s;
-  }
-  CUDA_RETURN_IF_ERROR(cudaMemcpy(out.data(), d_out->get(), out.size(), cudaMemcpyDeviceToHost));
+  if (auto s = CheckHyperslab(region, info->header.shape); !s.ok()) return s;
+  std::vector<uint8_t> out(region.NumElements() * DTypeSize(info->header.dtype));
+  RegionReader reader(RegionReader::kDefaultGroups, decoder);
+  if (auto s = reader.Read(*info, archive, region, out.data()); !s.ok()) return s;
   return out;
 }
 

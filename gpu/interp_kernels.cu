@@ -434,13 +434,14 @@ template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                       const uint64_t* boxes, const uint16_t* sym_elem, const T* anchor_w, T* out,
-                      SubLayout layout) {
+                      SubLayout layout, interp::TileSpan span) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   T* box = reinterpret_cast<T*>(base + layout.box);
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
-  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
-       t < g.num_tiles; t += stride) {
+  for (uint64_t i = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       i < span.total; i += stride) {
+    const uint64_t t = span.Tile(g, static_cast<uint32_t>(i));
     interp::DecodeTile<T>(sb, g, headers, entries, boxes, t, sym_elem, anchor_w, out, box);
   }
 }
@@ -451,14 +452,15 @@ template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                             const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
-                            T* out, SubLayout layout) {
+                            T* out, SubLayout layout, interp::TileSpan span) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
                                  reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
-  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
-       t < g.num_tiles; t += stride) {
+  for (uint64_t i = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       i < span.total; i += stride) {
+    const uint64_t t = span.Tile(g, static_cast<uint32_t>(i));
     interp::DecodeTileDirect<T>(sb, g, headers, entries, boxes, t, args, anchor_w, out, sm);
   }
 }
@@ -542,6 +544,9 @@ cudaError_t AllowShared(Kernel kernel, size_t bytes) {
 
 uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
 uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
+uint32_t SpanGrid(const Geometry& g, const interp::TileSpan& span) {
+  return GridFor(span.total, g.tiles_per_block);
+}
 
 // The key headers (computed here, passed by value), their pass entries and
 // their box tables.
@@ -698,6 +703,7 @@ template <typename T>
 absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in, T* output,
                            const Scratch& s, uint32_t* error, cudaStream_t stream) {
   const Geometry& g = plan.geo;
+  const interp::TileSpan span = in.tiles != nullptr ? *in.tiles : interp::AllTiles(g);
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
   if (absl::Status st = LaunchCommon(plan, nullptr, s, stream); !st.ok()) return st;
@@ -723,8 +729,8 @@ absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in,
   const SubLayout l = LayoutFor(TileKernel::kDecodeDirect, g, sizeof(T), false);
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesDirectKernel<T>, shared));
-  DecodeTilesDirectKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.boxes, args, anchor_w, output, l);
+  DecodeTilesDirectKernel<T><<<SpanGrid(g, span), TileBlockThreads(g), shared, stream>>>(
+      g, s.headers, s.entries, s.boxes, args, anchor_w, output, l, span);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -734,6 +740,7 @@ absl::Status DecodeT(const InterpPlan& plan, const InterpDecodeInputs& in, T* ou
                      const Scratch& s, uint32_t* error, cudaStream_t stream) {
   if (plan.decode_direct) return DecodeDirectT(plan, in, output, s, error, stream);
   const Geometry& g = plan.geo;
+  const interp::TileSpan span = in.tiles != nullptr ? *in.tiles : interp::AllTiles(g);
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
   if (absl::Status st = LaunchCommon(plan, in.fill_mask, s, stream); !st.ok()) return st;
@@ -773,8 +780,8 @@ absl::Status DecodeT(const InterpPlan& plan, const InterpDecodeInputs& in, T* ou
   const SubLayout ld = LayoutFor(TileKernel::kDecode, g, sizeof(T), plan.has_fill);
   const size_t shared = size_t{ld.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesKernel<T>, shared));
-  DecodeTilesKernel<T><<<TileGrid(g), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.boxes, s.sym_elem, anchor_w, output, ld);
+  DecodeTilesKernel<T><<<SpanGrid(g, span), TileBlockThreads(g), shared, stream>>>(
+      g, s.headers, s.entries, s.boxes, s.sym_elem, anchor_w, output, ld, span);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }

@@ -131,10 +131,15 @@ struct InterpDecodeInputs {
   const int32_t* outlier_residual = nullptr;
   uint64_t num_outliers = 0;
   const uint8_t* fill_mask = nullptr;  // as for encoding
+  // Only these tiles' elements are written (interp::TilesMeeting: a region's
+  // box); null: every tile. Anchors and every symbol are still read and
+  // checked; the skipped tiles' own checks (ScatterTile's, with a fill mask
+  // or without the direct decoder, still run on every tile) are not.
+  const interp::TileSpan* tiles = nullptr;
 };
 
-// Writes the frame's working values to `output` (n elements; the caller then
-// overwrites fill and verbatim elements). *error (device) gets the
+// Writes the frame's working values to `output` (n elements, or the `tiles`'
+// elements; the caller then overwrites fill and verbatim elements). *error (device) gets the
 // interp::DecodeError bits of whatever InterpDecode would call corrupt, 0 when
 // nothing is (the launcher zeroes it first); nothing is read out of bounds
 // on any input. `scratch`: plan.decode_scratch bytes.

@@ -380,6 +380,57 @@ EBZIP_HD inline TileView MakeTile(const Geometry& g, uint64_t t) {
   return v;
 }
 
+// The tiles a decode writes: a box of the tile grid, every tile by default.
+// A box of elements needs only the tiles it meets, since a tile's values
+// come from its own symbols, its far faces' and the anchors, never from
+// another tile's values (§15.5.2). Counts fit 32 bits: num_tiles < n < 2^32.
+struct TileSpan {
+  uint32_t lo[kIDims];
+  uint32_t count[kIDims];
+  uint32_t total;
+  bool whole;  // every tile, in order: tile i is i
+
+  // The span's i-th tile (i < total), in C order of the box.
+  EBZIP_HD uint64_t Tile(const Geometry& g, uint32_t i) const {
+    if (whole) return i;
+    uint64_t t = 0;
+    EBZIP_UNROLL
+    for (int d = kIDims - 1; d >= 0; --d) {
+      const uint32_t c = i % count[d];
+      i /= count[d];
+      t += uint64_t{lo[d] + c} * g.astride[d];
+    }
+    return t;
+  }
+};
+
+inline TileSpan AllTiles(const Geometry& g) {
+  TileSpan s{};
+  for (int d = 0; d < kIDims; ++d) s.count[d] = static_cast<uint32_t>(g.tiles[d]);
+  s.total = static_cast<uint32_t>(g.num_tiles);
+  s.whole = s.total == g.num_tiles;
+  return s;
+}
+
+// The tiles that own an element of the box [lo[d], hi[d]) of the 4-D frame
+// (lo[d] < hi[d] <= dims[d]): along an interpolated dimension tile j owns
+// elements [j E, j E + E), along another, tile j is element j.
+inline TileSpan TilesMeeting(const Geometry& g, const uint64_t* lo, const uint64_t* hi) {
+  TileSpan s{};
+  s.total = 1;
+  for (int d = 0; d < kIDims; ++d) {
+    bool interp = false;
+    for (uint32_t e = 0; e < g.k; ++e) interp |= g.idim[e] == static_cast<uint32_t>(d);
+    const uint64_t first = interp ? lo[d] / g.E : lo[d];
+    const uint64_t last = interp ? (hi[d] - 1) / g.E : hi[d] - 1;
+    s.lo[d] = static_cast<uint32_t>(first);
+    s.count[d] = static_cast<uint32_t>(last - first + 1);
+    s.total *= s.count[d];
+  }
+  s.whole = s.total == g.num_tiles;
+  return s;
+}
+
 // The first symbol position of tile t without a fill mask (t = num_tiles: n):
 // the tiles before it in row-major order cover, for each dimension d, the
 // slab [0, lo_d) along d times this tile's extents before d and the whole

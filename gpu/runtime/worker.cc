@@ -140,9 +140,14 @@ Worker::DecompressRound Worker::Decompress(absl::Span<const DecompressJob> jobs,
     inputs.push_back({jobs[i].archive.data(), archive, jobs[i].archive.size()});
   }
   std::vector<uint8_t*> regions(jobs.size(), nullptr);
+  std::vector<Hyperslab> wanted(jobs.size());  // a region's rows: only their tiles are rebuilt
   for (size_t i = 0; i < jobs.size(); ++i) {
     tasks[i].output = pool.Take(jobs[i].info->spec().num_bytes());
-    if (jobs[i].region()) regions[i] = pool.Take(jobs[i].region_bytes);
+    if (jobs[i].region()) {
+      regions[i] = pool.Take(jobs[i].region_bytes);
+      wanted[i] = PiecesBox(jobs[i].pieces);
+      tasks[i].wanted = &wanted[i];
+    }
   }
   const Workspace ws = PlaceWorkspace(pool, workspace);
   // Pinned memory: the codec's part, then staging.

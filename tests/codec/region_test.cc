@@ -83,25 +83,48 @@ void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t fr
       EXPECT_EQ(got, want);
     }
     // As whole frames (codec/region_plan.h, the GPU's way): the frames met,
-    // decoded from their byte range alone, then the pieces gathered.
-    {
-      auto plan = PlanWholeFrames(*info, r);
-      ASSERT_TRUE(plan.ok()) << plan.status();
-      ASSERT_EQ(plan->part.frames.size(), FramesOf(*info, r).size());
-      ASSERT_EQ(plan->pieces.size(), plan->part.frames.size());
+    // decoded from their byte range alone, then the pieces gathered; in one
+    // plan, and cut into groups of consecutive frames.
+    auto whole = PlanWholeFrames(*info, r);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    ASSERT_EQ(whole->part.frames.size(), FramesOf(*info, r).size());
+    for (size_t groups : {size_t{0}, size_t{1}, size_t{3}}) {
+      SCOPED_TRACE(absl::StrCat(groups, " groups"));
+      std::vector<WholeFramesPlan> plans;
+      if (groups == 0) {
+        if (!whole->pieces.empty()) plans.push_back(*whole);
+      } else {
+        auto grouped = PlanFrameGroups(*info, r, groups);
+        ASSERT_TRUE(grouped.ok()) << grouped.status();
+        plans = *std::move(grouped);
+      }
+      const size_t met = FramesOf(*info, r).size();
+      EXPECT_EQ(plans.size(), std::min(std::max<size_t>(groups, 1), met));
       std::vector<uint8_t> got(r.NumElements() * sizeof(T), 0xEE);
-      if (!plan->pieces.empty()) {
-        const ArraySpec part = plan->part.spec();
+      size_t frames_seen = 0;
+      for (const WholeFramesPlan& plan : plans) {
+        ASSERT_EQ(plan.pieces.size(), plan.part.frames.size());
+        ASSERT_FALSE(plan.pieces.empty());
+        frames_seen += plan.part.frames.size();
+        const ArraySpec part = plan.part.spec();
+        const Hyperslab box = PiecesBox(plan.pieces);
         std::vector<uint8_t> rows(part.num_bytes());
         const auto bytes = absl::MakeConstSpan(*archive).subspan(
-            plan->bytes_begin, plan->bytes_end - plan->bytes_begin);
-        ASSERT_TRUE(DecompressInto(plan->part, bytes, absl::MakeSpan(rows)).ok());
-        for (const auto& piece : plan->pieces) {
+            plan.bytes_begin, plan.bytes_end - plan.bytes_begin);
+        ASSERT_TRUE(DecompressInto(plan.part, bytes, absl::MakeSpan(rows)).ok());
+        for (const auto& piece : plan.pieces) {
+          // Every piece lies in the box a region decoder is told it wants.
+          for (size_t d = 0; d < shape.size(); ++d) {
+            const uint64_t end = piece.rows.start[d] + (piece.rows.count[d] - 1) * piece.rows.step[d];
+            EXPECT_GE(piece.rows.start[d], box.start[d]);
+            EXPECT_LE(end, box.start[d] + (box.count[d] - 1) * box.step[d]);
+          }
           const std::vector<uint8_t> p = SliceOf(rows, part.shape, piece.rows, sizeof(T));
           ASSERT_LE(piece.out_element * sizeof(T) + p.size(), got.size());
           std::copy(p.begin(), p.end(), got.begin() + piece.out_element * sizeof(T));
         }
       }
+      EXPECT_EQ(frames_seen, met);
       EXPECT_EQ(got, want);
     }
     // The same region written as text parses back to itself.

@@ -1,9 +1,11 @@
-// Regions on the GPU (gpu_codec.h's GatherRegion over codec/region_plan.h's
-// whole frames): every region equals the CPU codec's DecompressRegion and the
+// Regions on the GPU (gpu/region_reader.h: codec/region_plan.h's frames in
+// groups, only the interpolation tiles a region meets, GatherRegion): every
+// region equals the CPU codec's DecompressRegion and the
 // test's own slice of a full decode, byte for byte, for every predictor and
 // lossless stage, fills and specials, float32 and float64, 1-D to 4-D, one
 // frame and many; a corrupt frame the region meets is DATA_LOSS, one it
-// does not meet is never read; a malformed region is INVALID_ARGUMENT.
+// does not meet is never read; a malformed region is INVALID_ARGUMENT; one
+// reader serves regions of many archives in turn, also after an error.
 #include <random>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "codec/archive.h"
 #include "codec/region.h"
 #include "gpu/gpu_codec.h"
+#include "gpu/region_reader.h"
 #include "gtest/gtest.h"
 #include "tests/gpu/gpu_test_fields.h"
 #include "tests/region_slice.h"
@@ -128,6 +131,62 @@ TEST(GpuRegion, ReadsOnlyTheFramesItMeets) {
   auto meets = ParseHyperslab("50:51,:", shape);
   ASSERT_TRUE(meets.ok());
   EXPECT_EQ(DecompressRegionHost(bad, *meets).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(GpuRegion, OneReaderServesRegionsOfManyArchivesInTurn) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    std::vector<uint64_t> shape;
+    DType dtype;
+    Predictor predictor;
+    uint64_t frame_elements;
+  };
+  const std::vector<Case> cases = {
+      {{40, 33, 29}, DType::kFloat32, Predictor::kInterp, 2000},
+      {{7, 9, 20, 24}, DType::kFloat64, Predictor::kInterp, 3000},
+      {{97, 130}, DType::kFloat32, Predictor::kLorenzo, 1000},
+      {{300, 200}, DType::kFloat32, Predictor::kInterp, uint64_t{1} << 24}};
+  std::vector<std::vector<uint8_t>> archives;
+  std::vector<ArchiveInfo> infos;
+  std::vector<DecompressedArray> fulls;
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const ArraySpec spec{cases[c].dtype, cases[c].shape};
+    CompressOptions o;
+    o.mode = BoundMode::kRel;
+    o.bound = 1e-4;
+    o.predictor = cases[c].predictor;
+    o.frame_elements = cases[c].frame_elements;
+    auto archive = Compress(
+        spec, testing_fields::MakeAnyField(spec.dtype, spec.num_elements(), 7 + c, true, {}), o);
+    ASSERT_TRUE(archive.ok()) << archive.status();
+    auto info = ReadArchiveInfo(*archive);
+    ASSERT_TRUE(info.ok()) << info.status();
+    auto full = Decompress(*archive);
+    ASSERT_TRUE(full.ok()) << full.status();
+    archives.push_back(*std::move(archive));
+    infos.push_back(*std::move(info));
+    fulls.push_back(*std::move(full));
+  }
+  RegionReader reader(3);
+  std::mt19937_64 rng(5);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const size_t elem = DTypeSize(cases[c].dtype);
+      for (const Hyperslab& r : RegionsOf(cases[c].shape, rng)) {
+        SCOPED_TRACE(absl::StrCat("case ", c, " ", r.ToString()));
+        std::vector<uint8_t> got(r.NumElements() * elem, 0xEE);
+        ASSERT_TRUE(reader.Read(infos[c], archives[c], r, got.data()).ok());
+        EXPECT_EQ(got, SliceOf(fulls[c].data, cases[c].shape, r, elem));
+      }
+      // A damaged frame the whole array meets, then the next read is whole.
+      std::vector<uint8_t> bad = archives[c];
+      const auto& last = infos[c].frames.back();
+      bad[last.offset + last.size - 9] ^= 0x10;
+      const Hyperslab all = WholeArray(cases[c].shape);
+      std::vector<uint8_t> sink(all.NumElements() * elem);
+      EXPECT_EQ(reader.Read(infos[c], bad, all, sink.data()).code(), absl::StatusCode::kDataLoss);
+    }
+  }
 }
 
 TEST(GpuRegion, MalformedRegionsAreInvalidArguments) {

@@ -751,8 +751,26 @@ Encoded EmulateEncode(const Frame& f, uint32_t lanes) {
 
 // The decoder without a fill mask: straight from symbol order, as the GPU
 // decodes such frames.
+// Runs fn(exec, t) for every tile of `span` (every tile when null).
+void RunSpan(uint32_t lanes, const Geometry& g, const interp::TileSpan* span,
+             const std::function<void(HostExec&, uint64_t)>& fn) {
+  const interp::TileSpan s = span != nullptr ? *span : interp::AllTiles(g);
+  RunTiles(lanes, s.total,
+           [&](HostExec& ex, uint64_t i) { fn(ex, s.Tile(g, static_cast<uint32_t>(i))); });
+}
+
+// Working values before the tiles write theirs: all bits set (a NaN no tile
+// writes), so that a test sees which elements a span of tiles left alone.
 template <typename T>
-Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint32_t lanes) {
+std::vector<T> Unwritten(uint64_t n) {
+  std::vector<T> w(n);
+  std::memset(w.data(), 0xFF, n * sizeof(T));
+  return w;
+}
+
+template <typename T>
+Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint32_t lanes,
+                             const interp::TileSpan* span) {
   const Geometry& g = ht.g;
   const uint64_t tiles = g.num_tiles;
   Decoded out;
@@ -773,11 +791,11 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
     for (uint64_t t = 0; t < tiles; ++t) interp::AnchorPrefix(g, d, t, q.data());
   }
   for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
-  std::vector<T> w(g.n);
+  std::vector<T> w = Unwritten<T>(g.n);
   std::vector<T> box(g.box_volume);
   interp::Neighbors nb;
   const interp::DirectSmem<T> sm{box.data(), &nb};
-  RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
+  RunSpan(lanes, g, span, [&](HostExec& ex, uint64_t t) {
     interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
                                 args, anchor_w.data(), w.data(), sm);
   });
@@ -788,14 +806,15 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
 }
 
 template <typename T>
-Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
+Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes,
+                       const interp::TileSpan* span) {
   const uint8_t* fill = f.fill();
   const HostTables ht = MakeTables(f.p, fill, lanes);
   const Geometry& g = ht.g;
   const uint64_t tiles = g.num_tiles;
   Decoded out;
   if (ht.tile_start.empty()) return out;
-  if (fill == nullptr) return EmulateDecodeDirectT<T>(ht, e, lanes);
+  if (fill == nullptr) return EmulateDecodeDirectT<T>(ht, e, lanes, span);
   std::vector<uint16_t> sym_elem(g.n, 0);
   uint32_t error = 0, zeros = 0;
   const interp::ScatterArgs args{e.symbols.data(), e.symbols.size(), fill,  ht.tile_start.data(),
@@ -824,9 +843,9 @@ Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
     for (uint64_t t = 0; t < tiles; ++t) interp::AnchorPrefix(g, d, t, q.data());
   }
   for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
-  std::vector<T> w(g.n);
+  std::vector<T> w = Unwritten<T>(g.n);
   std::vector<T> box(g.box_volume);
-  RunTiles(lanes, tiles, [&](HostExec& ex, uint64_t t) {
+  RunSpan(lanes, g, span, [&](HostExec& ex, uint64_t t) {
     interp::DecodeTile<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
                           sym_elem.data(), anchor_w.data(), w.data(), box.data());
   });
@@ -836,9 +855,11 @@ Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
   return out;
 }
 
-Decoded EmulateDecode(const Frame& f, const InterpEncoded& e, uint32_t lanes) {
-  return f.p.dtype == DType::kFloat32 ? EmulateDecodeT<float>(f, e, lanes)
-                                      : EmulateDecodeT<double>(f, e, lanes);
+// `span`: only its tiles decode (null: every tile).
+Decoded EmulateDecode(const Frame& f, const InterpEncoded& e, uint32_t lanes,
+                      const interp::TileSpan* span = nullptr) {
+  return f.p.dtype == DType::kFloat32 ? EmulateDecodeT<float>(f, e, lanes, span)
+                                      : EmulateDecodeT<double>(f, e, lanes, span);
 }
 
 // ---------------------------------------------------------------------------
@@ -1024,6 +1045,60 @@ void ExpectEmulationMatchesCpu(uint32_t lanes) {
 }
 
 TEST(InterpEmulation, OneThreadPerTileMatchesCpu) { ExpectEmulationMatchesCpu(1); }
+
+// A region's tiles (TilesMeeting) give the full decode's values on every
+// element of the region's box, and leave the elements of tiles beyond it
+// alone.
+TEST(InterpEmulation, TheTilesARegionMeetsGiveItsValues) {
+  std::mt19937_64 rng(23);
+  ForEachFrame([&](const Frame& f) {
+    const InterpEncoded want = CpuEncode(f);
+    const std::vector<uint8_t> values = CpuDecode(f, want);
+    const HostTables ht = MakeTables(f.p, f.fill(), 1);
+    const Geometry& g = ht.g;
+    if (ht.tile_start.empty()) {
+      ADD_FAILURE() << f.label << ": no tables";
+      return false;
+    }
+    // A random box, right-aligned into the 4-D frame.
+    const int pad = interp::kIDims - static_cast<int>(f.p.shape.size());
+    uint64_t lo[interp::kIDims], hi[interp::kIDims];
+    for (int d = 0; d < interp::kIDims; ++d) {
+      const uint64_t extent = g.dims[d];
+      lo[d] = d < pad ? 0 : rng() % extent;
+      hi[d] = d < pad ? 1 : lo[d] + 1 + rng() % (extent - lo[d]);
+    }
+    const interp::TileSpan span = interp::TilesMeeting(g, lo, hi);
+    const Decoded got = EmulateDecode(f, want, 1, &span);
+    EXPECT_EQ(got.error, 0u) << f.label;
+    const size_t elem = DTypeSize(f.p.dtype);
+    // The box's elements from the span's decode, the rest from the CPU's.
+    std::vector<uint8_t> merged = values;
+    uint64_t in_box = 0, in_span = 0, left_alone = 0;
+    for (uint64_t i = 0; i < g.n; ++i) {
+      bool inside = true, spanned = true;
+      for (int d = 0; d < interp::kIDims; ++d) {
+        const uint64_t c = i / g.stride[d] % g.dims[d];
+        inside &= c >= lo[d] && c < hi[d];
+        bool interpolated = false;
+        for (uint32_t e = 0; e < g.k; ++e) interpolated |= g.idim[e] == static_cast<uint32_t>(d);
+        const uint64_t tile = interpolated ? c / g.E : c;
+        spanned &= tile >= span.lo[d] && tile < span.lo[d] + span.count[d];
+      }
+      const uint8_t* at = got.bytes.data() + i * elem;
+      if (inside) {
+        std::memcpy(merged.data() + i * elem, at, elem);
+        ++in_box;
+      }
+      in_span += spanned;
+      left_alone += std::all_of(at, at + elem, [](uint8_t b) { return b == 0xFF; });
+    }
+    EXPECT_GT(in_box, 0u);
+    // Exactly the span's tiles were written.
+    EXPECT_EQ(left_alone, g.n - in_span) << f.label;
+    return ExpectSameValues(f, values, merged, "region tiles") && got.error == 0;
+  });
+}
 
 TEST(InterpEmulation, SeveralThreadsPerTileMatchCpu) { ExpectEmulationMatchesCpu(3); }
 
