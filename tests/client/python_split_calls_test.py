@@ -10,7 +10,9 @@ dtypes, 1 to 4 dimensions, with and without a fill value, over several part
 counts; a split Decompress gives the one-call array, written into the
 caller's out; the server's log shows one call per part, each from a
 connection of its own; regions, remote paths and header-only requests stay
-one call; a failing part raises what one call raises. Against a fake server
+one call; a failing part raises what one call raises; one call with a
+relative bound sends the array's range, so the server streams it within a
+request limit it would otherwise exceed. Against a fake server
 in this process: a failing part cancels the parts still running.
 """
 
@@ -237,6 +239,21 @@ class SplitCallsTest(unittest.TestCase):
         with ebzip.Client(limited.address, streams=3) as c:
             self.assertEqual(c.compress(x, abs=1e-3, frame_elements=64 * 1000),
                              ebzip.compress(x, abs=1e-3, frame_elements=64 * 1000))
+
+    def test_one_call_with_a_relative_bound_streams_past_the_request_limit(self):
+        # 4 MB in 64 frames: over a 1 MB request limit were the server to
+        # hold the array for its range, within it frame by frame.
+        x = field((64 * 16, 1000), np.float32, 11)
+        limited = pct.Server('--drain_seconds', '1', '--max_request_bytes', '1000000')
+        self.addCleanup(limited.stop)
+        options = dict(rel=1e-4, frame_elements=16 * 1000)
+        with ebzip.Client(limited.address, streams=1) as c:
+            self.assertEqual(c.compress(x, **options), ebzip.compress(x, **options))
+            # Without the in-process codec no range goes: the server must
+            # hold the array, and its limit refuses it.
+            with mock.patch.object(ebzip_client, '_ebzip', None):
+                with self.assertRaises(ebzip.ResourceExhausted):
+                    c.compress(x, **options)
 
     def test_bad_streams(self):
         for bad in (-1, ebzip_client.MAX_STREAMS + 1):

@@ -655,6 +655,29 @@ def _plan(header: 'ebzip_pb2.CompressHeader',
         block=list(o.block), metadata=header.metadata, value_range=value_range)
 
 
+def _send_range(a: np.ndarray, header: 'ebzip_pb2.CompressHeader') -> None:
+    """Puts a's range in header for a relative bound over several frames.
+
+    The server then compresses the array frame by frame as its bytes
+    arrive (within its --stream_frames) instead of holding all of it to
+    find the range first, which --max_request_bytes may refuse; the archive
+    is the same, quantized against the same range. Nothing without the
+    in-process codec, for one frame, or for options it refuses (the
+    server's to refuse then).
+    """
+    if _ebzip is None or header.error_bound.mode != ebzip_pb2.REL:
+        return
+    try:
+        if _plan(header).frame_count < 2:
+            return
+    except (ValueError, TypeError, _ebzip.StatusError):
+        return
+    o = header.options
+    r = o.value_range
+    r.any, r.min, r.max = _ebzip.value_range(
+        a, fill_value=o.fill_value if o.HasField('fill_value') else None)
+
+
 def _codec_error(e: Exception) -> Error:
     """_ebzip.StatusError(code name, message) as the Error of that code."""
     code_name, message = e.args
@@ -989,6 +1012,7 @@ class Client:
         if split is not None:
             archive, summary = split
         else:
+            _send_range(a, header)
             archive, summary = self._with_retries(
                 lambda timeout: self._compress(header, [view], timeout))
         if header.error_bound.mode == ebzip_pb2.REL:
