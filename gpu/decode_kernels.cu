@@ -571,9 +571,10 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
                                     const uint32_t* chunk_bits, const uint64_t* word_prefix,
                                     uint16_t* symbols, uint64_t* zero_symbols,
                                     DeviceStatus* status) {
-  const uint64_t chunk = chunks.begin + uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
+  const uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x;
   // An index that failed its checks may point outside the bitstream.
-  if (chunk >= chunks.end || status->error != kNoError) return;
+  if (i >= chunks.end - chunks.begin || status->error != kNoError) return;
+  const uint64_t chunk = chunks.At(i);
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Table table(tables, *v.seg, v.s);
   const RunCode runs = RunCodeOf<kRuns>(*v.seg);
@@ -621,17 +622,18 @@ __global__ void __launch_bounds__(kThreads)
   constexpr unsigned kAll = 0xFFFFFFFFu;
   // A block's chunks nearly always share a segment: its table is staged once
   // and warps of another segment's chunks read theirs in place.
-  const uint64_t first_chunk = chunks.begin + uint64_t{blockIdx.x} * kChunksPerBlock;
-  const uint32_t s0 = SegmentOfChunk(segments, num_segments, first_chunk);
+  const uint64_t first = uint64_t{blockIdx.x} * kChunksPerBlock;  // within the range
+  const uint32_t s0 = SegmentOfChunk(segments, num_segments, chunks.At(first));
   Table staged(tables, segments[s0], s0);
   staged.Stage(shared_lookup, shared_lengths);
   __syncthreads();
 
-  const uint64_t chunk = first_chunk + threadIdx.x / 32;
+  const uint64_t i = first + threadIdx.x / 32;
   const uint32_t lane = threadIdx.x % 32;
   // See ChunkParallelKernel; one read per warp, so the whole warp agrees.
   const bool failed = __shfl_sync(kAll, lane == 0 && status->error != kNoError, 0);
-  if (chunk >= chunks.end || failed) return;
+  if (i >= chunks.end - chunks.begin || failed) return;
+  const uint64_t chunk = chunks.At(i);
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
   const Table table = v.s == s0 ? staged : Table(tables, seg, v.s);
@@ -717,7 +719,7 @@ using decode_steps::kNoEnd;  // a run that met an invalid codeword
 
 template <bool kSelfSync, bool kRuns>
 __global__ void __launch_bounds__(kDecodeThreads)
-    BlockDecodeKernel(const Segment* segments, uint32_t num_segments, uint64_t first_chunk,
+    BlockDecodeKernel(const Segment* segments, uint32_t num_segments, ChunkRange chunks,
                       const Item* items, DecodeTables tables, const uint32_t* chunk_bits,
                       const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                       uint64_t* zero_symbols, DeviceStatus* status) {
@@ -740,7 +742,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __syncthreads();
   if (skip) return;
 
-  const uint64_t chunk = first_chunk + blockIdx.x;
+  const uint64_t chunk = chunks.At(blockIdx.x);
   const ChunkView v(segments, num_segments, items, chunk, chunk_bits, word_prefix, symbols);
   const Segment& seg = *v.seg;
   Table table(tables, seg, v.s);
@@ -975,7 +977,7 @@ cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<count, kDecodeThreads, smem, stream>>>(segments, num_segments, chunks.begin, items,
+  kernel<<<count, kDecodeThreads, smem, stream>>>(segments, num_segments, chunks, items,
                                                   tables, chunk_bits, word_prefix, gap_prefix,
                                                   symbols, zero_symbols, status);
   return cudaGetLastError();

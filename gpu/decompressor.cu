@@ -44,6 +44,10 @@ struct InterpFrame {
   InterpPlan plan;
   int mask = -1;  // its MaskFrame, if it has one
   interp::TileSpan tiles;  // the tiles its task wants
+  // Plan::chunk_list [list_begin, + list_count): the chunks a partial
+  // frame decodes (Segment::partial); none: every chunk.
+  uint64_t list_begin = 0;
+  uint64_t list_count = 0;
 };
 
 struct Plan {
@@ -61,6 +65,7 @@ struct Plan {
   std::vector<MaskFrame> masks;
   size_t mask_workspace = 0;  // the largest mask's: they decode one after another
   std::vector<InterpFrame> interp;
+  std::vector<uint64_t> chunk_list;  // batch chunk indices
 };
 
 // The interpolation decoder's plan for a frame, from the parameters the CPU
@@ -107,6 +112,58 @@ interp::TileSpan WantedTiles(const interp::Geometry& g, const ArchiveInfo& info,
     hi[pad + i] = end;
   }
   return interp::TilesMeeting(g, lo, hi);
+}
+
+// The chunks a frame without a fill mask needs for `tiles`, as the CPU
+// chooses its symbols (codec/region_frame.cc): those of the tiles and of the
+// next ones along each interpolated dimension (whose lower faces are the
+// tiles' far faces), and the anchor (a tile's first symbol) of every tile
+// from the start of the anchor blocks they lie in (§15.5.1: an anchor is the
+// sum of its block's residuals up to it). The GPU decodes chunks whole, not
+// their prefixes as the CPU does: a thread decoding one chunk's prefix alone
+// measured slower than the parallel decoders on the whole frame. Appended
+// to `out`; false (nothing appended) where they are over half the frame's
+// chunks, when decoding all of them costs about as much.
+bool AppendRegionChunks(const interp::Geometry& g, const interp::TileSpan& tiles,
+                        const Segment& seg, std::vector<uint64_t>* out) {
+  uint64_t lo[interp::kIDims], hi[interp::kIDims], first[interp::kIDims];
+  uint64_t anchors = 1;
+  for (int d = 0; d < interp::kIDims; ++d) {
+    lo[d] = tiles.lo[d];
+    hi[d] = lo[d] + tiles.count[d];
+    if (interp::IsInterpolated(g, d) && hi[d] < g.tiles[d]) ++hi[d];
+    first[d] = lo[d] / g.ablock[d] * g.ablock[d];
+    anchors *= hi[d] - first[d];
+  }
+  if (tiles.total == 0 || 2 * anchors > g.num_tiles) return false;
+  const uint64_t cs = seg.chunk_symbols;
+  std::vector<bool> need(seg.num_chunks, false);
+  auto want = [&](uint64_t begin, uint64_t end) {
+    for (uint64_t c = begin / cs; c < need.size() && c * cs < end; ++c) need[c] = true;
+  };
+  uint64_t k[interp::kIDims];
+  for (k[0] = first[0]; k[0] < hi[0]; ++k[0]) {
+    for (k[1] = first[1]; k[1] < hi[1]; ++k[1]) {
+      for (k[2] = first[2]; k[2] < hi[2]; ++k[2]) {
+        for (k[3] = first[3]; k[3] < hi[3]; ++k[3]) {
+          uint64_t t = 0;
+          bool whole = true;  // a tile whose symbols are read, not only its anchor
+          for (int d = 0; d < interp::kIDims; ++d) {
+            t += k[d] * g.astride[d];
+            whole &= k[d] >= lo[d];
+          }
+          const uint64_t at = interp::TileStartWithoutFill(g, t);
+          want(at, whole ? interp::TileStartWithoutFill(g, t + 1) : at + 1);
+        }
+      }
+    }
+  }
+  const uint64_t count = std::count(need.begin(), need.end(), true);
+  if (2 * count > need.size()) return false;
+  for (uint64_t c = 0; c < need.size(); ++c) {
+    if (need[c]) out->push_back(seg.chunk_base + c);
+  }
+  return true;
 }
 
 absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKind kind) {
@@ -186,7 +243,16 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
         absl::StatusOr<InterpPlan> ip = PlanInterpFrame(h);
         if (!ip.ok()) return ip.status();
         const interp::TileSpan tiles = WantedTiles(ip->geo, info, f, tasks[i].wanted);
-        plan.interp.push_back({index, *std::move(ip), mask, tiles});
+        InterpFrame frame{index, *std::move(ip), mask, tiles};
+        // Part of a frame without a fill mask: only the chunks its tiles
+        // need (with a mask their positions are the device's to count).
+        frame.list_begin = plan.chunk_list.size();
+        if (!frame.tiles.whole && !frame.plan.has_fill &&
+            AppendRegionChunks(frame.plan.geo, frame.tiles, seg, &plan.chunk_list)) {
+          seg.partial = 1;
+          frame.list_count = plan.chunk_list.size() - frame.list_begin;
+        }
+        plan.interp.push_back(std::move(frame));
       }
       for (int k = 0; k < kSections; ++k) {
         CrcJob job{};
@@ -252,6 +318,8 @@ struct Buffers {
   int32_t* outlier_residual;
   uint32_t* interp_errors;      // per segment: interp::DecodeError bits
   std::vector<void*> interp_scratch;  // per InterpFrame
+  uint64_t* chunk_list;               // Plan::chunk_list
+  uint64_t* host_chunk_list;
 };
 
 // The status lives at the start of both workspaces, so FinishDecompress
@@ -296,12 +364,16 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   for (const InterpFrame& f : plan.interp) {
     b.interp_scratch.push_back(d.Take<uint8_t>(f.plan.decode_scratch));
   }
+  // Room for any region's lists, so that the size does not depend on
+  // DecompressTask::wanted.
+  b.chunk_list = d.Take<uint64_t>(plan.interp.empty() ? 0 : plan.totals.chunks);
   WorkspaceCarver h(host);
   h.Take<DeviceStatus>(1);
   b.host_segments = h.Take<Segment>(S);
   b.host_items = h.Take<Item>(plan.items.size());
   b.host_crc_jobs = h.Take<CrcJob>(plan.crc_jobs.size());
   b.host_piece_prefix = h.Take<uint64_t>(plan.piece_prefix.size());
+  b.host_chunk_list = h.Take<uint64_t>(plan.interp.empty() ? 0 : plan.totals.chunks);
   if (size) *size = {d.size(), h.size()};
   return b;
 }
@@ -482,7 +554,16 @@ absl::Status DecodeValues(const Plan& plan, const Buffers& b, cudaStream_t st,
     in.num_outliers = seg.outlier_count;
     in.fill_mask = f.mask >= 0 ? b.masks[f.mask] : nullptr;
     in.tiles = &f.tiles;
-    launched.Update(CudaStatus(decode(ChunksOf(plan, f.segment, f.segment), side[k]), "decode"));
+    if (f.list_count > 0) {
+      launched.Update(CudaStatus(
+          LaunchPrepareRegionSymbols(f.plan.geo, b.symbols + seg.symbol_base, seg.positions,
+                                     in.outlier_index, seg.outlier_count, side[k]),
+          "LaunchPrepareRegionSymbols"));
+      ChunkRange listed{0, f.list_count, plan.totals.chunks, b.chunk_list + f.list_begin};
+      if (launched.ok()) launched.Update(CudaStatus(decode(listed, side[k]), "decode"));
+    } else {
+      launched.Update(CudaStatus(decode(ChunksOf(plan, f.segment, f.segment), side[k]), "decode"));
+    }
     if (!launched.ok()) break;
     launched.Update(LaunchInterpDecode(f.plan, in, seg.output, b.interp_scratch[k],
                                        b.interp_errors + f.segment, side[k]));
@@ -578,6 +659,12 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
                                        cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.piece_prefix, b.host_piece_prefix,
                                        plan.piece_prefix.size() * 8, cudaMemcpyHostToDevice, st));
+  if (!plan.chunk_list.empty()) {
+    const size_t bytes = plan.chunk_list.size() * sizeof(uint64_t);
+    std::memcpy(b.host_chunk_list, plan.chunk_list.data(), bytes);
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(b.chunk_list, b.host_chunk_list, bytes, cudaMemcpyHostToDevice, st));
+  }
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.status, 0, sizeof(DeviceStatus), st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.zero_symbols, 0, S * sizeof(uint64_t), st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.job_crcs, 0, jobs * sizeof(uint32_t), st));

@@ -40,6 +40,34 @@ __global__ void ReportInterpErrorsKernel(const uint32_t* errors, uint32_t num_se
   if (s < num_segments && errors[s] != 0) ReportError(status, kErrInterp, s, errors[s]);
 }
 
+__global__ void FillSymbolsKernel(uint16_t* symbols, uint64_t positions, uint16_t value) {
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < positions;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    symbols[i] = value;
+  }
+}
+
+__global__ void OutlierAnchorsKernel(interp::Geometry g, uint16_t* symbols, uint64_t positions,
+                                     const uint32_t* index, uint64_t count) {
+  for (uint64_t j = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; j < count;
+       j += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t i = index[j];
+    if (i >= g.n) continue;
+    uint64_t t = 0;
+    bool anchor = true;
+    for (int d = 0; d < interp::kIDims; ++d) {
+      uint64_t x = i / g.stride[d] % g.dims[d];
+      if (interp::IsInterpolated(g, d)) {
+        anchor &= x % g.E == 0;
+        x /= g.E;
+      }
+      t = t * g.tiles[d] + x;
+    }
+    const uint64_t at = interp::TileStartWithoutFill(g, t);
+    if (anchor && at < positions) symbols[at] = 0;
+  }
+}
+
 // Eight mask bytes to a thread, in one load where all eight are there (the
 // mask is 8-byte aligned): fill comes in long runs, and most words have none.
 template <typename T>
@@ -70,6 +98,18 @@ cudaError_t LaunchReportInterpErrors(const uint32_t* errors, uint32_t num_segmen
                                      DeviceStatus* status, cudaStream_t stream) {
   ReportInterpErrorsKernel<<<Blocks(num_segments), kThreads, 0, stream>>>(errors, num_segments,
                                                                           status);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchPrepareRegionSymbols(const interp::Geometry& g, uint16_t* symbols,
+                                       uint64_t positions, const uint32_t* outlier_index,
+                                       uint64_t num_outliers, cudaStream_t stream) {
+  FillSymbolsKernel<<<Blocks(positions), kThreads, 0, stream>>>(
+      symbols, positions, static_cast<uint16_t>(g.radius));
+  if (num_outliers > 0) {
+    OutlierAnchorsKernel<<<Blocks(num_outliers), kThreads, 0, stream>>>(
+        g, symbols, positions, outlier_index, num_outliers);
+  }
   return cudaGetLastError();
 }
 

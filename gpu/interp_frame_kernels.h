@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "gpu/interp_tile.h"
 #include "gpu/segment.h"
 
 namespace ebzip::gpu {
@@ -29,6 +30,17 @@ cudaError_t LaunchUnpackInterpOutliers(const Segment* segments, uint32_t num_seg
 // DeviceStatus::section.
 cudaError_t LaunchReportInterpErrors(const uint32_t* errors, uint32_t num_segments,
                                      DeviceStatus* status, cudaStream_t stream);
+
+// A region's frame (no fill mask) before the chunks it needs decode (a
+// ChunkRange with a list): every one of its `positions` symbols set to the
+// zero residual, then the anchor of each outlier to symbol 0, which an
+// outlier's anchor has (§15.5.1). The positions no chunk decoded then read
+// as consistent residuals of 0, so the interpolation decoder's checks, run
+// over every anchor, find only what the decoded symbols hold. Outliers that
+// are not anchors of the frame are left to those checks.
+cudaError_t LaunchPrepareRegionSymbols(const interp::Geometry& g, uint16_t* symbols,
+                                       uint64_t positions, const uint32_t* outlier_index,
+                                       uint64_t num_outliers, cudaStream_t stream);
 
 // output[i] = T(fill_value) wherever mask[i] != 0, i < n (a fill mask's
 // elements, §15.7 step 4). `mask` is 8-byte aligned.

@@ -197,17 +197,24 @@ inline bool DecodesByWarps(GpuDecoder decoder, uint64_t num_chunks) {
 // picks the decoder's form, so a batch decodes the same way in one launch
 // or in several (the decompressor launches each interpolation frame's
 // chunks apart, on that frame's stream).
+// With `list` (device memory), the range's i-th chunk is list[i] instead of
+// begin + i: a region's chunks of one frame (gpu/decompressor.cu).
 struct ChunkRange {
   uint64_t begin;
   uint64_t end;
   uint64_t batch_chunks;
+  const uint64_t* list = nullptr;
   static ChunkRange All(uint64_t chunks) { return {0, chunks, chunks}; }
+#ifdef __CUDACC__
+  __device__ uint64_t At(uint64_t i) const { return list != nullptr ? list[i] : begin + i; }
+#endif
 };
 cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,
                          ChunkRange chunks, uint32_t max_chunk_symbols, const Item* items,
                          DecodeTables tables, const uint32_t* chunk_bits,
                          const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                          uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream);
+
 
 // --- reconstruct_kernels.cu: outliers, inverse Lorenzo, fill and verbatim.
 // Lorenzo frames' outliers into `deltas`, each checked against its symbol.

@@ -94,6 +94,10 @@ struct Segment {
   uint32_t order;        // interpolation: 1 or 3
   // Symbol positions S (§15.3): chunks cover these. n unless fill_coding = 1.
   uint64_t positions;
+  // 1: only some of its chunks are decoded (a region's frame,
+  // gpu/decompressor.cu), so its zero symbols are not counted: the
+  // interpolation decoder checks its outliers.
+  uint32_t partial;
 };
 
 // Per array.

@@ -145,7 +145,11 @@ TEST(GpuRegion, OneReaderServesRegionsOfManyArchivesInTurn) {
       {{40, 33, 29}, DType::kFloat32, Predictor::kInterp, 2000},
       {{7, 9, 20, 24}, DType::kFloat64, Predictor::kInterp, 3000},
       {{97, 130}, DType::kFloat32, Predictor::kLorenzo, 1000},
-      {{300, 200}, DType::kFloat32, Predictor::kInterp, uint64_t{1} << 24}};
+      {{300, 200}, DType::kFloat32, Predictor::kInterp, uint64_t{1} << 24},
+      // Frames of many tiles: 16 x 16 tiles of 64 x 64, and 2 x 16 x 16 of
+      // 1 x 64 x 64 in each of four frames.
+      {{1024, 1024}, DType::kFloat32, Predictor::kInterp, uint64_t{1} << 24},
+      {{8, 1024, 1024}, DType::kFloat64, Predictor::kInterp, 2 * 1024 * 1024}};
   std::vector<std::vector<uint8_t>> archives;
   std::vector<ArchiveInfo> infos;
   std::vector<DecompressedArray> fulls;
@@ -172,7 +176,19 @@ TEST(GpuRegion, OneReaderServesRegionsOfManyArchivesInTurn) {
   for (int round = 0; round < 3; ++round) {
     for (size_t c = 0; c < cases.size(); ++c) {
       const size_t elem = DTypeSize(cases[c].dtype);
-      for (const Hyperslab& r : RegionsOf(cases[c].shape, rng)) {
+      std::vector<Hyperslab> regions = RegionsOf(cases[c].shape, rng);
+      // Small boxes away from the first tiles: a frame of many tiles then
+      // decodes only the chunk prefixes they need.
+      for (int b = 0; b < 4; ++b) {
+        Hyperslab box = WholeArray(cases[c].shape);
+        for (size_t d = 0; d < box.start.size(); ++d) {
+          const uint64_t extent = cases[c].shape[d];
+          box.count[d] = std::max<uint64_t>(1, extent / (8 + rng() % 8));
+          box.start[d] = extent / 2 + rng() % (extent - box.count[d] - extent / 2 + 1);
+        }
+        regions.push_back(box);
+      }
+      for (const Hyperslab& r : regions) {
         SCOPED_TRACE(absl::StrCat("case ", c, " ", r.ToString()));
         std::vector<uint8_t> got(r.NumElements() * elem, 0xEE);
         ASSERT_TRUE(reader.Read(infos[c], archives[c], r, got.data()).ok());
