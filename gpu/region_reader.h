@@ -25,10 +25,10 @@ namespace ebzip::gpu {
 class RegionReader {
  public:
   // `max_groups`: how many groups a region's frames are cut into at most.
-  // On the H100 a 3-D box meeting 15 frames of 64 MiB took 7.6 ms in one
-  // group, 7.4 in 2, 6.9 in 3, 6.6 in 4, 6.3 in 6 and 8.3 in 8
-  // (bench/RESULTS.md): past 6, each group's own launches cost more than the
-  // overlap gains.
+  // On the H100 a 3-D box meeting 15 frames of 64 MiB took 6.4 ms in one
+  // group, 5.7 in 2 or 3, 5.6 in 4 and 5.3 in 6; before chunk lists 8
+  // groups were slower than 4 (bench/RESULTS.md): each group's own planning
+  // and launches then cost more than the overlap gains.
   static constexpr size_t kDefaultGroups = 6;
   explicit RegionReader(size_t max_groups = kDefaultGroups,
                         DecoderKind decoder = DecoderKind::kAuto);
