@@ -32,11 +32,11 @@ struct RegionVariant {
   size_t groups;
 };
 inline constexpr std::array<RegionVariant, 6> kRegionVariants = {{{"page-locked", true, 6},
-                                                                 {"pageable", false, 6},
-                                                                 {"one group", true, 1},
-                                                                 {"2 groups", true, 2},
-                                                                 {"3 groups", true, 3},
-                                                                 {"4 groups", true, 4}}};
+                                                                  {"pageable", false, 6},
+                                                                  {"one group", true, 1},
+                                                                  {"2 groups", true, 2},
+                                                                  {"3 groups", true, 3},
+                                                                  {"4 groups", true, 4}}};
 
 // Times the full decode of `archive` and each region of `regions`, checking
 // each region's bytes against `expected` (the CPU codec's).

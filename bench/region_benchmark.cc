@@ -126,9 +126,10 @@ void Run(const char* name, const std::vector<uint64_t>& shape) {
     std::printf("  GPU: %s\n", g.error.c_str());
     return;
   }
-  std::printf("  GPU %s: archive in host memory to values in host memory; regions: the "
-              "frames met in groups, each on a stream of its own; only the tiles met rebuilt\n",
-              g.device.c_str());
+  std::printf(
+      "  GPU %s: archive in host memory to values in host memory; regions: the "
+      "frames met in groups, each on a stream of its own; only the tiles met rebuilt\n",
+      g.device.c_str());
   for (int pinned = 1; pinned >= 0; --pinned) {
     const double gpu_full = g.full[pinned ? 0 : 1];
     std::printf("  GPU full decode (%-11s)         %8.4f s  %7.2f GB/s\n",

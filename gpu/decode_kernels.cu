@@ -977,9 +977,9 @@ cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t
       e != cudaSuccess) {
     return e;
   }
-  kernel<<<count, kDecodeThreads, smem, stream>>>(segments, num_segments, chunks, items,
-                                                  tables, chunk_bits, word_prefix, gap_prefix,
-                                                  symbols, zero_symbols, status);
+  kernel<<<count, kDecodeThreads, smem, stream>>>(segments, num_segments, chunks, items, tables,
+                                                  chunk_bits, word_prefix, gap_prefix, symbols,
+                                                  zero_symbols, status);
   return cudaGetLastError();
 }
 

@@ -104,8 +104,8 @@ cudaError_t LaunchReportInterpErrors(const uint32_t* errors, uint32_t num_segmen
 cudaError_t LaunchPrepareRegionSymbols(const interp::Geometry& g, uint16_t* symbols,
                                        uint64_t positions, const uint32_t* outlier_index,
                                        uint64_t num_outliers, cudaStream_t stream) {
-  FillSymbolsKernel<<<Blocks(positions), kThreads, 0, stream>>>(
-      symbols, positions, static_cast<uint16_t>(g.radius));
+  FillSymbolsKernel<<<Blocks(positions), kThreads, 0, stream>>>(symbols, positions,
+                                                                static_cast<uint16_t>(g.radius));
   if (num_outliers > 0) {
     OutlierAnchorsKernel<<<Blocks(num_outliers), kThreads, 0, stream>>>(
         g, symbols, positions, outlier_index, num_outliers);

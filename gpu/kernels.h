@@ -215,7 +215,6 @@ cudaError_t LaunchDecode(GpuDecoder decoder, const Segment* segments, uint32_t n
                          const uint64_t* word_prefix, const uint64_t* gap_prefix, uint16_t* symbols,
                          uint64_t* zero_symbols, DeviceStatus* status, cudaStream_t stream);
 
-
 // --- reconstruct_kernels.cu: outliers, inverse Lorenzo, fill and verbatim.
 // Lorenzo frames' outliers into `deltas`, each checked against its symbol.
 cudaError_t LaunchScatterOutliers(const Segment* segments, uint32_t num_segments,

@@ -48,8 +48,7 @@ absl::Status RegionReader::Sync() {
 
 absl::Status RegionReader::Read(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
                                 const Hyperslab& region, void* out) {
-  absl::StatusOr<std::vector<WholeFramesPlan>> plans =
-      PlanFrameGroups(info, region, max_groups_);
+  absl::StatusOr<std::vector<WholeFramesPlan>> plans = PlanFrameGroups(info, region, max_groups_);
   if (!plans.ok()) return plans.status();
   if (plans->empty()) return absl::OkStatus();
   const size_t groups = plans->size();
@@ -96,11 +95,13 @@ absl::Status RegionReader::Read(const ArchiveInfo& info, absl::Span<const uint8_
     uint8_t* bytes = d_archive + (p.bytes_begin - first_byte);
     tasks[g].archive = bytes;
     tasks[g].output = slot.rows.p;
-    status = CudaStatus(cudaMemcpyAsync(bytes, archive.data() + p.bytes_begin,
-                                        p.bytes_end - p.bytes_begin, cudaMemcpyHostToDevice,
-                                        slot.stream),
-                        "region upload");
-    if (status.ok()) status = DecompressBatch({&tasks[g], 1}, decoder_, workspace(slot), slot.stream);
+    status = CudaStatus(
+        cudaMemcpyAsync(bytes, archive.data() + p.bytes_begin, p.bytes_end - p.bytes_begin,
+                        cudaMemcpyHostToDevice, slot.stream),
+        "region upload");
+    if (status.ok()) {
+      status = DecompressBatch({&tasks[g], 1}, decoder_, workspace(slot), slot.stream);
+    }
     if (!status.ok()) break;
     ++launched;
     const ArraySpec rows_spec = p.part.spec();

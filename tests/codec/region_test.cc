@@ -109,13 +109,14 @@ void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t fr
         const ArraySpec part = plan.part.spec();
         const Hyperslab box = PiecesBox(plan.pieces);
         std::vector<uint8_t> rows(part.num_bytes());
-        const auto bytes = absl::MakeConstSpan(*archive).subspan(
-            plan.bytes_begin, plan.bytes_end - plan.bytes_begin);
+        const auto bytes = absl::MakeConstSpan(*archive).subspan(plan.bytes_begin,
+                                                                 plan.bytes_end - plan.bytes_begin);
         ASSERT_TRUE(DecompressInto(plan.part, bytes, absl::MakeSpan(rows)).ok());
         for (const auto& piece : plan.pieces) {
           // Every piece lies in the box a region decoder is told it wants.
           for (size_t d = 0; d < shape.size(); ++d) {
-            const uint64_t end = piece.rows.start[d] + (piece.rows.count[d] - 1) * piece.rows.step[d];
+            const uint64_t end =
+                piece.rows.start[d] + (piece.rows.count[d] - 1) * piece.rows.step[d];
             EXPECT_GE(piece.rows.start[d], box.start[d]);
             EXPECT_LE(end, box.start[d] + (box.count[d] - 1) * box.step[d]);
           }
