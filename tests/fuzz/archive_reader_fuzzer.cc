@@ -94,6 +94,29 @@ void CheckRegion(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archi
   // their byte range alone, then each piece gathered.
   auto plan = ebzip::PlanWholeFrames(info, r);
   if (!plan.ok()) Fail("a region inside the array has no plan", plan.status());
+  // Cut into groups (gpu::RegionReader's way): the same pieces in order,
+  // each inside its group's box.
+  auto groups = ebzip::PlanFrameGroups(info, r, 3);
+  if (!groups.ok()) Fail("a region inside the array has no groups", groups.status());
+  size_t k = 0;
+  for (const ebzip::WholeFramesPlan& g : *groups) {
+    const ebzip::Hyperslab box = ebzip::PiecesBox(g.pieces);
+    for (const auto& piece : g.pieces) {
+      if (k >= plan->pieces.size() || piece.out_element != plan->pieces[k].out_element ||
+          piece.rows.NumElements() != plan->pieces[k].rows.NumElements()) {
+        Fail("a group's piece is not the whole plan's");
+      }
+      ++k;
+      for (size_t d = 0; d < box.start.size(); ++d) {
+        const uint64_t last = piece.rows.start[d] + (piece.rows.count[d] - 1) * piece.rows.step[d];
+        if (piece.rows.start[d] < box.start[d] ||
+            last > box.start[d] + (box.count[d] - 1) * box.step[d]) {
+          Fail("a piece outside its group's box");
+        }
+      }
+    }
+  }
+  if (k != plan->pieces.size()) Fail("the groups miss pieces of the whole plan");
   if (plan->pieces.empty()) return;
   const ebzip::ArraySpec rows_spec = plan->part.spec();
   std::vector<uint8_t> rows(rows_spec.num_bytes());
