@@ -205,6 +205,44 @@ TEST(GpuRegion, OneReaderServesRegionsOfManyArchivesInTurn) {
   }
 }
 
+// A region of frames of many tiles decodes only some chunks of each: every
+// decoder form takes such a list (with and without a gap array).
+TEST(GpuRegion, EveryDecoderGivesTheSameRegions) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<uint64_t> shape = {4, 1024, 1024};
+  const ArraySpec spec{DType::kFloat32, shape};
+  for (bool gap_array : {true, false}) {
+    CompressOptions o;
+    o.mode = BoundMode::kRel;
+    o.bound = 1e-4;
+    o.predictor = Predictor::kInterp;
+    o.gap_array = gap_array;
+    o.frame_elements = 2 * 1024 * 1024;  // two frames
+    auto archive = Compress(
+        spec, testing_fields::MakeAnyField(spec.dtype, spec.num_elements(), 31, false, {}), o);
+    ASSERT_TRUE(archive.ok()) << archive.status();
+    auto info = ReadArchiveInfo(*archive);
+    ASSERT_TRUE(info.ok());
+    auto full = Decompress(*archive);
+    ASSERT_TRUE(full.ok());
+    std::vector<DecoderKind> decoders = {DecoderKind::kSelfSync, DecoderKind::kChunkParallel};
+    if (gap_array) decoders.push_back(DecoderKind::kGapArray);
+    for (const char* text :
+         {"1:3,300:340,500:560", "2,600:700,900:1000", "0:4,200:203,:", "3,1023,1023"}) {
+      auto r = ParseHyperslab(text, shape);
+      ASSERT_TRUE(r.ok());
+      const std::vector<uint8_t> want = SliceOf(full->data, shape, *r, 4);
+      for (DecoderKind d : decoders) {
+        SCOPED_TRACE(absl::StrCat(text, " gap array ", gap_array, " ", DecoderKindName(d)));
+        RegionReader reader(2, d);
+        std::vector<uint8_t> got(want.size(), 0xEE);
+        ASSERT_TRUE(reader.Read(*info, *archive, *r, got.data()).ok());
+        EXPECT_EQ(got, want);
+      }
+    }
+  }
+}
+
 TEST(GpuRegion, MalformedRegionsAreInvalidArguments) {
   SKIP_WITHOUT_GPU();
   const std::vector<uint64_t> shape = {10, 20};
