@@ -384,6 +384,74 @@ __global__ void DecodeChecksKernel(Geometry g, const uint32_t* tile_start, uint6
   if (e != 0) atomicOr(error, e);
 }
 
+// ---------------------------------------------------------------------------
+// Decode batches (LaunchInterpDecodeBatch): frame blockIdx.y's own arrays,
+// the key tables and tile starts shared.
+
+__device__ interp::DirectArgs FrameArgs(const InterpDecodeFrame& fr, const uint32_t* tile_start,
+                                        uint32_t* anchor_zeros) {
+  return {fr.symbols, fr.num_symbols, tile_start, fr.error, anchor_zeros, fr.step};
+}
+
+__global__ void ZeroBatchKernel(const InterpDecodeFrame* frames, uint32_t count,
+                                uint32_t* anchor_zeros) {
+  const uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f < count) {
+    *frames[f].error = 0;
+    anchor_zeros[f] = 0;
+  }
+}
+
+__global__ void AnchorLoadBatchKernel(Geometry g, const InterpDecodeFrame* frames,
+                                      const uint32_t* tile_start, uint32_t* anchor_zeros,
+                                      int32_t* q) {
+  SubBlock sb{0, 1, 0, nullptr};
+  const uint64_t f = blockIdx.y;
+  const interp::DirectArgs args = FrameArgs(frames[f], tile_start, anchor_zeros + f);
+  q += f * g.num_tiles;
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorLoadDirect(sb, g, t, args, q); }
+}
+
+__global__ void ApplyOutliersBatchKernel(Geometry g, const InterpDecodeFrame* frames,
+                                         const uint32_t* tile_start, uint32_t* anchor_zeros,
+                                         int32_t* q) {
+  SubBlock sb{0, 1, 0, nullptr};
+  const uint64_t f = blockIdx.y;
+  const InterpDecodeFrame& fr = frames[f];
+  const interp::DirectArgs args = FrameArgs(fr, tile_start, anchor_zeros + f);
+  q += f * g.num_tiles;
+  EBZIP_FOR_EACH(j, fr.num_outliers) {
+    interp::AnchorApplyOutlierDirect(sb, g, j, fr.outlier_index, fr.outlier_residual, args, q);
+  }
+}
+
+__global__ void DecodeChecksBatchKernel(Geometry g, const InterpDecodeFrame* frames,
+                                        uint32_t count, const uint32_t* tile_start,
+                                        const uint32_t* anchor_zeros) {
+  const uint32_t f = blockIdx.x * blockDim.x + threadIdx.x;
+  if (f >= count) return;
+  const InterpDecodeFrame& fr = frames[f];
+  uint32_t e = 0;
+  if (tile_start[g.num_tiles] != fr.num_symbols) e |= interp::kErrSymbolCount;
+  if (anchor_zeros[f] != fr.num_outliers) e |= interp::kErrOutlierCount;
+  if (e != 0) atomicOr(fr.error, e);
+}
+
+__global__ void AnchorPrefixBatchKernel(Geometry g, int d, int32_t* q) {
+  q += uint64_t{blockIdx.y} * g.num_tiles;
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorPrefix(g, d, t, q); }
+}
+
+template <typename T>
+__global__ void AnchorDequantizeBatchKernel(Geometry g, const InterpDecodeFrame* frames,
+                                            const int32_t* q, T* anchor_w) {
+  const uint64_t f = blockIdx.y;
+  const double step = frames[f].step;
+  q += f * g.num_tiles;
+  anchor_w += f * g.num_tiles;
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorDequantize<T>(step, t, q, anchor_w); }
+}
+
 #undef EBZIP_FOR_EACH
 
 // ---------------------------------------------------------------------------
@@ -465,6 +533,29 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   }
 }
 
+// Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above).
+template <typename T>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    DecodeTilesBatchKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                           const uint64_t* boxes, const InterpDecodeFrame* frames,
+                           const uint32_t* tile_start, uint32_t* anchor_zeros, const T* anchor_w,
+                           SubLayout layout) {
+  const uint64_t f = blockIdx.y;
+  const InterpDecodeFrame& fr = frames[f];
+  const interp::DirectArgs args = FrameArgs(fr, tile_start, anchor_zeros + f);
+  anchor_w += f * g.num_tiles;
+  T* out = static_cast<T*>(fr.output);
+  unsigned char* base;
+  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
+                                 reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
+  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
+  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
+       t < g.num_tiles; t += stride) {
+    interp::DecodeTileDirect<T>(sb, g, headers, entries, boxes, t, args, anchor_w, out, sm);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Host side.
 
@@ -519,7 +610,7 @@ Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c, uint64_t 
     if (f > 1) s.raw = c.Take<uint32_t>((tiles + 1) * f);
   } else {
     s.sym_elem = c.Take<uint16_t>(plan.decode_direct ? 0 : g.n);
-    s.anchor_zeros = c.Take<uint32_t>(1);
+    s.anchor_zeros = c.Take<uint32_t>(f);
   }
   return s;
 }
@@ -707,7 +798,8 @@ absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in,
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(error, 0, sizeof(uint32_t), stream));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.anchor_zeros, 0, sizeof(uint32_t), stream));
   if (absl::Status st = LaunchCommon(plan, nullptr, s, stream); !st.ok()) return st;
-  const interp::DirectArgs args{in.symbols, in.num_symbols, s.tile_start, error, s.anchor_zeros};
+  const interp::DirectArgs args{in.symbols,   in.num_symbols, s.tile_start,
+                                error,        s.anchor_zeros, g.step};
   const uint32_t anchor_grid = GridFor(g.num_tiles, kSmallThreads);
   AnchorLoadDirectKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, args, s.q);
   if (in.num_outliers > 0) {
@@ -972,6 +1064,40 @@ absl::Status LaunchInterpEncode(const InterpPlan& plan, const void* input, const
   return LaunchInterpEncodeBatch(plan, batch, scratch, stream);
 }
 
+template <typename T>
+absl::Status DecodeBatchT(const InterpPlan& plan, const InterpDecodeFrame* frames, uint32_t count,
+                          uint64_t max_outliers, const Scratch& s, cudaStream_t stream) {
+  const interp::Geometry& g = plan.geo;
+  ZeroBatchKernel<<<GridFor(count, kSmallThreads), kSmallThreads, 0, stream>>>(frames, count,
+                                                                              s.anchor_zeros);
+  if (absl::Status st = LaunchCommon(plan, nullptr, s, stream); !st.ok()) return st;
+  const dim3 anchor_grid(GridFor(g.num_tiles, kSmallThreads), count);
+  AnchorLoadBatchKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, frames, s.tile_start,
+                                                                    s.anchor_zeros, s.q);
+  if (max_outliers > 0) {
+    ApplyOutliersBatchKernel<<<dim3(GridFor(max_outliers, kSmallThreads), count), kSmallThreads,
+                               0, stream>>>(g, frames, s.tile_start, s.anchor_zeros, s.q);
+  }
+  DecodeChecksBatchKernel<<<GridFor(count, kSmallThreads), kSmallThreads, 0, stream>>>(
+      g, frames, count, s.tile_start, s.anchor_zeros);
+  for (int d = interp::kIDims - 1; d >= 0; --d) {
+    if (g.tiles[d] > 1 && g.ablock[d] > 1) {
+      AnchorPrefixBatchKernel<<<anchor_grid, kSmallThreads, 0, stream>>>(g, d, s.q);
+    }
+  }
+  T* anchor_w = static_cast<T*>(s.anchor_w);
+  AnchorDequantizeBatchKernel<T><<<anchor_grid, kSmallThreads, 0, stream>>>(g, frames, s.q,
+                                                                            anchor_w);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  const SubLayout l = LayoutFor(TileKernel::kDecodeDirect, g, sizeof(T), false);
+  const size_t shared = size_t{l.bytes} * g.tiles_per_block;
+  CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesBatchKernel<T>, shared));
+  DecodeTilesBatchKernel<T><<<dim3(TileGrid(g), count), TileBlockThreads(g), shared, stream>>>(
+      g, s.headers, s.entries, s.boxes, frames, s.tile_start, s.anchor_zeros, anchor_w, l);
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+  return absl::OkStatus();
+}
+
 absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs& in, void* output,
                                 void* scratch, uint32_t* error, cudaStream_t stream) {
   if ((in.fill_mask != nullptr) != plan.has_fill) {
@@ -983,6 +1109,30 @@ absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs
     return DecodeT(plan, in, static_cast<float*>(output), s, error, stream);
   }
   return DecodeT(plan, in, static_cast<double*>(output), s, error, stream);
+}
+
+absl::StatusOr<size_t> InterpDecodeBatchScratch(const InterpPlan& plan, uint32_t count) {
+  if (count == 0 || count > kMaxInterpBatchFrames) {
+    return absl::InvalidArgumentError("interpolation: decode batch of 0 or too many frames");
+  }
+  WorkspaceCarver measure;
+  Carve(plan, true, measure, count, plan.cub_bytes);
+  return measure.size();
+}
+
+absl::Status LaunchInterpDecodeBatch(const InterpPlan& plan, const InterpDecodeFrame* frames,
+                                     uint32_t count, uint64_t max_outliers, void* scratch,
+                                     cudaStream_t stream) {
+  if (plan.has_fill || !plan.decode_direct) {
+    return absl::InvalidArgumentError("interpolation: a decode batch takes direct frames only");
+  }
+  if (count == 0 || count > kMaxInterpBatchFrames) {
+    return absl::InvalidArgumentError("interpolation: decode batch of 0 or too many frames");
+  }
+  WorkspaceCarver carver(scratch);
+  const Scratch s = Carve(plan, true, carver, count, plan.cub_bytes);
+  if (plan.elem_size == 4) return DecodeBatchT<float>(plan, frames, count, max_outliers, s, stream);
+  return DecodeBatchT<double>(plan, frames, count, max_outliers, s, stream);
 }
 
 }  // namespace ebzip::gpu

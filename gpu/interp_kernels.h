@@ -146,6 +146,30 @@ struct InterpDecodeInputs {
 absl::Status LaunchInterpDecode(const InterpPlan& plan, const InterpDecodeInputs& in, void* output,
                                 void* scratch, uint32_t* error, cudaStream_t stream);
 
+// One frame of a decode batch, in device memory: LaunchInterpDecode's
+// inputs, output and error word, and its own quantization step.
+struct InterpDecodeFrame {
+  const uint16_t* symbols;
+  uint64_t num_symbols;
+  const uint32_t* outlier_index;
+  const int32_t* outlier_residual;
+  uint64_t num_outliers;
+  void* output;
+  uint32_t* error;
+  double step;
+};
+
+// Several frames of one geometry (the plan's, whatever each frame's bound),
+// without a fill mask and decoded directly (plan.decode_direct), every tile,
+// in one set of launches: each frame's results are LaunchInterpDecode's for
+// it. A batch of small arrays otherwise pays a dozen launches a frame.
+// `frames`: `count` entries on the device; `max_outliers`: the most any of
+// them has. `scratch`: InterpDecodeBatchScratch bytes.
+absl::StatusOr<size_t> InterpDecodeBatchScratch(const InterpPlan& plan, uint32_t count);
+absl::Status LaunchInterpDecodeBatch(const InterpPlan& plan, const InterpDecodeFrame* frames,
+                                     uint32_t count, uint64_t max_outliers, void* scratch,
+                                     cudaStream_t stream);
+
 }  // namespace ebzip::gpu
 
 #endif  // EBZIP_GPU_INTERP_KERNELS_H_

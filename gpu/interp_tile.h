@@ -820,7 +820,7 @@ EBZIP_HD void ScatterTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
 // in its pass, becomes its working value from the prediction. Block-wide.
 template <typename T, class Exec>
 EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const uint32_t* entries,
-                        T* box) {
+                        T* box, double step) {
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
   const bool cubic = g.cubic != 0;
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
@@ -832,7 +832,7 @@ EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const u
       const uint32_t entry = list[j];
       const uint32_t o = entry & 0xFFFFu;
       const double pred = Predict(box, o, s, entry >> 16, cubic);
-      box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), g.step);
+      box[o] = Reconstruct<T>(pred, static_cast<int32_t>(box[o]), step);
     }
     ex.Sync();
     if (++pos == g.k) {
@@ -878,7 +878,7 @@ EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
     }
   }
   ex.Sync();
-  RunPasses<T>(ex, g, h, entries, box);
+  RunPasses<T>(ex, g, h, entries, box, g.step);
   WriteOwn(ex, g, h, box_table, v.anchor, box, out);
 }
 
@@ -896,6 +896,7 @@ struct DirectArgs {
   const uint32_t* tile_start;
   uint32_t* error;
   uint32_t* anchor_zeros;  // counts anchors with symbol 0
+  double step;             // the frame's quantization step (g.step, or its own in a batch)
 };
 
 // The symbol at position `at`, or radius (residual 0) past the end.
@@ -1011,7 +1012,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
   }
   if (error != 0) ex.AtomicOr(a.error, error);
   ex.Sync();
-  RunPasses<T>(ex, g, h, entries, sm.box);
+  RunPasses<T>(ex, g, h, entries, sm.box, a.step);
   WriteOwn(ex, g, h, boxes + h.boxes_begin, v.anchor, sm.box, out);
 }
 
@@ -1231,6 +1232,11 @@ EBZIP_HD inline void AnchorPrefix(const Geometry& g, int d, uint64_t t, int32_t*
 template <typename T>
 EBZIP_HD void AnchorDequantize(const Geometry& g, uint64_t t, const int32_t* q, T* anchor_w) {
   anchor_w[t] = Dequantize<T>(q[t], g.step);
+}
+// The same with a frame's own step (a batch of frames of one geometry).
+template <typename T>
+EBZIP_HD void AnchorDequantize(double step, uint64_t t, const int32_t* q, T* anchor_w) {
+  anchor_w[t] = Dequantize<T>(q[t], step);
 }
 
 }  // namespace ebzip::gpu::interp

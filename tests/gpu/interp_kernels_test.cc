@@ -776,7 +776,7 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
   Decoded out;
   uint32_t error = 0, zeros = 0;
   const interp::DirectArgs args{e.symbols.data(), e.symbols.size(), ht.tile_start.data(), &error,
-                                &zeros};
+                                &zeros,          g.step};
   std::vector<int32_t> q(tiles);
   std::vector<T> anchor_w(tiles);
   HostExec one;
