@@ -514,13 +514,12 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   }
 }
 
-// 48 registers, 5 blocks of 256 threads an SM: forcing 6 or 8 (spilling)
-// measured slower on the H100.
+// The direct decoder's tiles of one frame: a sub-block a tile.
 template <typename T>
-__global__ void __launch_bounds__(kInterpBlockThreads)
-    DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                            const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
-                            T* out, SubLayout layout, interp::TileSpan span) {
+__device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
+                                  const uint32_t* entries, const uint64_t* boxes,
+                                  const interp::DirectArgs& args, const T* anchor_w, T* out,
+                                  const SubLayout& layout, const interp::TileSpan& span) {
   unsigned char* base;
   SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
   const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
@@ -533,27 +532,28 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   }
 }
 
-// Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above).
+// 48 registers, 5 blocks of 256 threads an SM: forcing 6 or 8 (spilling)
+// measured slower on the H100.
+template <typename T>
+__global__ void __launch_bounds__(kInterpBlockThreads)
+    DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
+                            const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
+                            T* out, SubLayout layout, interp::TileSpan span) {
+  DecodeDirectTiles<T>(g, headers, entries, boxes, args, anchor_w, out, layout, span);
+}
+
+// Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above):
+// frame blockIdx.y, every tile (`all`).
 template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesBatchKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                            const uint64_t* boxes, const InterpDecodeFrame* frames,
                            const uint32_t* tile_start, uint32_t* anchor_zeros, const T* anchor_w,
-                           SubLayout layout) {
+                           SubLayout layout, interp::TileSpan all) {
   const uint64_t f = blockIdx.y;
   const InterpDecodeFrame& fr = frames[f];
-  const interp::DirectArgs args = FrameArgs(fr, tile_start, anchor_zeros + f);
-  anchor_w += f * g.num_tiles;
-  T* out = static_cast<T*>(fr.output);
-  unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
-  const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
-                                 reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
-  const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
-  for (uint64_t t = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
-       t < g.num_tiles; t += stride) {
-    interp::DecodeTileDirect<T>(sb, g, headers, entries, boxes, t, args, anchor_w, out, sm);
-  }
+  DecodeDirectTiles<T>(g, headers, entries, boxes, FrameArgs(fr, tile_start, anchor_zeros + f),
+                       anchor_w + f * g.num_tiles, static_cast<T*>(fr.output), layout, all);
 }
 
 // ---------------------------------------------------------------------------
@@ -1093,7 +1093,8 @@ absl::Status DecodeBatchT(const InterpPlan& plan, const InterpDecodeFrame* frame
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesBatchKernel<T>, shared));
   DecodeTilesBatchKernel<T><<<dim3(TileGrid(g), count), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.boxes, frames, s.tile_start, s.anchor_zeros, anchor_w, l);
+      g, s.headers, s.entries, s.boxes, frames, s.tile_start, s.anchor_zeros, anchor_w, l,
+      interp::AllTiles(g));
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }

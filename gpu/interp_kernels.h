@@ -1,5 +1,6 @@
 // Launchers of the interpolation predictor's kernels (FORMAT.md §15.5,
-// §15.8): one frame at a time, device-resident, producing exactly what
+// §15.8): a frame at a time or a batch of frames of one geometry (the
+// encoder's and the decoder's batches), device-resident, producing exactly what
 // codec/interp_predictor.h's InterpEncode and InterpDecode produce. They
 // enqueue on `stream`, neither allocate nor synchronize, and work in a
 // caller-provided scratch block whose size the plan gives.
