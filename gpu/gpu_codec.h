@@ -96,8 +96,9 @@ struct DecompressTask {
   void* output = nullptr;            // device: info->spec().num_bytes()
   // When set, only this hyperslab of the array is wanted (elements outside
   // it may be left unwritten): interpolation frames then rebuild only the
-  // tiles it meets. Every section is still read and checked (CRCs, the
-  // Huffman code, anchors, outliers).
+  // tiles it meets, and without a fill mask Huffman-decode only the chunks
+  // those tiles and their anchors need. Every section's CRC is still
+  // checked, and every symbol decoded is checked as a full decode checks it.
   const Hyperslab* wanted = nullptr;
 };
 

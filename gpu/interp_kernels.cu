@@ -356,7 +356,7 @@ __global__ void AnchorPrefixKernel(Geometry g, int d, int32_t* q) {
 
 template <typename T>
 __global__ void AnchorDequantizeKernel(Geometry g, const int32_t* q, T* anchor_w) {
-  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorDequantize<T>(g, t, q, anchor_w); }
+  EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorDequantize<T>(g.step, t, q, anchor_w); }
 }
 
 // Without a fill mask, from symbol order (no scatter): the anchors' checks,

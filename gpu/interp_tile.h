@@ -380,6 +380,14 @@ EBZIP_HD inline TileView MakeTile(const Geometry& g, uint64_t t) {
   return v;
 }
 
+// Whether dimension d of the 4-D frame is interpolated (one of idim).
+EBZIP_HD inline bool IsInterpolated(const Geometry& g, int d) {
+  for (uint32_t e = 0; e < g.k; ++e) {
+    if (g.idim[e] == static_cast<uint32_t>(d)) return true;
+  }
+  return false;
+}
+
 // The tiles a decode writes: a box of the tile grid, every tile by default.
 // A box of elements needs only the tiles it meets, since a tile's values
 // come from its own symbols, its far faces' and the anchors, never from
@@ -419,8 +427,7 @@ inline TileSpan TilesMeeting(const Geometry& g, const uint64_t* lo, const uint64
   TileSpan s{};
   s.total = 1;
   for (int d = 0; d < kIDims; ++d) {
-    bool interp = false;
-    for (uint32_t e = 0; e < g.k; ++e) interp |= g.idim[e] == static_cast<uint32_t>(d);
+    const bool interp = IsInterpolated(g, d);
     const uint64_t first = interp ? lo[d] / g.E : lo[d];
     const uint64_t last = interp ? (hi[d] - 1) / g.E : hi[d] - 1;
     s.lo[d] = static_cast<uint32_t>(first);
@@ -1025,12 +1032,6 @@ EBZIP_HD inline void AnchorCoords(const Geometry& g, uint64_t t, uint64_t* k) {
     t /= g.tiles[d];
   }
 }
-EBZIP_HD inline bool IsInterpolated(const Geometry& g, int d) {
-  for (uint32_t e = 0; e < g.k; ++e) {
-    if (g.idim[e] == static_cast<uint32_t>(d)) return true;
-  }
-  return false;
-}
 EBZIP_HD inline uint64_t AnchorElement(const Geometry& g, const uint64_t* k) {
   uint64_t i = 0;
   for (int d = 0; d < kIDims; ++d) i += (IsInterpolated(g, d) ? k[d] * g.E : k[d]) * g.stride[d];
@@ -1229,11 +1230,8 @@ EBZIP_HD inline void AnchorPrefix(const Geometry& g, int d, uint64_t t, int32_t*
 }
 
 // Step 4: anchor t's working value.
-template <typename T>
-EBZIP_HD void AnchorDequantize(const Geometry& g, uint64_t t, const int32_t* q, T* anchor_w) {
-  anchor_w[t] = Dequantize<T>(q[t], g.step);
-}
-// The same with a frame's own step (a batch of frames of one geometry).
+// `step`: the frame's (g.step, or its own in a batch of frames of one
+// geometry).
 template <typename T>
 EBZIP_HD void AnchorDequantize(double step, uint64_t t, const int32_t* q, T* anchor_w) {
   anchor_w[t] = Dequantize<T>(q[t], step);

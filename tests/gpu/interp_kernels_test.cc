@@ -790,7 +790,7 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
   for (int d = interp::kIDims - 1; d >= 0; --d) {
     for (uint64_t t = 0; t < tiles; ++t) interp::AnchorPrefix(g, d, t, q.data());
   }
-  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
+  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g.step, t, q.data(), anchor_w.data());
   std::vector<T> w = Unwritten<T>(g.n);
   std::vector<T> box(g.box_volume);
   interp::Neighbors nb;
@@ -842,7 +842,7 @@ Decoded EmulateDecodeT(const Frame& f, const InterpEncoded& e, uint32_t lanes,
   for (int d = interp::kIDims - 1; d >= 0; --d) {
     for (uint64_t t = 0; t < tiles; ++t) interp::AnchorPrefix(g, d, t, q.data());
   }
-  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g, t, q.data(), anchor_w.data());
+  for (uint64_t t = 0; t < tiles; ++t) interp::AnchorDequantize<T>(g.step, t, q.data(), anchor_w.data());
   std::vector<T> w = Unwritten<T>(g.n);
   std::vector<T> box(g.box_volume);
   RunSpan(lanes, g, span, [&](HostExec& ex, uint64_t t) {
