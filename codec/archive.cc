@@ -302,19 +302,7 @@ namespace {
 absl::StatusOr<format::FrameHeader> CheckedFrameHeader(const ArchiveInfo& info,
                                                       absl::Span<const uint8_t> bytes,
                                                       uint64_t index) {
-  const format::FrameIndexEntry& e = info.frames[index];
-  auto h = format::ParseFrameHeader(bytes);
-  if (!h.ok()) return h.status();
-  const format::FileHeader& f = info.header;
-  bool same = h->frame_size() == e.size && h->dtype == f.dtype &&
-              h->ndim == static_cast<int>(f.shape.size()) && h->shape[0] == info.FrameRows(index) &&
-              h->first_row == index * f.frame_rows && h->bound_mode == f.bound_mode &&
-              h->bound_value == f.bound_value && h->abs_bound == f.abs_bound &&
-              h->fill_value.has_value() == f.fill_value.has_value() &&
-              (!f.fill_value || ToBits(*h->fill_value) == ToBits(*f.fill_value));
-  for (int i = 1; same && i < h->ndim; ++i) same = h->shape[i] == f.shape[i];
-  if (!same) return Corrupt(absl::StrCat("frame ", index, " disagrees with the file header"));
-  return h;
+  return ParseFrameAt(info.header, index, bytes, info.frames[index].size);
 }
 
 // `bytes` read at `offset`, or a buffer of them.
@@ -326,6 +314,25 @@ absl::StatusOr<std::vector<uint8_t>> ReadVector(ArchiveReader read, uint64_t off
 }
 
 }  // namespace
+
+absl::StatusOr<format::FrameHeader> ParseFrameAt(const format::FileHeader& f, uint64_t index,
+                                                 absl::Span<const uint8_t> bytes, uint64_t size) {
+  if (index >= f.frame_count) {
+    return Corrupt(absl::StrCat("frame ", index, " of an archive of ", f.frame_count, " frames"));
+  }
+  auto h = format::ParseFrameHeader(bytes);
+  if (!h.ok()) return h.status();
+  const uint64_t rows = std::min(f.frame_rows, f.shape[0] - index * f.frame_rows);
+  bool same = h->frame_size() == size && h->dtype == f.dtype &&
+              h->ndim == static_cast<int>(f.shape.size()) && h->shape[0] == rows &&
+              h->first_row == index * f.frame_rows && h->bound_mode == f.bound_mode &&
+              h->bound_value == f.bound_value && h->abs_bound == f.abs_bound &&
+              h->fill_value.has_value() == f.fill_value.has_value() &&
+              (!f.fill_value || ToBits(*h->fill_value) == ToBits(*f.fill_value));
+  for (int i = 1; same && i < h->ndim; ++i) same = h->shape[i] == f.shape[i];
+  if (!same) return Corrupt(absl::StrCat("frame ", index, " disagrees with the file header"));
+  return h;
+}
 
 absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
                                                     absl::Span<const uint8_t> archive,

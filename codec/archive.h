@@ -160,6 +160,13 @@ absl::StatusOr<format::FrameHeader> ReadFrameHeader(const ArchiveInfo& info,
                                                     absl::Span<const uint8_t> archive,
                                                     uint64_t index);
 
+// Parses the header at the start of `bytes`, frame `index` of an archive
+// whose file header is `whole` and `size` bytes long, and checks that it
+// belongs there: its place, rows, shape, bound, fill value and size.
+// DATA_LOSS otherwise.
+absl::StatusOr<format::FrameHeader> ParseFrameAt(const format::FileHeader& whole, uint64_t index,
+                                                 absl::Span<const uint8_t> bytes, uint64_t size);
+
 // Decodes frame `index` into `out` (its rows of the array).
 absl::Status DecompressFrame(const ArchiveInfo& info, absl::Span<const uint8_t> archive,
                              uint64_t index, DecoderKind decoder, uint8_t* out,

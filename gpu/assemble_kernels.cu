@@ -21,7 +21,7 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
   const uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
   if (it >= num_items) return;
   Item& item = items[it];
-  uint64_t offset = format::kFileHeaderSize;
+  uint64_t offset = item.frame_only ? 0 : format::kFileHeaderSize;
   for (uint64_t s = item.first_segment; s < item.first_segment + item.num_segments; ++s) {
     const Segment& seg = segments[s];
     FrameLayout& l = layouts[s];
@@ -69,7 +69,9 @@ __global__ void LayoutKernel(int elem_size, const Segment* segments, Item* items
       crc_job_pieces[s * kSections + k] = (job.length + kCrcPieceBytes - 1) / kCrcPieceBytes;
     }
   }
-  *item.archive_size = offset + format::FrameIndexSize(item.num_segments) + format::kTrailerSize;
+  *item.archive_size =
+      item.frame_only ? offset
+                      : offset + format::FrameIndexSize(item.num_segments) + format::kTrailerSize;
   // Too big for the caller's buffer: the size says so and nothing is written.
   item.overflow = *item.archive_size > item.capacity;
   for (uint64_t s = item.first_segment; s < item.first_segment + item.num_segments; ++s) {
@@ -148,7 +150,7 @@ __global__ void FileHeaderKernel(const Item* items, uint32_t num_items, const Fr
   const uint32_t it = blockIdx.x * blockDim.x + threadIdx.x;
   if (it >= num_items) return;
   const Item& item = items[it];
-  if (item.overflow) return;
+  if (item.overflow || item.frame_only) return;
   uint8_t* a = item.archive;
   alignas(8) uint8_t header[format::kFileHeaderSize];
   const uint8_t* t = templates + uint64_t{it} * format::kFileHeaderSize;

@@ -98,6 +98,12 @@ absl::Status PlanInterpBatches(Plan* plan) {
 
 }  // namespace
 
+FrameParams TaskFrameParams(const CompressTask& task, const ArchivePlan& archive, uint64_t f) {
+  FrameParams p = archive.ParamsForFrame(f);
+  if (task.first_row) p.first_row = *task.first_row;
+  return p;
+}
+
 Geometry GeometryFor(const FrameParams& p, const PredictorConfig& config) {
   if (config.predictor == format::kPredictorLorenzo) {
     return MakeGeometry(p.shape, {config.block.data(), p.shape.size()});
@@ -124,6 +130,9 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     if (!task.options.metadata.empty()) {
       return absl::UnimplementedError("the GPU codec writes no metadata block");
     }
+    if (task.first_row && archive->frame_count() != 1) {
+      return absl::InvalidArgumentError("a frame task that plans more than one frame");
+    }
     plan.v2 |= archive->header.version != format::kVersion1;
     archives.push_back(*std::move(archive));
   }
@@ -135,6 +144,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     item.archive = task.archive;
     item.archive_size = task.archive_size;
     item.capacity = task.capacity;
+    item.frame_only = task.first_row.has_value();
     item.first_segment = plan.segments.size();
     item.num_segments = archive->frame_count();
     item.relative = task.options.mode == BoundMode::kRel;
@@ -162,7 +172,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     format::AppendFileHeader(archive->header, &plan.file_templates);
 
     for (uint64_t f = 0; f < archive->frame_count(); ++f) {
-      const FrameParams p = archive->ParamsForFrame(f);
+      const FrameParams p = TaskFrameParams(task, *archive, f);
       Segment seg{};
       seg.input = static_cast<const uint8_t*>(task.input) + archive->FrameDataOffset(f);
       if (plan.v2) {

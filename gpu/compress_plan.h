@@ -86,6 +86,10 @@ inline uint32_t InterpBatchCap(uint64_t n, bool fill) {
   return static_cast<uint32_t>(std::clamp<uint64_t>(kFillBatchElements / n, 1, kMaxInterpBatch));
 }
 
+// Frame `f` of a task's archive plan, its first row the task's own when the
+// task is one frame of a larger array (CompressTask::first_row).
+FrameParams TaskFrameParams(const CompressTask& task, const ArchivePlan& archive, uint64_t f);
+
 // A frame's geometry for the kernels that see it: its Lorenzo blocks, or,
 // for an interpolation frame (which those kernels skip), blocks of one
 // element, so that only the range pass's tiles follow from it.

@@ -106,7 +106,7 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     auto archive = PlanArchive(tasks[i].spec, tasks[i].options, bound);
     if (!archive.ok()) return archive.status();
     for (uint64_t f = 0; f < archive->frame_count(); ++f) {
-      plan->frames[s++].params = archive->ParamsForFrame(f);
+      plan->frames[s++].params = TaskFrameParams(tasks[i], *archive, f);
     }
   }
   std::vector<FrameParams> surveyed;

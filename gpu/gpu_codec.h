@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,11 @@ struct CompressTask {
   uint8_t* archive = nullptr;       // device: room for `capacity` bytes
   uint64_t capacity = 0;            // MaxArchiveBytes() can never overflow
   uint64_t* archive_size = nullptr; // device: the archive's length, once written
+  // Set for one frame of a larger array (codec/frame_task.h: spec and
+  // options are the FrameTask's, this its first_row): `archive` then
+  // receives the frame's bytes alone, as they lie in the array's archive,
+  // without file header, frame index or trailer.
+  std::optional<uint64_t> first_row = std::nullopt;
 };
 
 // The largest archive `spec` can compress to under `options`.

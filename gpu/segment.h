@@ -119,6 +119,7 @@ struct Item {
   double abs_bound;
   double quant_step;
   uint32_t overflow;  // the archive would exceed `capacity`: nothing is written
+  uint32_t frame_only;  // one frame's bytes, no file header, index or trailer
 };
 
 // What the compressor learns on the device about each frame, then writes.

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "codec/slab.h"
+#include "codec/frame_task.h"
 #include "server/cpu_codec.h"
 #include "server/request_parsing.h"
 #include "server/streaming_call.h"
@@ -103,30 +103,23 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   }
 
   absl::Status StartStreamed(ArchivePlan plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto slab = SlabOptions(options_);
-    if (!slab.ok()) return slab.status();
-    // The metadata block is the array's file header's (writer_); a frame's
-    // bytes do not depend on it, but for the format version it may decide,
-    // and without it a slab runs on the GPU.
-    CompressOptions bare = *slab;
-    bare.metadata.clear();
-    if (ArchiveVersion(bare) == ArchiveVersion(*slab)) slab->metadata.clear();
     plan_ = std::move(plan);
     writer_.emplace(*plan_);
-    slab_options_ = *std::move(slab);
     const size_t window = env_.limits.stream_frames;
     set_window(window);
     // The frames in flight and the one arriving, each with its rows and
     // working memory (the first frame is the largest).
-    auto first = NewWork(SlabSpec(*plan_, 0), slab_options_);
-    working_bytes_ = CpuWorkingBytes(*first);
+    auto first = NewFrameWork(0);
+    if (!first.ok()) return first.status();
+    working_bytes_ = CpuWorkingBytes(**first);
     const uint64_t frame_cost = SaturatingAdd(plan_->FrameDataBytes(0), working_bytes_);
     if (absl::Status s =
             env_.CheckCost(SaturatingMul(window + 1, frame_cost), "this streamed array");
         !s.ok()) {
       return s;
     }
-    StartFrame();
+    current_ = *std::move(first);
+    block_tried_ = false;
     return absl::OkStatus();
   }
 
@@ -140,9 +133,23 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     return work;
   }
 
-  void StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    current_ = NewWork(SlabSpec(*plan_, next_frame_), slab_options_);
+  // Frame `index` of the streamed array as a work of its own: its bytes come
+  // back as they lie in the array's archive (codec/frame_task.h).
+  absl::StatusOr<std::shared_ptr<Work>> NewFrameWork(uint64_t index)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto task = FrameTaskOf(*plan_, options_, index);
+    if (!task.ok()) return task.status();
+    auto work = NewWork(task->spec, task->options);
+    work->frame_first_row = task->first_row;
+    return work;
+  }
+
+  absl::Status StartFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto work = NewFrameWork(next_frame_);
+    if (!work.ok()) return work.status();
+    current_ = *std::move(work);
     block_tried_ = false;  // each frame may have a block of its own
+    return absl::OkStatus();
   }
 
   // Data bytes join the budget as they arrive, and no memory is taken for
@@ -212,7 +219,9 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
         piece.remove_prefix(n);
         if (current_->input_bytes().size() == current_->spec.num_bytes()) {
           if (absl::Status s = SubmitCurrent(); !s.ok()) return s;
-          if (++next_frame_ < plan_->frame_count()) StartFrame();
+          if (++next_frame_ < plan_->frame_count()) {
+            if (absl::Status s = StartFrame(); !s.ok()) return s;
+          }
         }
       }
     }
@@ -259,24 +268,13 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     if (frames_sent_ < plan_->frame_count()) {
       Work* work = FrontWork();
       if (work == nullptr) return Next::kWait;
-      // The frame is copied out of its slab archive: the copy is held too
-      // until the slab is freed.
-      Reservation held = std::move(work->reservation);
-      if (absl::Status s = held.Grow(work->output.size()); !s.ok()) {
-        work->reservation = std::move(held);  // the slab is still there
-        return env_.Refuse(Limit::kQueuedBytes, s);
-      }
-      auto frame = FrameFromSlabArchive(work->output, frames_sent_ * plan_->header.frame_rows);
-      if (!frame.ok()) {
-        return absl::InternalError(absl::StrCat(
-            "frame ", frames_sent_, " of a streamed array: ", frame.status().message()));
-      }
+      // The work's output is the frame's bytes in the array's archive: sent
+      // as they are, held until they are.
       Account(*work);
-      PopFront();
-      held.Resize(frame->size());
       ++frames_sent_;
-      writer_->AddFrame(frame->size());
-      QueueBytes(*std::move(frame), std::move(held));
+      writer_->AddFrame(work->output.size());
+      QueueBytes(std::move(work->output), std::move(work->reservation));
+      PopFront();
       return SendArchive();
     }
     if (!index_sent_) {
@@ -349,7 +347,6 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
   // Streamed only.
   std::optional<ArchivePlan> plan_;
   std::optional<ArchiveWriter> writer_;
-  CompressOptions slab_options_;
   uint64_t next_frame_ = 0;
 
   // Writing.

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/archive.h"
 #include "codec/frame_codec.h"
+#include "codec/frame_task.h"
 #include "codec/memory_bounds.h"
 #include "codec/parallel.h"
 #include "server/region_call.h"
@@ -102,6 +103,16 @@ void CompressOnCpu(Work& w) {
   w.SetArchive(std::move(out));
 }
 
+// One frame of a streamed array: its working memory was taken with the work.
+void CompressFrameOnCpu(Work& w) {
+  auto frame = CompressFrame(w.frame_task(), w.input_bytes(), &w.cancelled);
+  if (!frame.ok()) {
+    w.status = frame.status();
+    return;
+  }
+  w.SetFrame(*std::move(frame));
+}
+
 void DecompressOnCpu(Work& w) {
   const ArchiveInfo& info = *w.info;
   const ArraySpec spec = info.spec();
@@ -154,7 +165,11 @@ void RunOnCpu(Work& work) {
     return;
   }
   if (work.method == Method::kCompress) {
-    CompressOnCpu(work);
+    if (work.frame_first_row) {
+      CompressFrameOnCpu(work);
+    } else {
+      CompressOnCpu(work);
+    }
   } else if (work.region) {
     DecompressRegionOnCpu(work);
   } else {

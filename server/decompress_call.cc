@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "codec/format.h"
+#include "codec/frame_task.h"
 #include "codec/memory_bounds.h"
-#include "codec/slab.h"
 #include "server/cpu_codec.h"
 #include "server/region_call.h"
 #include "server/request_parsing.h"
@@ -160,7 +160,7 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
                           "this streamed archive");
   }
 
-  // The file header of one frame of `h` alone (a slab).
+  // The file header of one frame of `h` alone (as FramePart makes it).
   static format::FileHeader FrameFileHeader(const format::FileHeader& h) {
     format::FileHeader one = h;
     one.shape[0] = h.frame_rows;
@@ -240,28 +240,21 @@ class DecompressCall final : public StreamingCall<v1::DecompressRequest, v1::Dec
   }
 
   absl::Status QueueFrame() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    // The frame, copied into an archive of its own: held until the frame's
-    // own bytes are freed, then with the array and working memory its
+    // The frame's bytes, as received, decode as a one-frame archive of their
+    // own (codec/frame_task.h); held with the array and working memory its
     // decoding needs.
-    Reservation held = std::move(frame_reservation_);
-    frame_reservation_ = env_.admission.Empty();
-    const uint64_t slab_bytes =
-        format::kFileHeaderSize + frame_.size() + format::FrameIndexSize(1) + format::kTrailerSize;
-    if (absl::Status s = held.Grow(slab_bytes); !s.ok()) return env_.Refuse(Limit::kQueuedBytes, s);
-    auto slab = SlabArchiveOfFrame(*header_, next_frame_, frame_);
-    if (!slab.ok()) return slab.status();
+    auto part = FramePart(*header_, next_frame_, frame_);
+    if (!part.ok()) return part.status();
     seen_.push_back({offset_, frame_.size()});
     offset_ += frame_.size();
-    std::vector<uint8_t>().swap(frame_);
-    held.Resize(slab->size());
-    auto info = ReadArchiveInfo(*slab);
-    if (!info.ok()) return info.status();
     auto work = std::make_shared<Work>();
     work->method = Method::kDecompress;
     work->priority = priority_;
-    work->reservation = std::move(held);
-    work->input = *std::move(slab);
-    work->info = *std::move(info);
+    work->reservation = std::move(frame_reservation_);
+    frame_reservation_ = env_.admission.Empty();
+    work->input = std::move(frame_);
+    frame_ = std::vector<uint8_t>();
+    work->info = *std::move(part);
     if (absl::Status s = work->reservation.Grow(CpuWorkingBytes(*work)); !s.ok()) {
       return env_.Refuse(Limit::kQueuedBytes, s);
     }

@@ -337,6 +337,7 @@ class GpuBackend final : public Backend {
       gpu::CompressTask t;
       t.spec = w->spec;
       t.options = w->options;
+      t.first_row = w->frame_first_row;
       if (!gpu::CompressWorkspaceSize({&t, 1}).ok()) {  // the kernels do not take it
         cpu->push_back(w.get());
         continue;
@@ -377,7 +378,11 @@ class GpuBackend final : public Backend {
       for (size_t i = 0; i < r.works.size(); ++i) {
         if (!admitted[i]) continue;
         r.works[i]->device = lane.gpu->name;
-        r.works[i]->SetArchive(std::move(round.archives[i]));
+        if (r.works[i]->frame_first_row) {
+          r.works[i]->SetFrame(std::move(round.archives[i]));
+        } else {
+          r.works[i]->SetArchive(std::move(round.archives[i]));
+        }
       }
     }
     return RunResult::Ran();

@@ -45,6 +45,25 @@ void Work::SetArchive(std::vector<uint8_t> archive) {
   status = absl::OkStatus();
 }
 
+void Work::SetFrame(std::vector<uint8_t> frame) {
+  std::vector<uint8_t>().swap(input);
+  input_block.Release();
+  output = std::move(frame);
+  reservation.Resize(output.size());
+  // A frame's header carries its counts: the codec wrote them there.
+  auto header = format::ParseFrameHeader(output);
+  if (!header.ok() || header->frame_size() != output.size()) {
+    status = absl::InternalError("the frame just written does not parse");
+    return;
+  }
+  abs_bound = header->abs_bound;
+  frames = 1;
+  outliers = header->outlier_count;
+  verbatim = header->verbatim_count;
+  fill_runs = header->fill_run_count;
+  status = absl::OkStatus();
+}
+
 namespace {
 
 // The rest of SetArray, once the work's output holds the array's `bytes`.

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
+#include "codec/frame_task.h"
 #include "codec/region.h"
 #include "codec/types.h"
 #include "server/admission.h"
@@ -44,6 +45,12 @@ struct Work {
   std::vector<uint8_t> input;
   HostBlock input_block;
   std::optional<ArchiveInfo> info;
+  // Compress of one frame of a streamed array (codec/frame_task.h): spec and
+  // options are the FrameTask's, this its first row, and the output is the
+  // frame's bytes alone. (A decompression of one frame needs nothing more:
+  // its `info` is the frame's FramePart.)
+  std::optional<uint64_t> frame_first_row;
+  FrameTask frame_task() const { return {spec, options, frame_first_row.value_or(0)}; }
   absl::Span<const uint8_t> input_bytes() const {
     return input_block ? input_block.bytes() : absl::Span<const uint8_t>(input);
   }
@@ -60,7 +67,7 @@ struct Work {
 
   // Written by the backend before `on_done`.
   absl::Status status;
-  std::vector<uint8_t> output;  // the archive, or the array
+  std::vector<uint8_t> output;  // the archive (or frame), or the array
   HostBlock output_block;       // or the array, in the GPU backend's pool (SetArray)
   double abs_bound = 0;
   uint64_t outliers = 0;
@@ -78,8 +85,10 @@ struct Work {
   std::function<void()> on_done;
 
   // Record a result: the input is freed and the reservation moved to the
-  // output. SetArchive also fills the summary from the frame headers.
+  // output. SetArchive also fills the summary from the frame headers, SetFrame
+  // (a frame work's result) from the frame's header.
   void SetArchive(std::vector<uint8_t> archive);
+  void SetFrame(std::vector<uint8_t> frame);
   void SetArray(std::vector<uint8_t> array);
   void SetArray(HostBlock array);
   bool has_output() const { return !output.empty() || output_block; }
