@@ -2,6 +2,11 @@
 // wrappers that run gpu/interp_tile.h's per-tile, per-anchor and per-entry
 // functions, a sub-block of threads per tile with its own named barrier.
 #include <algorithm>
+#include <array>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
 #include <cub/device/device_scan.cuh>
 
 #include "gpu/cuda_status.h"
@@ -984,9 +989,23 @@ absl::StatusOr<interp::Geometry> MakeInterpGeometry(const InterpParams& p, bool 
   return g;
 }
 
-absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill) {
-  int device = 0;
-  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+namespace {
+
+// A plan depends on the device and on everything of the parameters but the
+// bound (WithBound): what the cache below keys on.
+struct PlanKey {
+  int device;
+  DType dtype;
+  std::vector<uint64_t> shape;
+  std::array<uint16_t, kMaxDims> tile;
+  InterpOrder order;
+  uint32_t radius;
+  bool has_fill;
+  auto Tied() const { return std::tie(device, dtype, shape, tile, order, radius, has_fill); }
+  bool operator<(const PlanKey& o) const { return Tied() < o.Tied(); }
+};
+
+absl::StatusOr<InterpPlan> PlanInterpOn(int device, const InterpParams& params, bool has_fill) {
   int shared = 0;
   CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -1012,6 +1031,34 @@ absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill)
   Carve(plan, true, measure_decode, 1, plan.cub_bytes);
   plan.encode_scratch = measure_encode.size();
   plan.decode_scratch = measure_decode.size();
+  return plan;
+}
+
+}  // namespace
+
+// Plans are kept: a batch of small arrays plans the same few shapes several
+// times a call (sizing the workspace, the survey, the chosen frames), and a
+// service's calls repeat them; planning was ~3 us of host time each.
+absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill) {
+  if (absl::Status s = ValidateInterpParams(params); !s.ok()) return s;
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  PlanKey key{device,       params.dtype,  params.shape,   params.tile,
+              params.order, params.radius, has_fill};
+  static std::mutex mu;
+  static std::map<PlanKey, InterpPlan>* cache = new std::map<PlanKey, InterpPlan>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = cache->find(key); it != cache->end()) {
+      return WithBound(it->second, params.abs_bound, params.quant_step);
+    }
+  }
+  auto plan = PlanInterpOn(device, params, has_fill);
+  if (!plan.ok()) return plan.status();
+  std::lock_guard<std::mutex> lock(mu);
+  constexpr size_t kMostPlans = 256;  // a bound on memory, not a working set
+  if (cache->size() >= kMostPlans) cache->clear();
+  cache->emplace(std::move(key), *plan);
   return plan;
 }
 

@@ -71,7 +71,9 @@ struct InterpPlan {
 };
 
 // Plans a frame for the current device (its shared memory limit; CUB's
-// temporary storage): MakeInterpGeometry's errors, or a CUDA error.
+// temporary storage): MakeInterpGeometry's errors, or a CUDA error. Plans
+// are kept per device and parameters but the bound, so planning a shape
+// again costs a lookup.
 absl::StatusOr<InterpPlan> PlanInterp(const InterpParams& params, bool has_fill);
 
 // `plan` for a frame of another bound and otherwise the same parameters

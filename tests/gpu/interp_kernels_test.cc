@@ -1219,6 +1219,45 @@ TEST(InterpKernels, CorruptInputsRaiseTheirErrors) {
   }
 }
 
+// PlanInterp keeps its plans by parameters but the bound: a second call
+// with another bound gets that bound and the same plan otherwise, and its
+// parameters are still checked.
+TEST(InterpKernels, KeptPlansTakeTheBoundOfTheCall) {
+  SKIP_WITHOUT_GPU();
+  InterpParams p;
+  p.shape = {100, 300};
+  p.tile = {32, 32, 0, 0};
+  p.abs_bound = 0.5;
+  p.quant_step = 1.0;
+  auto first = PlanInterp(p, false);
+  ASSERT_TRUE(first.ok()) << first.status();
+  p.abs_bound = 0.25;
+  p.quant_step = 0.5;
+  auto second = PlanInterp(p, false);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->geo.abs_bound, 0.25);
+  EXPECT_EQ(second->geo.step, 0.5);
+  EXPECT_EQ(first->geo.abs_bound, 0.5);
+  EXPECT_EQ(second->geo.num_tiles, first->geo.num_tiles);
+  EXPECT_EQ(second->encode_scratch, first->encode_scratch);
+  EXPECT_EQ(second->decode_scratch, first->decode_scratch);
+  // A fill mask plans differently (its tile starts are counted): not the kept plan.
+  auto filled = PlanInterp(p, true);
+  ASSERT_TRUE(filled.ok());
+  EXPECT_TRUE(filled->has_fill);
+  EXPECT_FALSE(second->has_fill);
+  EXPECT_NE(filled->encode_scratch, second->encode_scratch);
+  // Another shape, another plan.
+  p.shape = {100, 301};
+  auto wider = PlanInterp(p, false);
+  ASSERT_TRUE(wider.ok());
+  EXPECT_NE(wider->geo.n, second->geo.n);
+  // A kept plan does not skip the checks of the parameters.
+  p.shape = {100, 300};
+  p.quant_step = 0;
+  EXPECT_EQ(PlanInterp(p, false).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(InterpGeometry, BoxesThatDoNotFitAreUnimplemented) {
   // 2-D E = 256: a 257 x 257 box exceeds 65536 elements (no device needed).
   InterpParams p;
