@@ -15,6 +15,7 @@
 #include "gpu/interp_frame_encode.h"
 #include "gpu/run_kernels.h"
 #include "gpu/segment_plan.h"
+#include "gpu/stream_fork.h"
 
 namespace ebzip::gpu {
 namespace {
@@ -25,6 +26,10 @@ constexpr uint32_t kMaxGroupFrames = 4096;
 // Used symbols per histogram the first copy to the host has room for (as the
 // compressor's): more take a second copy.
 constexpr uint64_t kListedPerHistogram = 1024;
+// Groups whose scratch is at most this run on lanes of their own (each lane
+// its own scratch and outlier arrays): a small sample's candidate is a dozen
+// launches that leave the GPU mostly idle, a large one's fill it.
+constexpr size_t kLaneScratchBytes = size_t{32} << 20;
 
 uint64_t Align16(uint64_t n) { return (n + 15) & ~uint64_t{15}; }
 
@@ -245,6 +250,10 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
     sv.interp_scratch_ = std::max(sv.interp_scratch_, *scratch);
     sv.interp_outliers_ = std::max(sv.interp_outliers_, uint64_t{g.frames} * g.plan.geo.num_tiles);
   }
+  if (sv.groups_.size() > 1 && sv.interp_scratch_ <= kLaneScratchBytes) {
+    sv.lanes_ = static_cast<int>(std::min<size_t>(sv.groups_.size(), StreamFork::kMaxLanes));
+    sv.interp_scratch_ = (sv.interp_scratch_ + 255) / 256 * 256;  // each lane's aligned
+  }
   const uint64_t P = sv.pseudo_.size();
   // Results, 64-bit words: per pseudo-segment its outliers, verbatim
   // elements and fill runs, then its tokens' extra bits; per frame its fill
@@ -272,9 +281,9 @@ void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   info_ = d->Take<UsedSymbols>(H + (listed_capacity_ + 1) / 2);
   run_counters_ = d->Take<uint32_t>(P * kRunCountersPerSegment);
   results_dev_ = d->Take<uint64_t>(results_);
-  scratch_ = d->Take<uint8_t>(interp_scratch_);
-  outlier_index_ = d->Take<uint32_t>(interp_outliers_);
-  outlier_residual_ = d->Take<int32_t>(interp_outliers_);
+  scratch_ = d->Take<uint8_t>(interp_scratch_ * lanes_);
+  outlier_index_ = d->Take<uint32_t>(interp_outliers_ * lanes_);
+  outlier_residual_ = d->Take<int32_t>(interp_outliers_ * lanes_);
   host_segments_ = h->Take<Segment>(P);
   host_stripes_ = h->Take<Stripe>(stripes_.size());
   // Room for every list (the pinned room a second copy of long lists needs:
@@ -357,8 +366,14 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   uint32_t* interp_counts =
       reinterpret_cast<uint32_t*>(results_dev_ + 4 * uint64_t{P} + 2 * frames_.size());
 
-  // The interpolation candidates, a batch per group, planned with the bound.
-  for (const Group& g : groups_) {
+  // The interpolation candidates, a batch per group, planned with the bound,
+  // the groups dealt round the lanes.
+  auto fork = StreamFork::Begin(st, lanes_);
+  if (!fork.ok()) return fork.status();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const Group& g = groups_[gi];
+    const int lane = static_cast<int>(gi % lanes_);
+    const cudaStream_t ls = fork->lane(lane);
     const Frame& first = frames_[g.first_frame];
     FrameParams p = SampleParams(params[g.first_frame], first.sample);
     auto plan = PlanInterp(InterpParamsFor(p, first.candidates[g.candidate]), first.has_fill);
@@ -377,8 +392,8 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
     batch.fill_stride = first.n;
     batch.out.symbols = symbols_ + seg.symbol_base;
     batch.out.verbatim_mask = masks_ + W + seg.mask_base;
-    batch.out.outlier_index = outlier_index_;
-    batch.out.outlier_residual = outlier_residual_;
+    batch.out.outlier_index = outlier_index_ + lane * interp_outliers_;
+    batch.out.outlier_residual = outlier_residual_ + lane * interp_outliers_;
     batch.out.counts = interp_counts + 2 * uint64_t{g.first_pseudo};
     batch.symbols_stride = first.n;
     batch.verbatim_stride = seg.mask_tiles * kMaskTileWords;
@@ -388,14 +403,18 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
       batch.segments = segments_ + g.first_pseudo;
       batch.items = items_;
     }
-    if (auto e = LaunchInterpEncodeBatch(*plan, batch, scratch_, st); !e.ok()) return e;
+    if (auto e = LaunchInterpEncodeBatch(*plan, batch, scratch_ + lane * interp_scratch_, ls);
+        !e.ok()) {
+      return e;
+    }
     // S into the pseudo-segments (their chunks cover it), then histograms.
     CUDA_RETURN_IF_ERROR(LaunchTakeInterpResults(segments_ + g.first_pseudo, g.frames,
                                                  batch.out.counts, 2, nullptr, nullptr, 0, 0,
-                                                 nullptr, nullptr, st));
+                                                 nullptr, nullptr, ls));
     CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(segments_ + g.first_pseudo, g.frames, symbols_,
-                                               first.n, histogram_ + g.first_pseudo * kBins, st));
+                                               first.n, histogram_ + g.first_pseudo * kBins, ls));
   }
+  if (absl::Status s = fork->Join(); !s.ok()) return s;
 
   // Tokens (each sample's own chunks), used symbols, counts; to the host.
   uint32_t* tokens = histogram_ + uint64_t{P} * kBins;

@@ -6,7 +6,9 @@
 // candidate's predictor, through the kernels that code real frames:
 // LaunchPredict for the Lorenzo candidates, the interpolation encoder (a
 // batch per candidate over the frames that share its plan) for the others,
-// then each one's symbol histogram, token histogram (over the sample's own
+// (on up to four streams at once where the samples are small, each with
+// scratch of its own: gpu/stream_fork.h), then each one's symbol histogram,
+// token histogram (over the sample's own
 // chunks) and list of used symbols. One synchronization brings the lists and
 // the counts EstimateBits adds (outliers, verbatim values, fill section
 // bytes) to the host, which builds both stages' codes exactly as the
@@ -131,6 +133,7 @@ class PredictorSurvey {
   size_t fill_workspace_ = 0;
   size_t interp_scratch_ = 0;
   uint64_t interp_outliers_ = 0;
+  int lanes_ = 1;  // streams the interpolation groups run on (StreamFork)
   uint64_t listed_capacity_ = 0;
   uint64_t results_ = 0;  // 64-bit words of results
   std::vector<FrameParams> params_;  // with the bound, from LaunchWithBounds
