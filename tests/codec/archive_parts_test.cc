@@ -5,38 +5,19 @@
 // that do not follow the plan are refused.
 #include "codec/archive_parts.h"
 
-#include <cmath>
 #include <algorithm>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "codec/archive.h"
 #include "codec/format.h"
 #include "gtest/gtest.h"
+#include "tests/noisy_field.h"
 
 namespace ebzip {
 namespace {
 
-// A smooth field with noise, NaN, infinities and (optionally) fill values.
-std::vector<uint8_t> Field(const ArraySpec& spec, std::optional<double> fill, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> noise(0, 0.3);
-  std::vector<uint8_t> bytes(spec.num_bytes());
-  for (uint64_t i = 0; i < spec.num_elements(); ++i) {
-    double v = std::sin(0.002 * static_cast<double>(i)) * 40 + noise(rng);
-    if (i % 1009 == 0) v = NAN;
-    if (i % 4099 == 0) v = -INFINITY;
-    if (fill && i % 13 < 3) v = *fill;
-    if (spec.dtype == DType::kFloat32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    } else {
-      std::memcpy(bytes.data() + 8 * i, &v, 8);
-    }
-  }
-  return bytes;
-}
+using testing::NoisyField;
 
 struct Case {
   ArraySpec spec;
@@ -61,7 +42,7 @@ class ArchivePartsTest : public ::testing::TestWithParam<Case> {
   // The case's field (by `seed`) compressed whole with Options().
   std::vector<uint8_t> WholeArchive(uint32_t seed) const {
     const Case& c = GetParam();
-    auto whole = Compress(c.spec, Field(c.spec, c.fill, seed), Options());
+    auto whole = Compress(c.spec, NoisyField(c.spec, c.fill, seed), Options());
     EXPECT_TRUE(whole.ok()) << whole.status();
     return whole.ok() ? *std::move(whole) : std::vector<uint8_t>();
   }
@@ -69,7 +50,7 @@ class ArchivePartsTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(ArchivePartsTest, PartsAssembleIntoTheWholeArraysArchive) {
   const Case& c = GetParam();
-  const std::vector<uint8_t> data = Field(c.spec, c.fill, 7);
+  const std::vector<uint8_t> data = NoisyField(c.spec, c.fill, 7);
   const CompressOptions o = Options();
   auto whole = Compress(c.spec, data, o);
   ASSERT_TRUE(whole.ok()) << whole.status();
@@ -196,7 +177,7 @@ ArchivePlan PlanOf(const ArraySpec& spec, const CompressOptions& o, const ValueR
 
 TEST(ArchivePartsRefusals, APartWithAnotherRangeIsRefused) {
   const ArraySpec spec{DType::kFloat32, {400, 50}};
-  const std::vector<uint8_t> data = Field(spec, std::nullopt, 3);
+  const std::vector<uint8_t> data = NoisyField(spec, std::nullopt, 3);
   CompressOptions o;
   o.mode = BoundMode::kRel;
   o.bound = 1e-3;
@@ -216,7 +197,7 @@ TEST(ArchivePartsRefusals, APartWithAnotherRangeIsRefused) {
 
 TEST(ArchivePartsRefusals, MissingAndExtraFramesAreRefused) {
   const ArraySpec spec{DType::kFloat64, {300, 40}};
-  const std::vector<uint8_t> data = Field(spec, std::nullopt, 5);
+  const std::vector<uint8_t> data = NoisyField(spec, std::nullopt, 5);
   CompressOptions o;
   o.bound = 0.01;
   o.frame_elements = 4000;
@@ -240,7 +221,7 @@ TEST(ArchivePartsRefusals, MissingAndExtraFramesAreRefused) {
 
 TEST(ArchivePartsRefusals, RangesOutsideTheArchiveAreInvalid) {
   const ArraySpec spec{DType::kFloat32, {64, 64}};
-  const std::vector<uint8_t> data = Field(spec, std::nullopt, 9);
+  const std::vector<uint8_t> data = NoisyField(spec, std::nullopt, 9);
   CompressOptions o;
   o.bound = 0.01;
   o.frame_elements = 1024;
@@ -278,7 +259,7 @@ TEST(SplitFrames, CoversEveryFrameOnceInOrder) {
 
 TEST(RangeOption, AGivenRangeIsUsedInsteadOfTheScan) {
   const ArraySpec spec{DType::kFloat32, {5000}};
-  const std::vector<uint8_t> data = Field(spec, std::nullopt, 2);
+  const std::vector<uint8_t> data = NoisyField(spec, std::nullopt, 2);
   CompressOptions o;
   o.mode = BoundMode::kRel;
   o.bound = 1e-3;

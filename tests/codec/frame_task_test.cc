@@ -4,30 +4,20 @@
 // rows; a frame at the wrong place, or cut short, is refused.
 #include "codec/frame_task.h"
 
-#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "codec/archive.h"
 #include "gtest/gtest.h"
+#include "tests/noisy_field.h"
 
 namespace ebzip {
 namespace {
 
+constexpr double kFill = -1e30;
+
 std::vector<uint8_t> Field(const ArraySpec& spec) {
-  std::vector<uint8_t> bytes(spec.num_bytes());
-  for (uint64_t i = 0; i < spec.num_elements(); ++i) {
-    double v = std::sin(0.003 * static_cast<double>(i)) * 50 + static_cast<double>(i % 7);
-    if (i % 997 == 0) v = NAN;
-    if (i % 1201 == 0) v = -1e30;  // the fill value
-    if (spec.dtype == DType::kFloat32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    } else {
-      std::memcpy(bytes.data() + 8 * i, &v, 8);
-    }
-  }
-  return bytes;
+  return testing::NoisyField(spec, kFill, 17);
 }
 
 struct Case {
@@ -41,7 +31,7 @@ CompressOptions OptionsFor(const Case& c, const ArraySpec& spec, absl::Span<cons
   CompressOptions o;
   o.frame_elements = c.frame_elements;
   o.predictor = c.predictor;
-  o.fill_value = -1e30;
+  o.fill_value = kFill;
   if (c.relative) {
     o.mode = BoundMode::kRel;
     o.bound = 1e-3;

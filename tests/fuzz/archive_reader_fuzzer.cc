@@ -7,7 +7,8 @@
 // accept the same archives and produce the same bytes. Regions of an
 // accepted archive (codec/region.h) decode to the slice of the full decode,
 // by whole frames, by parts of frames (codec/region_frame.h) and as the GPU
-// takes them (codec/region_plan.h): one parsed
+// takes them (codec/region_plan.h), and each frame alone as the service
+// streams them (codec/frame_task.h); the regions: one parsed
 // from the input's last bytes as text (so the parser is fuzzed too: OK or
 // INVALID_ARGUMENT, nothing else), one picked from them as numbers, one
 // small box. Parts of frames check only what they read, so on an archive
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/archive.h"
+#include "codec/frame_task.h"
 #include "codec/region.h"
 #include "codec/region_plan.h"
 #include "tests/fuzz/archive_checksums.h"
@@ -166,6 +168,41 @@ void CheckRegions(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> arch
   CheckRegion(info, archive, full, r);
 }
 
+// Each frame received alone, as the service's streamed decompression takes
+// it (codec/frame_task.h): a frame of an accepted archive is accepted where
+// it lies and refused anywhere else, and the frames alone decode to the full
+// decode's rows exactly when the whole archive decodes.
+void CheckFrameParts(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> archive,
+                     const std::vector<uint8_t>* full) {
+  const uint64_t count = info.frames.size();
+  const uint64_t row_bytes = count == 0 ? 0 : info.spec().num_bytes() / info.header.shape[0];
+  bool every_frame_decodes = true;
+  for (uint64_t i = 0; i < count; ++i) {
+    const auto& e = info.frames[i];
+    const absl::Span<const uint8_t> frame = archive.subspan(e.offset, e.size);
+    auto part = ebzip::FramePart(info.header, i, frame);
+    if (!part.ok()) Fail("a frame of an accepted archive is refused alone", part.status());
+    if (count > 1 && ebzip::FramePart(info.header, (i + 1) % count, frame).ok()) {
+      Fail("a frame accepted at another frame's place");
+    }
+    std::vector<uint8_t> rows(part->spec().num_bytes());
+    const absl::Status s = ebzip::DecompressInto(*part, frame, absl::MakeSpan(rows));
+    if (!s.ok()) {
+      if (!IsRejection(s, DecoderKind::kAuto)) Fail("a frame alone failed", s);
+      every_frame_decodes = false;
+      continue;
+    }
+    if (full != nullptr &&
+        !std::equal(rows.begin(), rows.end(),
+                    full->begin() + i * info.header.frame_rows * row_bytes)) {
+      Fail("a frame alone differs from the full decode");
+    }
+  }
+  if (every_frame_decodes != (full != nullptr)) {
+    Fail("the frames alone and the whole archive disagree on validity");
+  }
+}
+
 }  // namespace
 
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
@@ -224,5 +261,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (accepted[2] && !accepted[1]) Fail("gap-array decoder accepted what chunk-parallel rejects");
   CheckRegions(*info, archive, have_reference ? &reference : nullptr);
+  CheckFrameParts(*info, archive, have_reference ? &reference : nullptr);
   return 0;
 }
