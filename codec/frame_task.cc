@@ -37,6 +37,10 @@ absl::StatusOr<std::vector<uint8_t>> CompressFrame(const FrameTask& task,
                                                    absl::Span<const uint8_t> data,
                                                    const std::atomic<bool>* cancel) {
   if (absl::Status s = ValidateCompressOptions(task.spec, task.options); !s.ok()) return s;
+  if (task.options.mode != BoundMode::kAbs && !task.options.range) {
+    // The frame's own range would give it a bound of its own.
+    return absl::FailedPreconditionError("a frame task with a relative bound needs its range");
+  }
   if (data.size() != task.spec.num_bytes()) {
     return absl::InvalidArgumentError(
         absl::StrCat("a frame of ", task.spec.num_bytes(), " bytes given ", data.size()));

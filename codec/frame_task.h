@@ -39,6 +39,7 @@ absl::StatusOr<FrameTask> FrameTaskOf(const ArchivePlan& plan, const CompressOpt
 
 // The CPU codec on a FrameTask: the frame's bytes (`data` holds
 // task.spec.num_bytes()), or CANCELLED soon after *cancel is set.
+// FAILED_PRECONDITION for a relative bound without its range, as above.
 absl::StatusOr<std::vector<uint8_t>> CompressFrame(const FrameTask& task,
                                                    absl::Span<const uint8_t> data,
                                                    const std::atomic<bool>* cancel = nullptr);

@@ -133,6 +133,10 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     if (task.first_row && archive->frame_count() != 1) {
       return absl::InvalidArgumentError("a frame task that plans more than one frame");
     }
+    if (task.first_row && task.options.mode == BoundMode::kRel && !task.options.range) {
+      // The frame's own range would give it a bound of its own.
+      return absl::InvalidArgumentError("a frame task with a relative bound needs its range");
+    }
     plan.v2 |= archive->header.version != format::kVersion1;
     archives.push_back(*std::move(archive));
   }

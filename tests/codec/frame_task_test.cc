@@ -117,6 +117,10 @@ TEST(FrameTask, RelativeBoundsNeedTheirRange) {
   auto plan = PlanArchive(spec, o, ResolveBound(o, ValueRange{}));
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(FrameTaskOf(*plan, o, 0).status().code(), absl::StatusCode::kFailedPrecondition);
+  // Nor does a task built by hand compress with its frame's own range.
+  const std::vector<uint8_t> data = Field(spec);
+  const FrameTask task{spec, o, 0};
+  EXPECT_EQ(CompressFrame(task, data).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(FrameTask, MetadataStaysWithTheFileHeaderUnlessItDecidesTheVersion) {

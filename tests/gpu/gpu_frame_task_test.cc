@@ -197,7 +197,7 @@ TEST(GpuFrameTask, FramesReceivedAloneDecodeOnTheGpu) {
   }
 }
 
-TEST(GpuFrameTask, ATaskOfSeveralFramesIsRefused) {
+TEST(GpuFrameTask, ATaskOfSeveralFramesOrWithoutItsRangeIsRefused) {
   SKIP_WITHOUT_GPU();
   CompressTask t;
   t.spec = {DType::kFloat32, {64, 64}};
@@ -205,6 +205,12 @@ TEST(GpuFrameTask, ATaskOfSeveralFramesIsRefused) {
   t.options.frame_elements = 16 * 64;  // four frames: not a FrameTask's options
   t.first_row = 64;
   EXPECT_EQ(CompressWorkspaceSize({&t, 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  // One frame, but a relative bound without the array's range.
+  t.options.frame_elements = 64 * 64;
+  t.options.mode = BoundMode::kRel;
+  EXPECT_EQ(CompressWorkspaceSize({&t, 1}).status().code(), absl::StatusCode::kInvalidArgument);
+  t.options.range = ValueRange{true, -1, 1};
+  EXPECT_TRUE(CompressWorkspaceSize({&t, 1}).ok());
 }
 
 }  // namespace
