@@ -5,33 +5,20 @@
 // GPU is visible.
 #include "gpu/runtime/host_codec.h"
 
-#include <cmath>
-#include <cstring>
-#include <random>
 #include <vector>
 
 #include "codec/archive.h"
 #include "gtest/gtest.h"
+#include "tests/noisy_field.h"
 
 namespace ebzip::gpu::runtime {
 namespace {
 
+// The cases that give a fill value give this one.
+constexpr double kFill = -9999;
+
 std::vector<uint8_t> Field(const ArraySpec& spec, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> noise(0, 0.05);
-  std::vector<uint8_t> bytes(spec.num_bytes());
-  for (uint64_t i = 0; i < spec.num_elements(); ++i) {
-    double v = std::sin(0.001 * static_cast<double>(i)) * 30 + noise(rng);
-    if (i % 4001 == 0) v = NAN;
-    if (i % 7 == 0) v = -9999;  // the fill value of the cases that give one
-    if (spec.dtype == DType::kFloat32) {
-      const float f = static_cast<float>(v);
-      std::memcpy(bytes.data() + 4 * i, &f, 4);
-    } else {
-      std::memcpy(bytes.data() + 8 * i, &v, 8);
-    }
-  }
-  return bytes;
+  return ebzip::testing::NoisyField(spec, kFill, seed);
 }
 
 struct Case {
@@ -53,7 +40,7 @@ TEST_P(HostCodecTest, TheGpuGivesTheCpuCodecsBytesBothWays) {
   o.bound = c.mode == BoundMode::kRel ? 1e-4 : 0.01;
   o.predictor = c.predictor;
   o.lossless = c.lossless;
-  if (c.fill) o.fill_value = -9999;
+  if (c.fill) o.fill_value = kFill;
   o.frame_elements = 1 << 18;
   RanOn ran_on = RanOn::kCpu;
   auto archive = CompressOnGpu(c.spec, data, o, &ran_on);
