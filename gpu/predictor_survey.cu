@@ -368,12 +368,7 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
 
   // The interpolation candidates, a batch per group, planned with the bound,
   // the groups dealt round the lanes.
-  auto fork = StreamFork::Begin(st, lanes_);
-  if (!fork.ok()) return fork.status();
-  for (size_t gi = 0; gi < groups_.size(); ++gi) {
-    const Group& g = groups_[gi];
-    const int lane = static_cast<int>(gi % lanes_);
-    const cudaStream_t ls = fork->lane(lane);
+  auto launch_group = [&](const Group& g, int lane, cudaStream_t ls) -> absl::Status {
     const Frame& first = frames_[g.first_frame];
     FrameParams p = SampleParams(params[g.first_frame], first.sample);
     auto plan = PlanInterp(InterpParamsFor(p, first.candidates[g.candidate]), first.has_fill);
@@ -413,8 +408,19 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
                                                  nullptr, nullptr, ls));
     CUDA_RETURN_IF_ERROR(LaunchSymbolHistogram(segments_ + g.first_pseudo, g.frames, symbols_,
                                                first.n, histogram_ + g.first_pseudo * kBins, ls));
+    return absl::OkStatus();
+  };
+  auto fork = StreamFork::Begin(st, lanes_);
+  if (!fork.ok()) return fork.status();
+  absl::Status launched;
+  for (size_t gi = 0; gi < groups_.size() && launched.ok(); ++gi) {
+    const int lane = static_cast<int>(gi % lanes_);
+    launched.Update(launch_group(groups_[gi], lane, fork->lane(lane)));
   }
+  // Joined after a failure too: the caller's stream must not pass work that
+  // is still running on a lane.
   if (absl::Status s = fork->Join(); !s.ok()) return s;
+  if (!launched.ok()) return launched;
 
   // Tokens (each sample's own chunks), used symbols, counts; to the host.
   uint32_t* tokens = histogram_ + uint64_t{P} * kBins;

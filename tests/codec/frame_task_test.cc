@@ -16,9 +16,7 @@ namespace {
 
 constexpr double kFill = -1e30;
 
-std::vector<uint8_t> Field(const ArraySpec& spec) {
-  return testing::NoisyField(spec, kFill, 17);
-}
+std::vector<uint8_t> Field(const ArraySpec& spec) { return testing::NoisyField(spec, kFill, 17); }
 
 struct Case {
   ArraySpec spec;

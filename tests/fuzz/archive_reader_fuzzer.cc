@@ -192,9 +192,8 @@ void CheckFrameParts(const ebzip::ArchiveInfo& info, absl::Span<const uint8_t> a
       every_frame_decodes = false;
       continue;
     }
-    if (full != nullptr &&
-        !std::equal(rows.begin(), rows.end(),
-                    full->begin() + i * info.header.frame_rows * row_bytes)) {
+    if (full != nullptr && !std::equal(rows.begin(), rows.end(),
+                                       full->begin() + i * info.header.frame_rows * row_bytes)) {
       Fail("a frame alone differs from the full decode");
     }
   }

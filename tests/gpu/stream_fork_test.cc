@@ -15,8 +15,8 @@
 namespace ebzip::gpu {
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                              \
-  do {                                                                  \
+#define SKIP_WITHOUT_GPU()                                                        \
+  do {                                                                            \
     if (absl::Status s = DeviceAvailable(); !s.ok()) GTEST_SKIP() << s.message(); \
   } while (0)
 
@@ -38,8 +38,7 @@ TEST(StreamFork, LanesSeeTheStreamsWorkAndTheStreamSeesTheLanes) {
     auto fork = StreamFork::Begin(stream, StreamFork::kMaxLanes);
     ASSERT_TRUE(fork.ok()) << fork.status();
     for (int i = 0; i < fork->lanes(); ++i) {
-      ASSERT_EQ(cudaMemcpyAsync(copies[i], source, kBytes, cudaMemcpyDeviceToDevice,
-                                fork->lane(i)),
+      ASSERT_EQ(cudaMemcpyAsync(copies[i], source, kBytes, cudaMemcpyDeviceToDevice, fork->lane(i)),
                 cudaSuccess);
     }
     ASSERT_TRUE(fork->Join().ok());
