@@ -3,7 +3,8 @@
 // table per field and bound; nothing here is a pass/fail test, but every
 // run checks that the archive decodes within its bound.
 //
-// usage: ebzip_bench_gpu [--quick] [--small_batch] [--codec=v1|auto|lorenzo|interp ...]
+// usage: ebzip_bench_gpu [--quick] [--small_batch]
+//                        [--codec=v1|auto|auto-runs|auto-values|lorenzo|interp ...]
 //                        [--field=NAME.nc:VAR ...]
 //   --codec: the format and predictor (default: v1 and auto, each in turn)
 //   --small_batch: only where a batch of small (256 KiB) arrays spends its time
@@ -41,6 +42,16 @@ std::optional<CompressOptions> CodecOptions(const std::string& name) {
   CompressOptions o;
   if (name == "v1") return Version1();
   if (name == "auto") return o;
+  // The choice with one lossless stage (FORMAT.md §15.4, §15.4.1): what
+  // each costs on the same field.
+  if (name == "auto-runs") {
+    o.lossless = Lossless::kZeroRuns;
+    return o;
+  }
+  if (name == "auto-values") {
+    o.lossless = Lossless::kRunValues;
+    return o;
+  }
   if (name == "lorenzo") o.predictor = Predictor::kLorenzo;
   else if (name == "interp") o.predictor = Predictor::kInterp;
   else return std::nullopt;
@@ -467,7 +478,7 @@ int main(int argc, char** argv) {
     if (a.rfind("--codec=", 0) == 0) {
       codecs.push_back(a.substr(8));
       if (!CodecOptions(codecs.back())) {
-        std::fprintf(stderr, "--codec takes v1, auto, lorenzo or interp\n");
+        std::fprintf(stderr, "--codec takes v1, auto, auto-runs, auto-values, lorenzo or interp\n");
         return 2;
       }
     }

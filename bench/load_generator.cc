@@ -78,7 +78,7 @@ ABSL_FLAG(double, timeout_s, 0, "Per-request deadline in seconds; 0: none");
 ABSL_FLAG(bool, verify, false, "Check every decompressed value against the bound");
 ABSL_FLAG(std::string, predictor, "auto",
           "CompressOptions.predictor: auto (each frame chooses), lorenzo or interp");
-ABSL_FLAG(std::string, lossless, "auto", "CompressOptions.lossless: auto, huffman or runs");
+ABSL_FLAG(std::string, lossless, "auto", "CompressOptions.lossless: auto, huffman, runs or run-values");
 ABSL_FLAG(int32_t, parts, 0,
           "Through the C++ client library, each array split over this many calls at once, each "
           "on its own connection (RemoteOptions::streams); 0: one call per array on raw stubs");
@@ -414,8 +414,9 @@ ebzip::CompressOptions LibraryOptions(const Config& cfg) {
                 : cfg.options.predictor() == ebzip::v1::INTERPOLATION ? ebzip::Predictor::kInterp
                                                                       : ebzip::Predictor::kAuto;
   o.lossless = cfg.options.lossless() == ebzip::v1::HUFFMAN     ? ebzip::Lossless::kHuffman
-               : cfg.options.lossless() == ebzip::v1::ZERO_RUNS ? ebzip::Lossless::kZeroRuns
-                                                                : ebzip::Lossless::kAuto;
+               : cfg.options.lossless() == ebzip::v1::ZERO_RUNS  ? ebzip::Lossless::kZeroRuns
+               : cfg.options.lossless() == ebzip::v1::RUN_VALUES ? ebzip::Lossless::kRunValues
+                                                                 : ebzip::Lossless::kAuto;
   return o;
 }
 
@@ -636,8 +637,10 @@ int main(int argc, char** argv) {
     cfg.options.set_lossless(ebzip::v1::HUFFMAN);
   } else if (lossless == "runs") {
     cfg.options.set_lossless(ebzip::v1::ZERO_RUNS);
+  } else if (lossless == "run-values") {
+    cfg.options.set_lossless(ebzip::v1::RUN_VALUES);
   } else if (lossless != "auto") {
-    std::fprintf(stderr, "ebzip_load: --lossless must be auto, huffman or runs\n");
+    std::fprintf(stderr, "ebzip_load: --lossless must be auto, huffman, runs or run-values\n");
     return 2;
   }
   if (absl::GetFlag(FLAGS_abs) > 0) {

@@ -184,7 +184,10 @@ absl::StatusOr<ArchivePlan> PlanArchive(const ArraySpec& spec, const CompressOpt
   f.lossless = options.lossless;
   f.interp_order = options.interp_order;
   if (f.version >= 2) {
-    if (f.lossless != Lossless::kHuffman) {
+    const uint8_t stages = AllowedStages(f);
+    if (stages >> format::kLosslessRunValues & 1) {
+      f.radius = std::min(f.radius, format::kMaxRadiusWithRunValues);
+    } else if (stages >> format::kLosslessZeroRuns & 1) {
       f.radius = std::min(f.radius, format::kMaxRadiusWithRuns);
     }
   } else {

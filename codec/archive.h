@@ -45,8 +45,8 @@ struct CompressOptions {
   std::vector<uint16_t> block;
   // Per-frame choices (FORMAT.md §15.9). Lorenzo with plain Huffman and no
   // metadata writes version 1, as earlier ebzip did; anything else writes
-  // version 2. Zero-run tokens cap the radius
-  // at 32762.
+  // version 2. Zero-run tokens cap the radius at 32762, run-value tokens
+  // (allowed by kAuto) at 32736.
   Predictor predictor = Predictor::kAuto;
   Lossless lossless = Lossless::kAuto;
   int interp_order = 0;  // 0: chosen per frame; 1 linear, 3 cubic

@@ -24,27 +24,37 @@ StageCode PlainCode(absl::Span<const uint16_t> symbols, uint32_t radius, int max
   return Finish(std::move(code), Histogram(symbols, 2 * radius), 0, max_code_length);
 }
 
-StageCode RunCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
-                  int max_code_length) {
+StageCode TokenCode(absl::Span<const uint16_t> symbols, const RunTokens& runs,
+                    uint32_t chunk_symbols, int max_code_length) {
   StageCode code;
-  code.runs = {true, radius};
+  code.runs = runs;
   const TokenStats stats = TokenHistogram(symbols, chunk_symbols, code.runs);
   return Finish(std::move(code), stats.histogram, stats.extra_bits, max_code_length);
 }
 
 StageCode SmallerCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
-                      int max_code_length, bool allow_plain, bool allow_runs) {
-  if (!allow_runs) return PlainCode(symbols, radius, max_code_length);
+                      int max_code_length, uint8_t stages) {
+  if (stages == (1u << format::kLosslessHuffman)) {
+    return PlainCode(symbols, radius, max_code_length);
+  }
   const SymbolCounts counts = CountSymbols(symbols, chunk_symbols, radius);
-  StageCode runs;
-  runs.runs = {true, radius};
-  const TokenStats tokens = counts.Tokens(radius);
-  runs = Finish(std::move(runs), tokens.histogram, tokens.extra_bits, max_code_length);
-  if (!allow_plain) return runs;
-  StageCode plain;
-  plain.runs = {false, radius};
-  plain = Finish(std::move(plain), counts.histogram, 0, max_code_length);
-  return runs.bits < plain.bits ? std::move(runs) : std::move(plain);
+  StageCode best;
+  bool have = false;
+  for (uint8_t id : {format::kLosslessHuffman, format::kLosslessZeroRuns,
+                     format::kLosslessRunValues}) {
+    if (!(stages >> id & 1)) continue;
+    StageCode code;
+    code.runs = RunTokens::ForStage(id, radius);
+    if (id == format::kLosslessHuffman) {
+      code = Finish(std::move(code), counts.histogram, 0, max_code_length);
+    } else {
+      const TokenStats tokens = counts.Tokens(radius, id == format::kLosslessRunValues);
+      code = Finish(std::move(code), tokens.histogram, tokens.extra_bits, max_code_length);
+    }
+    if (!have || code.bits < best.bits) best = std::move(code);
+    have = true;
+  }
+  return best;
 }
 
 EncodedSymbols EncodeWith(const StageCode& code, absl::Span<const uint16_t> symbols,

@@ -1,7 +1,8 @@
 // The entropy stage of a frame (FORMAT.md §5, §15.4): a canonical Huffman
 // code over the frame's symbols, or over its tokens when runs of the zero
-// residual are coded as run tokens. Both codes' sizes are exact from their
-// histograms, so choosing between them costs no encoding.
+// residual are coded as run tokens (and, §15.4.1, as run-value tokens).
+// Every code's size is exact from its histogram, so choosing among them
+// costs no encoding.
 #ifndef EBZIP_CODEC_ENTROPY_CODER_H_
 #define EBZIP_CODEC_ENTROPY_CODER_H_
 
@@ -23,17 +24,17 @@ struct StageCode {
   uint64_t bits = 0;                  // payload, extra bits and the section, in bits
 };
 
-// The code of each stage: plain Huffman, and (when `allow_runs`) Huffman
-// with run tokens, chunks of chunk_symbols positions.
+// The code of one stage over chunks of chunk_symbols positions.
 StageCode PlainCode(absl::Span<const uint16_t> symbols, uint32_t radius, int max_code_length);
-StageCode RunCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
-                  int max_code_length);
+StageCode TokenCode(absl::Span<const uint16_t> symbols, const RunTokens& runs,
+                    uint32_t chunk_symbols, int max_code_length);
 
-// The code of the stage a frame uses (FORMAT.md §15.9): with both allowed,
-// the run code when its bits are fewer than the plain code's, else the plain
-// code. Both codes come from one pass over the symbols (CountSymbols).
+// The code of the stage a frame uses (FORMAT.md §15.9) among `stages`, a
+// set of lossless ids (bit i for id i, not empty): the one of fewest bits,
+// the lower id on a tie. The codes come from one pass over the symbols
+// (CountSymbols).
 StageCode SmallerCode(absl::Span<const uint16_t> symbols, uint32_t radius, uint32_t chunk_symbols,
-                      int max_code_length, bool allow_plain, bool allow_runs);
+                      int max_code_length, uint8_t stages);
 
 // Encodes the symbols with `code` (its chunks, gap array and bitstream).
 EncodedSymbols EncodeWith(const StageCode& code, absl::Span<const uint16_t> symbols,

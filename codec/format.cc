@@ -54,6 +54,10 @@ absl::Status CheckVersion2Fields(const FrameHeader& h, uint64_t n) {
       (h.radius > kMaxRadiusWithRuns || h.max_code_length > kMaxCodeLengthWithRuns)) {
     return Corrupt("radius or code length too large for zero-run tokens");
   }
+  if (h.lossless == kLosslessRunValues &&
+      (h.radius > kMaxRadiusWithRunValues || h.max_code_length > kMaxCodeLengthWithRuns)) {
+    return Corrupt("radius or code length too large for run-value tokens");
+  }
   if (h.fill_coding == kFillCodingMask ? (h.positions == 0 || h.positions > n)
                                         : h.positions != n) {
     return Corrupt("symbol position count disagrees with the frame");
@@ -193,7 +197,14 @@ uint64_t FrameHeader::num_chunks() const {
   return (uint64_t{positions} + chunk_symbols - 1) / chunk_symbols;
 }
 uint32_t FrameHeader::alphabet() const {
-  return 2 * radius + (lossless == kLosslessZeroRuns ? kRunClasses : 0);
+  switch (lossless) {
+    case kLosslessZeroRuns:
+      return 2 * radius + kRunClasses;
+    case kLosslessRunValues:
+      return 2 * radius + kTokensWithRunValues;
+    default:
+      return 2 * radius;
+  }
 }
 uint64_t FrameHeader::num_groups() const { return (num_chunks() + chunk_group - 1) / chunk_group; }
 uint64_t FrameHeader::frame_size() const {
@@ -324,7 +335,7 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
       (version < 2 && (h.predictor != 0 || h.lossless != 0 || h.fill_coding != 0))) {
     return Corrupt("reserved frame bits set");
   }
-  if (h.predictor > kPredictorInterp || h.lossless > kLosslessZeroRuns ||
+  if (h.predictor > kPredictorInterp || h.lossless > kLosslessRunValues ||
       h.fill_coding > kFillCodingMask) {
     return Corrupt("unknown predictor, lossless stage or fill coding");
   }
@@ -410,10 +421,13 @@ absl::StatusOr<FrameHeader> ParseFrameHeader(absl::Span<const uint8_t> bytes) {
     if (s.length > kMaxSectionBytes) return Corrupt("section too large");
   }
   // Every token is at least one bit and covers at most kMaxRunPositions
-  // positions (one without zero-run tokens), and every mask token covers at
-  // most kMaxMaskRun elements: a frame cannot claim more elements than its
-  // bits allow, which caps what a reader allocates.
-  const uint64_t per_bit = h.lossless == kLosslessZeroRuns ? kMaxRunPositions : 1;
+  // positions (kMaxRunValuePositions with run-value tokens, one without
+  // tokens), and every mask token covers at most kMaxMaskRun elements: a
+  // frame cannot claim more elements than its bits allow, which caps what a
+  // reader allocates.
+  const uint64_t per_bit = h.lossless == kLosslessZeroRuns    ? kMaxRunPositions
+                           : h.lossless == kLosslessRunValues ? kMaxRunValuePositions
+                                                              : 1;
   if (h.sections[kBitstream].length * 8 * per_bit < h.positions) {
     return Corrupt("bitstream too short for the frame");
   }

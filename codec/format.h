@@ -58,6 +58,7 @@ inline constexpr uint8_t kPredictorLorenzo = 0;
 inline constexpr uint8_t kPredictorInterp = 1;
 inline constexpr uint8_t kLosslessHuffman = 0;
 inline constexpr uint8_t kLosslessZeroRuns = 1;
+inline constexpr uint8_t kLosslessRunValues = 2;
 inline constexpr uint8_t kFillCodingRuns = 0;
 inline constexpr uint8_t kFillCodingMask = 1;
 
@@ -67,6 +68,16 @@ inline constexpr int kRunClasses = 12;
 inline constexpr uint32_t kMaxRunPositions = (uint32_t{1} << (kRunClasses + 1)) - 1;  // 8191
 inline constexpr int kMaxCodeLengthWithRuns = 20;  // + 12 extra bits fits a 32-bit window
 inline constexpr uint32_t kMaxRadiusWithRuns = (65536 - kRunClasses) / 2;  // 32762
+
+// Run-value tokens (§15.4.1): classes 0..12, each with one of kRunValues
+// residuals after the run, numbered after the run tokens; 2^c + e zeros and
+// the value, so up to 8192 positions.
+inline constexpr int kRunValueClasses = kRunClasses + 1;
+inline constexpr int kRunValues = 4;  // residuals -2, -1, +1, +2
+inline constexpr int kRunValueTokens = kRunValueClasses * kRunValues;
+inline constexpr int kTokensWithRunValues = kRunClasses + kRunValueTokens;  // 64
+inline constexpr uint32_t kMaxRunValuePositions = kMaxRunPositions + 1;    // 8192
+inline constexpr uint32_t kMaxRadiusWithRunValues = (65536 - kTokensWithRunValues) / 2;  // 32736
 
 // The fill mask (§15.6): lengths as classes 0..12 with c extra bits.
 inline constexpr int kMaskClasses = 13;

@@ -40,11 +40,9 @@ void Release(V& v) {
 absl::Status Corrupt(absl::string_view what) { return format::CorruptArchive(what); }
 
 // The entropy stage the frame uses: the one p.lossless names, or with kAuto
-// the smaller (FORMAT.md §15.9). Version 1 has only plain Huffman.
+// the smallest (FORMAT.md §15.9).
 StageCode ChooseStage(const FrameParams& p, absl::Span<const uint16_t> symbols) {
-  const bool runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
-  const bool plain = !runs || p.lossless != Lossless::kZeroRuns;
-  return SmallerCode(symbols, p.radius, p.chunk_symbols, p.max_code_length, plain, runs);
+  return SmallerCode(symbols, p.radius, p.chunk_symbols, p.max_code_length, AllowedStages(p));
 }
 
 // Codes the content and writes the frame in place: every section's size is
@@ -64,7 +62,7 @@ absl::Status WriteFrame(const FrameParams& p, FrameContent& content, const uint8
   h.predictor = config.predictor;
   h.order = config.order;
   h.block = config.block;
-  h.lossless = code.runs.enabled ? format::kLosslessZeroRuns : format::kLosslessHuffman;
+  h.lossless = code.runs.stage();
   h.fill_coding = content.fill_coding();
   h.positions = positions;
   h.outlier_count = content.outlier_count();
@@ -148,7 +146,7 @@ absl::StatusOr<std::vector<uint16_t>> DecodeSymbols(const FrameHeader& h, const 
                      sec[format::kGapArray],
                      h.chunk_symbols,
                      h.subsequence_bits,
-                     {h.lossless == format::kLosslessZeroRuns, h.radius}};
+                     RunTokens::ForStage(h.lossless, h.radius)};
   if (auto s = HuffmanDecode(decoder, table, view, absl::MakeSpan(symbols), cancel); !s.ok()) {
     return s;
   }
@@ -240,6 +238,22 @@ absl::Status DecodeContent(const FrameHeader& h, const Sections& sec, DecoderKin
 }
 
 }  // namespace
+
+uint8_t AllowedStages(const FrameParams& p) {
+  if (p.version < 2) return 1u << format::kLosslessHuffman;
+  switch (p.lossless) {
+    case Lossless::kHuffman:
+      return 1u << format::kLosslessHuffman;
+    case Lossless::kZeroRuns:
+      return 1u << format::kLosslessZeroRuns;
+    case Lossless::kRunValues:
+      return 1u << format::kLosslessRunValues;
+    case Lossless::kAuto:
+      break;
+  }
+  return (1u << format::kLosslessHuffman) | (1u << format::kLosslessZeroRuns) |
+         (1u << format::kLosslessRunValues);
+}
 
 FrameHeader FrameHeaderFor(const FrameParams& p) {
   FrameHeader h;

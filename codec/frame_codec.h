@@ -24,7 +24,7 @@ namespace ebzip {
 // Which predictor and lossless stage a writer may use; kAuto lets each frame
 // choose by estimate (FORMAT.md §15.9).
 enum class Predictor : uint8_t { kAuto, kLorenzo, kInterp };
-enum class Lossless : uint8_t { kAuto, kHuffman, kZeroRuns };
+enum class Lossless : uint8_t { kAuto, kHuffman, kZeroRuns, kRunValues };
 
 // Everything that fixes a frame's bytes apart from its data.
 struct FrameParams {
@@ -50,6 +50,10 @@ struct FrameParams {
   int max_code_length = 20;
   bool gap_array = true;
 };
+
+// The lossless stages a frame of `params` may use: bit i for FORMAT.md
+// §15.2's id i (version 1: plain Huffman alone).
+uint8_t AllowedStages(const FrameParams& params);
 
 // The frame header's data-independent fields (counts and sections zero), as
 // every writer fills them: the CPU encoder, and the GPU's header templates.

@@ -50,28 +50,54 @@ struct Run {
 };
 
 // One token: its codeword and extra bits (length 0 when no codeword
-// matches or the token runs past the chunk), and the positions it covers.
+// matches or the token runs past the chunk), and the positions it covers:
+// `repeat` of `symbol`, then for a run-value token one of `value`.
 struct Token {
   int length = 0;
   uint16_t symbol = 0;
-  uint32_t positions = 1;
+  uint32_t repeat = 1;
+  uint32_t value = kNoRunValue;
+
+  uint32_t positions() const { return repeat + (value != kNoRunValue); }
 };
+
+// The token whose codeword starts `window` (codeword length `len`, 0 when
+// none matches), its extra bits read from the same window: a codeword is at
+// most 20 bits with run tokens and the class at most 12.
+Token TokenOf(const RunTokens& runs, uint32_t window, int len, uint16_t symbol) {
+  Token t;
+  t.symbol = symbol;
+  if (len != 0 && runs.IsRun(symbol)) {
+    const RunTokenShape shape = ShapeOf(symbol, runs.radius);
+    if (!shape.valid) return t;  // length 0: invalid
+    const int c = shape.klass;
+    t.repeat = (1u << c) + (c == 0 ? 0 : (window << len) >> (32 - c));
+    t.symbol = static_cast<uint16_t>(runs.radius);
+    t.value = shape.value;
+    len += c;
+  }
+  t.length = len;
+  return t;
+}
 
 Token NextToken(const HuffmanTable& table, const RunTokens& runs, const ChunkBits& in,
                 uint64_t pos) {
-  Token t;
   const uint32_t window = in.Peek(pos);
-  int len = table.Decode(window, &t.symbol);
-  if (len != 0 && runs.IsRun(t.symbol)) {
-    // A codeword is at most 20 bits with run tokens and the class at most
-    // 12, so the extra bits are inside the same 32-bit window.
-    const int c = static_cast<int>(t.symbol - runs.base()) + 1;
-    t.positions = (1u << c) + ((window << len) >> (32 - c));
-    t.symbol = static_cast<uint16_t>(runs.radius);
-    len += c;
-  }
-  t.length = pos + len > in.bits() ? 0 : len;
+  uint16_t symbol;
+  const int len = table.Decode(window, &symbol);
+  Token t = TokenOf(runs, window, len, symbol);
+  if (pos + t.length > in.bits()) t.length = 0;
   return t;
+}
+
+// Writes the token's first `count` positions (at most its positions()).
+void WriteToken(const Token& t, uint64_t count, uint16_t* out) {
+  if (t.repeat == 1 && t.value == kNoRunValue) {
+    if (count != 0) *out = t.symbol;
+    return;
+  }
+  std::fill_n(out, std::min<uint64_t>(count, t.repeat), t.symbol);
+  if (count > t.repeat) out[t.repeat] = static_cast<uint16_t>(t.value);
 }
 
 // Decodes the tokens that start in [start, limit). Writes symbols to `out`
@@ -90,13 +116,13 @@ Run DecodeRun(const HuffmanTable& table, const RunTokens& runs, const ChunkBits&
     }
     if (marks) marks[(pos - mark_base) >> 6] |= uint64_t{1} << ((pos - mark_base) & 63);
     if (out) {
-      if (t.positions > capacity - run.count) {
+      if (t.positions() > capacity - run.count) {
         run.ok = false;
         break;
       }
-      std::fill_n(out + run.count, t.positions, t.symbol);
+      WriteToken(t, t.positions(), out + run.count);
     }
-    run.count += t.positions;
+    run.count += t.positions();
     pos += t.length;
   }
   run.end = pos;
@@ -128,30 +154,26 @@ Run DecodeRunFast(const HuffmanTable& table, const RunTokens& runs, const ChunkB
     }
     const uint32_t window = static_cast<uint32_t>(buf >> 32);
     uint16_t symbol;
-    int len = table.Decode(window, &symbol);
-    uint32_t positions = 1;
-    if (len != 0 && runs.IsRun(symbol)) {
-      const int c = static_cast<int>(symbol - runs.base()) + 1;
-      positions = (1u << c) + ((window << len) >> (32 - c));
-      symbol = static_cast<uint16_t>(runs.radius);
-      len += c;
-    }
+    const int codeword = table.Decode(window, &symbol);
+    const Token t = TokenOf(runs, window, codeword, symbol);
+    const int len = t.length;
     if (len == 0 || pos + len > bits) {
       run.ok = false;
       break;
     }
+    uint64_t positions = t.positions();
     if (out != nullptr) {
       if (positions > capacity - run.count) {
         if (!prefix) {
           run.ok = false;
           break;
         }
-        positions = static_cast<uint32_t>(capacity - run.count);
+        positions = capacity - run.count;
       }
-      if (positions == 1) {
-        out[run.count] = symbol;
+      if (positions == 1 && t.value == kNoRunValue) {
+        out[run.count] = t.symbol;
       } else {
-        std::fill_n(out + run.count, positions, symbol);
+        WriteToken(t, positions, out + run.count);
       }
     }
     run.count += positions;

@@ -285,7 +285,7 @@ uint64_t MaxFrameBytes(const FrameParams& p) {
     // The run tokens' code lengths, and the fill mask: at most a token of
     // 32 bits per element and per split, its 16-byte header and a chunk
     // length per 4096 tokens.
-    size += format::kRunClasses;
+    size += format::kTokensWithRunValues;
     const Bytes tokens = n + CeilDiv(n, format::kMaxMaskRun) * 2 + 2;
     size += tokens * 4 + 16 + CeilDiv(tokens, format::kMaskChunkTokens) * 4 + 8;
   }

@@ -53,11 +53,9 @@ std::vector<PredictorConfig> Candidates(const FrameParams& p) {
 }
 
 uint64_t EstimateBits(const FrameParams& p, const FrameContent& content) {
-  const bool runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
-  const bool plain = p.lossless != Lossless::kZeroRuns;
-  const uint64_t entropy =
-      SmallerCode(content.symbols(), p.radius, p.chunk_symbols, p.max_code_length, plain, runs)
-          .bits;
+  const uint64_t entropy = SmallerCode(content.symbols(), p.radius, p.chunk_symbols,
+                                       p.max_code_length, AllowedStages(p))
+                               .bits;
   return entropy + 64 * content.outlier_count() +
          8 * (4 + DTypeSize(p.dtype)) * content.verbatim_count() + 8 * content.fill_bytes();
 }

@@ -88,7 +88,7 @@ absl::Status DecodeNeededSymbols(const FrameHeader& h, const FrameSections& sec,
                            sec[format::kGapArray],
                            h.chunk_symbols,
                            h.subsequence_bits,
-                           {h.lossless == format::kLosslessZeroRuns, h.radius}};
+                           RunTokens::ForStage(h.lossless, h.radius)};
   const std::vector<ChunkPrefix> prefixes = PrefixesOf(ranges, h.chunk_symbols);
   return HuffmanDecodePrefixes(table, view, prefixes,
                                absl::MakeSpan(scratch->symbols.get(), h.positions), cancel);

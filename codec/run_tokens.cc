@@ -14,7 +14,7 @@ namespace ebzip {
 
 TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
                           const RunTokens& runs) {
-  const uint32_t alphabet = 2 * runs.radius + (runs.enabled ? format::kRunClasses : 0);
+  const uint32_t alphabet = runs.alphabet();
   TokenStats total;
   total.histogram.assign(alphabet, 0);
   const uint64_t n = symbols.size();
@@ -42,13 +42,21 @@ TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
   return total;
 }
 
-TokenStats SymbolCounts::Tokens(uint32_t radius) const {
+TokenStats SymbolCounts::Tokens(uint32_t radius, bool values) const {
+  const Runs& runs = values ? with_values : zero_runs;
   TokenStats t;
-  t.histogram.reserve(histogram.size() + format::kRunClasses);
+  t.histogram.reserve(histogram.size() + format::kTokensWithRunValues);
   t.histogram = histogram;
-  t.histogram[radius] = lone_zeros;
-  t.histogram.insert(t.histogram.end(), run_classes.begin(), run_classes.end());
-  t.extra_bits = extra_bits;
+  t.histogram[radius] = runs.lone_zeros;
+  t.histogram.insert(t.histogram.end(), runs.classes.begin(), runs.classes.end());
+  if (values) {
+    for (int j = 0; j < format::kRunValues; ++j) {
+      // Only symbols are taken (with radius 1 or 2 some values are none).
+      if (taken[j] != 0) t.histogram[radius + (j < 2 ? j - 2 : j - 1)] -= taken[j];
+    }
+    t.histogram.insert(t.histogram.end(), run_values.begin(), run_values.end());
+  }
+  t.extra_bits = runs.extra_bits;
   return t;
 }
 
@@ -80,28 +88,50 @@ int Popcount(uint64_t x) {
   return static_cast<int>((x * 0x0101010101010101ull) >> 56);
 }
 
-// The tokens of one chunk's runs of zeros, added to a task's counts.
+// The tokens of one chunk's runs of zeros, added to a task's counts, for
+// both stages with tokens.
 struct RunCounts {
-  std::array<uint32_t, format::kRunClasses> classes{};
-  uint64_t lone = 0;
-  uint64_t extra = 0;
+  SymbolCounts::Runs zero_runs;
+  SymbolCounts::Runs with_values;
+  std::array<uint32_t, format::kRunValueTokens> run_values{};
+  std::array<uint32_t, format::kRunValues> taken{};
 
-  // §15.8's tokens for a run of k >= 1 zeros.
-  void Add(uint64_t k) {
+  // §15.8's tokens for a run of k >= 1 zeros followed by `next` in its chunk
+  // (kNoRunValue at the chunk's end).
+  void Add(uint64_t k, uint32_t next, uint32_t radius) {
+    uint32_t splits = 0;
     while (k >= format::kMaxRunPositions + 1) {
-      ++classes[format::kRunClasses - 1];
-      extra += format::kRunClasses;
+      ++splits;
       k -= format::kMaxRunPositions;
     }
-    if (k >= 2) {
-      const int klass = 63 - __builtin_clzll(k);  // RunClass(k), without its loop
-      ++classes[klass - 1];
-      extra += klass;
-    } else if (k == 1) {
-      ++lone;
+    for (SymbolCounts::Runs* r : {&zero_runs, &with_values}) {
+      r->classes[format::kRunClasses - 1] += splits;
+      r->extra_bits += uint64_t{splits} * format::kRunClasses;
+    }
+    const int klass = 63 - __builtin_clzll(k);  // RunClass(k), without its loop
+    const int j = next == kNoRunValue ? -1 : RunValueIndex(next, radius);
+    if (j >= 0) {
+      ++run_values[format::kRunValues * klass + j];
+      ++taken[j];
+      with_values.extra_bits += klass;
+    }
+    for (SymbolCounts::Runs* r : {&zero_runs, &with_values}) {
+      if (r == &with_values && j >= 0) continue;
+      if (k >= 2) {
+        ++r->classes[klass - 1];
+        r->extra_bits += klass;
+      } else {
+        ++r->lone_zeros;
+      }
     }
   }
 };
+
+void AddRuns(const SymbolCounts::Runs& from, SymbolCounts::Runs* to) {
+  for (int k = 0; k < format::kRunClasses; ++k) to->classes[k] += from.classes[k];
+  to->lone_zeros += from.lone_zeros;
+  to->extra_bits += from.extra_bits;
+}
 
 }  // namespace
 
@@ -149,7 +179,7 @@ SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
             run += len;
             pos += len;
             if (pos < count) {
-              runs.Add(run);
+              runs.Add(run, block[pos], radius);
               run = 0;
             }
           } else {
@@ -158,14 +188,15 @@ SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_sym
           }
         }
       }
-      if (run > 0) runs.Add(run);
+      if (run > 0) runs.Add(run, kNoRunValue, radius);
     }
     local[zero] += static_cast<uint32_t>(zeros);
     std::lock_guard<std::mutex> lock(mu);
     for (uint32_t s = 0; s < alphabet; ++s) total.histogram[s] += local[s];
-    for (int k = 0; k < format::kRunClasses; ++k) total.run_classes[k] += runs.classes[k];
-    total.lone_zeros += static_cast<uint32_t>(runs.lone);
-    total.extra_bits += runs.extra;
+    AddRuns(runs.zero_runs, &total.zero_runs);
+    AddRuns(runs.with_values, &total.with_values);
+    for (int k = 0; k < format::kRunValueTokens; ++k) total.run_values[k] += runs.run_values[k];
+    for (int j = 0; j < format::kRunValues; ++j) total.taken[j] += runs.taken[j];
   });
   return total;
 }

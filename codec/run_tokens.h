@@ -18,26 +18,76 @@
 
 namespace ebzip {
 
-// Whether a frame's symbols are coded with run tokens, and the radius that
-// names the zero residual. Run tokens are the symbols base() .. base()+11.
+// Whether a frame's symbols are coded with run tokens (and run-value
+// tokens, §15.4.1), and the radius that names the zero residual. Tokens are
+// the symbols from base() on: 12 run tokens, then with `values` 52
+// run-value tokens.
 struct RunTokens {
   bool enabled = false;
   uint32_t radius = 0;
+  bool values = false;  // run-value tokens too; only with `enabled`
 
+  // The tokens of a frame header's `lossless` stage.
+  static RunTokens ForStage(uint8_t lossless, uint32_t radius) {
+    return {lossless != format::kLosslessHuffman, radius,
+            lossless == format::kLosslessRunValues};
+  }
+  uint8_t stage() const {
+    return !enabled ? format::kLosslessHuffman
+                    : (values ? format::kLosslessRunValues : format::kLosslessZeroRuns);
+  }
   EBZIP_HD uint32_t base() const { return 2 * radius; }
+  EBZIP_HD uint32_t alphabet() const {
+    return base() + (!enabled ? 0 : (values ? format::kTokensWithRunValues : format::kRunClasses));
+  }
   EBZIP_HD bool IsRun(uint32_t symbol) const { return enabled && symbol >= base(); }
 };
 
-// The class of a run of k positions, 2 <= k <= kMaxRunPositions.
+// The class of a run of k positions, 1 <= k <= kMaxRunPositions.
 EBZIP_HD inline int RunClass(uint32_t k) {
   int c = 0;
   while ((k >> (c + 1)) != 0) ++c;
   return c;
 }
 
+// A residual's index among the run-value tokens' (-2, -1, +1, +2), or -1.
+EBZIP_HD inline int RunValueIndex(uint32_t symbol, uint32_t radius) {
+  const int v = static_cast<int>(symbol) - static_cast<int>(radius);
+  return v == -2 ? 0 : v == -1 ? 1 : v == 1 ? 2 : v == 2 ? 3 : -1;
+}
+
+// What a token symbol t (IsRun(t)) stands for: 2^klass + e zeros (e its
+// klass extra bits), then, for a run-value token, one position of `value`.
+// With radius 1 or 2 some run-value tokens name a value that is no symbol
+// (below 0 or from 2 * radius on): `valid` is false, and a decoder rejects
+// the frame where one occurs (FORMAT.md §15.4.1).
+inline constexpr uint32_t kNoRunValue = 0xFFFFFFFFu;
+struct RunTokenShape {
+  int klass;
+  uint32_t value;  // kNoRunValue for a run token
+  bool valid;
+};
+EBZIP_HD inline RunTokenShape ShapeOf(uint32_t token, uint32_t radius) {
+  const uint32_t u = token - 2 * radius;
+  if (u < static_cast<uint32_t>(format::kRunClasses)) {
+    return {static_cast<int>(u) + 1, kNoRunValue, true};
+  }
+  const uint32_t w = u - format::kRunClasses;
+  const int j = static_cast<int>(w & 3);
+  const int64_t value = int64_t{radius} + (j < 2 ? j - 2 : j - 1);
+  const bool valid = value >= 0 && value < int64_t{2} * radius;
+  return {static_cast<int>(w >> 2), valid ? static_cast<uint32_t>(value) : kNoRunValue, valid};
+}
+
+// The run-value token of class c with the residual of index j.
+EBZIP_HD inline uint32_t RunValueToken(uint32_t radius, int c, int j) {
+  return 2 * radius + format::kRunClasses + format::kRunValues * c + j;
+}
+
 // Calls token(symbol, extra_bits, extra_value, positions) for every token
 // of the positions `symbols` (one chunk), in order (§15.8's split of long
-// runs). Without runs, every symbol is its own token.
+// runs, and with run values a run's last token taking the residual after
+// it). Without runs, every symbol is its own token.
 template <typename Fn>
 void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn token) {
   const uint64_t n = symbols.size();
@@ -64,8 +114,13 @@ void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn 
             (1u << format::kRunClasses) - 1, format::kMaxRunPositions);
       k -= format::kMaxRunPositions;
     }
-    if (k >= 2) {
-      const int c = RunClass(static_cast<uint32_t>(k));
+    const int j = runs.values && i < n ? RunValueIndex(symbols[i], runs.radius) : -1;
+    const int c = RunClass(static_cast<uint32_t>(k));
+    if (j >= 0) {
+      token(RunValueToken(runs.radius, c, j), c, static_cast<uint32_t>(k) - (1u << c),
+            static_cast<uint32_t>(k) + 1);
+      ++i;
+    } else if (k >= 2) {
       token(runs.base() + c - 1, c, static_cast<uint32_t>(k) - (1u << c),
             static_cast<uint32_t>(k));
     } else if (k == 1) {
@@ -75,8 +130,7 @@ void ForEachToken(absl::Span<const uint16_t> symbols, const RunTokens& runs, Fn 
 }
 
 // The histogram of the tokens of `symbols` cut into chunks of chunk_symbols
-// (alphabet 2 * radius, plus the run classes when enabled), and the extra
-// bits they carry.
+// (over runs.alphabet()), and the extra bits they carry.
 struct TokenStats {
   std::vector<uint32_t> histogram;
   uint64_t extra_bits = 0;
@@ -84,22 +138,30 @@ struct TokenStats {
 TokenStats TokenHistogram(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
                           const RunTokens& runs);
 
-// Both entropy stages' counts from one pass over the symbols (chunks of
-// chunk_symbols, symbols below 2 * radius): the symbol histogram, and what
-// the tokens of §15.4 make of it. Every symbol other than `radius` is its
-// own token, so the token histogram is the symbol histogram with radius's
-// count replaced by the zeros left alone (runs of one) and the run classes
-// after it. Counting a run at once also spares the symbol histogram one
-// increment of the same counter per zero, which a long run makes wait on
-// each other.
+// All three entropy stages' counts from one pass over the symbols (chunks
+// of chunk_symbols, symbols below 2 * radius): the symbol histogram, and
+// what the tokens of §15.4 and of §15.4.1 make of it. Every symbol other
+// than `radius` is its own token unless a run-value token takes it, so a
+// token histogram is the symbol histogram with radius's count replaced by
+// the zeros left alone (runs of one), the taken residuals' counts lowered,
+// and the token counts after it. Counting a run at once also spares the
+// symbol histogram one increment of the same counter per zero, which a
+// long run makes wait on each other.
 struct SymbolCounts {
+  // The run tokens of one stage.
+  struct Runs {
+    std::array<uint32_t, format::kRunClasses> classes{};  // class c at c - 1
+    uint32_t lone_zeros = 0;  // zeros not in a token
+    uint64_t extra_bits = 0;
+  };
   std::vector<uint32_t> histogram;  // per symbol, 2 * radius
-  std::array<uint32_t, format::kRunClasses> run_classes{};  // class c at c - 1
-  uint32_t lone_zeros = 0;  // zeros not in a run token
-  uint64_t extra_bits = 0;  // the run tokens'
+  Runs zero_runs;                   // lossless 1
+  Runs with_values;                 // lossless 2's run tokens
+  std::array<uint32_t, format::kRunValueTokens> run_values{};  // class c, value j at 4c + j
+  std::array<uint32_t, format::kRunValues> taken{};  // residuals in run-value tokens
 
-  // TokenHistogram's result, with runs enabled.
-  TokenStats Tokens(uint32_t radius) const;
+  // TokenHistogram's result for lossless 1 (runs) or 2 (runs and values).
+  TokenStats Tokens(uint32_t radius, bool values = false) const;
 };
 SymbolCounts CountSymbols(absl::Span<const uint16_t> symbols, uint32_t chunk_symbols,
                           uint32_t radius);

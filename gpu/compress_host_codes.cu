@@ -14,6 +14,7 @@
 #include "codec/frame_codec.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
+#include "codec/run_tokens.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/kernels.h"
@@ -113,14 +114,20 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
 
 absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st) {
   const uint32_t S = static_cast<uint32_t>(plan->segments.size());
-  const uint32_t H = 2 * S;
-  uint32_t* tokens = b.histogram + uint64_t{S} * kAlphabet;
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, b.histogram, uint64_t{S} * kAlphabet * 4,
-                                       cudaMemcpyDeviceToDevice, st));
+  // Histogram (and list) k * S + s: segment s's of stage k (the symbols'
+  // for 0, each token stage's copy of them patched for 1 and 2).
+  constexpr uint32_t kStages = 3;
+  const uint32_t H = kStages * S;
+  uint32_t* zero_runs = b.histogram + uint64_t{S} * kAlphabet;
+  uint32_t* run_values = b.histogram + 2 * uint64_t{S} * kAlphabet;
+  for (uint32_t* tokens : {zero_runs, run_values}) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, b.histogram, uint64_t{S} * kAlphabet * 4,
+                                         cudaMemcpyDeviceToDevice, st));
+  }
   CUDA_RETURN_IF_ERROR(
       LaunchRunCounters(b.segments, S, plan->totals.chunks, b.symbols, b.run_counters, st));
-  CUDA_RETURN_IF_ERROR(
-      LaunchTokenHistogram(b.segments, S, b.run_counters, tokens, b.extra_bits, st));
+  CUDA_RETURN_IF_ERROR(LaunchTokenHistogram(b.segments, S, b.run_counters, zero_runs, run_values,
+                                            b.extra_bits, st));
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, H, b.used, b.info, b.list, st));
   const uint64_t capacity = std::min(uint64_t{H} * kListedPerSegment, plan->listed_capacity);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
@@ -135,24 +142,25 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   if (!rest.ok()) return rest.status();
   const uint64_t listed = *rest;
   std::vector<HostCode> chosen(S);
-  std::vector<uint8_t> runs(S);
+  std::vector<uint8_t> stage(S);
   auto build = [&](uint64_t s) {
     const Segment& seg = plan->segments[s];
-    const FrameParams& p = plan->frames[s].params;
-    const bool allow_runs = p.version >= 2 && p.lossless != Lossless::kHuffman;
-    const bool allow_plain = !allow_runs || p.lossless != Lossless::kZeroRuns;
-    auto used = [&](uint64_t k) {
-      return absl::MakeConstSpan(b.host_list + b.host_info[k].offset, b.host_info[k].count);
-    };
+    const uint8_t allowed = AllowedStages(plan->frames[s].params);
     const int max_length = static_cast<int>(seg.max_code_length);
-    HostCode plain, run;
-    if (allow_plain) plain = BuildHostCode(used(s), 2 * seg.radius, max_length, 0);
-    if (allow_runs) {
-      run = BuildHostCode(used(S + s), 2 * seg.radius + format::kRunClasses, max_length,
-                          b.host_extra_bits[s]);
+    bool have = false;
+    for (uint8_t id : {format::kLosslessHuffman, format::kLosslessZeroRuns,
+                       format::kLosslessRunValues}) {
+      if (!(allowed >> id & 1)) continue;
+      const UsedSymbols u = b.host_info[id * uint64_t{S} + s];
+      HostCode code = BuildHostCode({b.host_list + u.offset, u.count},
+                                    RunTokens::ForStage(id, seg.radius).alphabet(), max_length,
+                                    id == format::kLosslessHuffman ? 0 : b.host_extra_bits[s]);
+      if (!have || code.bits < chosen[s].bits) {  // the lower stage of equal ones
+        chosen[s] = std::move(code);
+        stage[s] = id;
+      }
+      have = true;
     }
-    runs[s] = allow_runs && (!allow_plain || run.bits < plain.bits);
-    chosen[s] = runs[s] ? std::move(run) : std::move(plain);
   };
   if (S <= 2) {
     for (uint32_t s = 0; s < S; ++s) build(s);
@@ -170,7 +178,7 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   auto* which = reinterpret_cast<UsedSymbols*>(up + which_at);
   uint64_t cursor = 0;
   for (uint32_t s = 0; s < S; ++s) {
-    const UsedSymbols u = b.host_info[runs[s] ? S + s : s];
+    const UsedSymbols u = b.host_info[stage[s] * uint64_t{S} + s];
     which[s] = u;
     const HostCode& code = chosen[s];
     const std::vector<uint32_t> codes = CanonicalCodes(code.lengths);
@@ -192,7 +200,7 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   for (uint32_t s = 0; s < S; ++s) {
     Segment& seg = plan->segments[s];
     const FrameV2& f = plan->frames[s];
-    seg.lossless = runs[s];
+    seg.lossless = stage[s];
     seg.positions = seg.predictor == format::kPredictorInterp ? b.host_counts[2 * s] : 0;
     if (seg.predictor == format::kPredictorInterp &&
         (seg.positions == 0 || seg.positions > seg.geo.n)) {
@@ -203,7 +211,7 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
     h.predictor = f.config.predictor;
     h.order = f.config.order;
     h.block = f.config.block;
-    h.lossless = runs[s] ? format::kLosslessZeroRuns : format::kLosslessHuffman;
+    h.lossless = stage[s];
     h.fill_coding = static_cast<uint8_t>(seg.fill_coding);
     h.positions = static_cast<uint32_t>(seg.positions);
     format::AppendFrameHeader(h, &plan->frame_templates);

@@ -1,7 +1,8 @@
 // The Huffman codes built on the host: version 1's when CodeBuilder::kHost
 // asks for them, and version 2's always, where the host also picks each
-// frame's stage (plain symbols or zero-run tokens). Both copy the used
-// symbols down and the codes up into the workspace's upload area.
+// frame's stage (plain symbols, zero-run tokens or run-value tokens). Both
+// copy the used symbols down and the codes up into the workspace's upload
+// area.
 #ifndef EBZIP_GPU_COMPRESS_HOST_CODES_H_
 #define EBZIP_GPU_COMPRESS_HOST_CODES_H_
 
@@ -40,11 +41,12 @@ struct StageCodes {
   const uint8_t* sections;
 };
 
-// The second synchronization: the tokens' histogram beside the symbols',
-// both lists of used symbols, S and the extra bits to the host; there both
-// stages' codes are built and the smaller taken (FORMAT.md §15.9, as
-// codec/entropy_coder.h's SmallerCode); the chosen codes go up, and the
-// segments are laid out again over their S positions with their stage.
+// The second synchronization: both token stages' histograms beside the
+// symbols', the three lists of used symbols, S and the extra bits to the
+// host; there the allowed stages' codes are built and the smallest taken,
+// the lower stage of equal ones (FORMAT.md §15.9, as codec/entropy_coder.h's
+// SmallerCode); the chosen codes go up, and the segments are laid out again
+// over their S positions with their stage.
 absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st);
 
 }  // namespace ebzip::gpu::compress

@@ -24,8 +24,9 @@ namespace ebzip::gpu::compress {
 
 namespace {
 
-// Histograms per segment: version 2 keeps the tokens' beside the symbols'.
-uint64_t HistogramSets(const Plan& plan) { return plan.v2 ? 2 : 1; }
+// Histograms per segment: version 2 keeps both token stages' beside the
+// symbols' (lossless 0, 1, 2 in that order).
+uint64_t HistogramSets(const Plan& plan) { return plan.v2 ? 3 : 1; }
 // Whether the host builds the codes (version 2 always: it picks the stage).
 bool HostCodes(const Plan& plan) { return plan.builder == CodeBuilder::kHost || plan.v2; }
 
@@ -203,14 +204,17 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
       if ((uint64_t{1} << p.max_code_length) < max_used) {
         return absl::UnimplementedError("code length limit below the alphabet's size");
       }
-      // Version 2 lists the tokens' used symbols too (12 run classes more).
-      const uint64_t max_tokens =
-          plan.v2 ? std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius} + format::kRunClasses,
-                                        seg.geo.n})
-                  : 0;
+      // Version 2 lists both token stages' used symbols too (12 run classes
+      // more, and 52 run-value tokens more than that).
+      auto max_tokens = [&](uint64_t tokens) {
+        return plan.v2 ? std::min<uint64_t>({kAlphabet, 2 * uint64_t{p.radius} + tokens, seg.geo.n})
+                       : 0;
+      };
+      const uint64_t max_runs = max_tokens(format::kRunClasses);
+      const uint64_t max_values = max_tokens(format::kTokensWithRunValues);
       seg.code_section_at = plan.section_bytes;
-      plan.section_bytes += Align16(SectionRoom(std::max(max_used, max_tokens)));
-      plan.listed_capacity += max_used + max_tokens;
+      plan.section_bytes += Align16(SectionRoom(std::max({max_used, max_runs, max_values})));
+      plan.listed_capacity += max_used + max_runs + max_values;
       plan.max_used = std::max(plan.max_used, static_cast<uint32_t>(max_used));
       PlaceSegment(&seg, &plan.totals);
       plan.segments.push_back(seg);

@@ -135,7 +135,7 @@ struct Buffers {
   size_t cub_temp_bytes;
   // Version 2.
   uint32_t* run_counters;  // kRunCountersPerSegment per segment
-  uint64_t* extra_bits;    // per segment: the run tokens' extra bits
+  uint64_t* extra_bits;    // per segment: its tokens' extra bits (both stages')
   uint32_t* interp_counts;  // per segment: S and outliers of an interpolation frame
   uint8_t* interp_scratch;  // one batch of frames at a time
   uint32_t* outlier_index;  // one batch's anchors that are outliers

@@ -128,8 +128,8 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     seg.predictor = f.config.predictor;
     seg.order = f.config.order;
     seg.geo = GeometryFor(f.params, f.config);
-    // Runs are counted wherever they are allowed; the stage is picked later.
-    seg.lossless = f.params.version >= 2 && f.params.lossless != Lossless::kHuffman;
+    // Runs are counted wherever tokens are allowed; the stage is picked later.
+    seg.lossless = HighestStage(f.params);
     seg.fill_coding = format::kFillCodingRuns;
     seg.positions = 0;
     if (seg.predictor == format::kPredictorInterp) {

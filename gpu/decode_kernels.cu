@@ -11,8 +11,9 @@
 //
 // Each decoder is a template on kRuns: LaunchDecode runs the version-1
 // instances, LaunchDecodeRuns (gpu/run_kernels.h) those that also take zero-
-// run tokens (FORMAT.md §15.4), a codeword and its extra bits standing for a
-// run of positions; counts are then positions, not tokens.
+// run tokens (FORMAT.md §15.4) and run-value tokens (§15.4.1), a codeword and
+// its extra bits standing for a run of positions (and the residual after it);
+// counts are then positions, not tokens.
 #include <cub/block/block_scan.cuh>
 
 #include "gpu/code_length_scan.h"
@@ -20,6 +21,7 @@
 #include "gpu/device_util.cuh"
 #include "gpu/kernels.h"
 #include "gpu/run_kernels.h"
+#include "gpu/run_steps.h"
 
 namespace ebzip::gpu {
 namespace {
@@ -76,10 +78,12 @@ __global__ void __launch_bounds__(kTableThreads)
   extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
-  // With run tokens (FORMAT.md §15.4) the alphabet has the 12 run classes
-  // after the residuals, and a codeword and its extra bits fit 32 bits.
-  const uint32_t alphabet = 2 * seg.radius + (seg.lossless ? format::kRunClasses : 0);
-  const uint32_t run_base = seg.lossless ? 2 * seg.radius : 0xFFFFFFFFu;
+  // With tokens (FORMAT.md §15.4, §15.4.1) the alphabet has the 12 run
+  // classes after the residuals (and the 52 run-value tokens after them),
+  // and a codeword and its extra bits fit 32 bits.
+  const RunTokens tokens = run_steps::TokensOf(seg.lossless, seg.radius);
+  const uint32_t alphabet = tokens.alphabet();
+  const uint32_t run_base = seg.lossless ? tokens.base() : 0xFFFFFFFFu;
   if (seg.lossless && seg.max_code_length > format::kMaxCodeLengthWithRuns) {
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
@@ -311,10 +315,11 @@ struct Table {
   }
 };
 
-// A segment's run tokens (FORMAT.md §15.4) as the kRuns decoders read them:
-// symbols from `base` on are the run classes, which stand for runs of `zero`.
+// A segment's tokens (FORMAT.md §15.4, §15.4.1) as the kRuns decoders read
+// them: symbols from `base` on are the run classes, which stand for runs of
+// `zero`, and the run-value tokens (ShapeOf tells them apart).
 struct RunCode {
-  uint32_t base = 0xFFFFFFFFu;  // 2 * radius; past every symbol without run tokens
+  uint32_t base = 0xFFFFFFFFu;  // 2 * radius; past every symbol without tokens
   uint32_t zero = 0;            // radius
 
   RunCode() = default;
@@ -331,20 +336,29 @@ __device__ RunCode RunCodeOf(const Segment& seg) {
 }
 
 // The token at the top of `window`: its length in bits, codeword and extra
-// bits (0 when no codeword matches), its symbol and the positions it covers.
-// A codeword has at most 20 bits with run tokens (BuildTablesKernel checks)
-// and a class at most 12, so the extra bits are in the same window. Without
-// kRuns, Table::Decode: every token one position.
+// bits (0 when no codeword matches or, FORMAT.md §15.4.1, a run-value
+// token names no symbol), its symbol and the positions it covers:
+// `positions` of `symbol`, but for a run-value token, whose last position is
+// `value` (kNoRunValue for every other token; codec/huffman_decoder.cc's
+// TokenOf). A codeword has at most 20 bits with tokens (BuildTablesKernel
+// checks) and a class at most 12, so the extra bits are in the same window.
+// Without kRuns, Table::Decode: every token one position.
 template <bool kRuns>
 __device__ __forceinline__ int DecodeToken(const Table& table, const RunCode& runs, uint32_t window,
-                                           uint32_t* symbol, uint32_t* positions) {
+                                           uint32_t* symbol, uint32_t* positions,
+                                           uint32_t* value) {
   int l = table.Decode(window, symbol);
   *positions = 1;
+  *value = kNoRunValue;
   if constexpr (kRuns) {
     if (l != 0 && *symbol >= runs.base) {
-      const int c = static_cast<int>(*symbol - runs.base) + 1;
-      *positions = (1u << c) + ((window << l) >> (32 - c));
+      const RunTokenShape shape = ShapeOf(*symbol, runs.zero);
+      if (!shape.valid) return 0;  // a value that is no symbol (radius 1 or 2)
+      const int c = shape.klass;
+      *positions = (1u << c) + (c == 0 ? 0 : (window << l) >> (32 - c)) +
+                   (shape.value != kNoRunValue);
       *symbol = runs.zero;
+      *value = shape.value;
       l += c;
     }
   }
@@ -404,8 +418,8 @@ struct WindowDecoder {
   const RunCode& runs;
   const BitReader& reader;
   __device__ int operator()(uint32_t pos, uint32_t* positions) const {
-    uint32_t sym;
-    return DecodeToken<kRuns>(table, runs, reader.Window(pos), &sym, positions);
+    uint32_t sym, value;
+    return DecodeToken<kRuns>(table, runs, reader.Window(pos), &sym, positions, &value);
   }
 };
 using decode_steps::kTrace;
@@ -474,6 +488,21 @@ struct SymbolWriter {
     for (; k >= 4; k -= 4, out += 4) *reinterpret_cast<uint64_t*>(out) = pattern;
     for (; k > 0; --k) Put(sym);
   }
+  // A token's positions (DecodeToken's): PutRun's, then a run-value token's
+  // value, which stays before `end` too.
+  __device__ void PutToken(uint16_t sym, uint32_t positions, uint32_t value,
+                           const uint16_t* end) {
+    if (value == kNoRunValue) {
+      if (positions == 1) {
+        Put(sym);
+      } else {
+        PutRun(sym, positions, end);
+      }
+      return;
+    }
+    PutRun(sym, positions - 1, end);
+    if ((end - out) - static_cast<int64_t>(held) > 0) Put(static_cast<uint16_t>(value));
+  }
 };
 
 // Counts (and with kEmit writes, counting zeros) the symbols of the codewords
@@ -503,16 +532,19 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
         continue;
       }
     }
-    uint32_t sym, positions;
-    const int l = DecodeToken<kRuns>(table, runs, in.Window(), &sym, &positions);
+    uint32_t sym, positions, value;
+    const int l = DecodeToken<kRuns>(table, runs, in.Window(), &sym, &positions, &value);
     if (l == 0 || pos + l > bits) return false;
     if constexpr (kEmit) {
-      if (kRuns && positions != 1) {
-        out->PutRun(static_cast<uint16_t>(sym), positions, out_end);
+      if constexpr (kRuns) {
+        out->PutToken(static_cast<uint16_t>(sym), positions, value, out_end);
+        // A run's symbol is radius, never 0; the value after it may be 0
+        // where the radius is 1 or 2.
+        zeros += value == 0;
       } else {
         out->Put(static_cast<uint16_t>(sym));
       }
-      zeros += sym == 0;  // a run's symbol is radius, never 0
+      zeros += sym == 0;
     }
     n += positions;
     pos += l;
@@ -580,15 +612,18 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
   const RunCode runs = RunCodeOf<kRuns>(*v.seg);
   uint32_t pos = 0, zeros = 0;
   for (uint32_t i = 0; i < v.count;) {
-    uint32_t sym, positions;
-    const int l = DecodeToken<kRuns>(table, runs, v.reader.Window(pos), &sym, &positions);
+    uint32_t sym, positions, value;
+    const int l = DecodeToken<kRuns>(table, runs, v.reader.Window(pos), &sym, &positions, &value);
     // (A run past the chunk's positions is the CPU's "capacity" failure.)
     if (l == 0 || pos + l > v.bits || (kRuns && positions > v.count - i)) {
       ReportError(status, kErrBitstream, v.s);
       return;
     }
     if constexpr (kRuns) {
-      for (uint32_t k = 0; k < positions; ++k) v.out[i + k] = static_cast<uint16_t>(sym);
+      const uint32_t repeat = positions - (value != kNoRunValue);
+      for (uint32_t k = 0; k < repeat; ++k) v.out[i + k] = static_cast<uint16_t>(sym);
+      if (value != kNoRunValue) v.out[i + repeat] = static_cast<uint16_t>(value);
+      zeros += value == 0;
     } else {
       v.out[i] = static_cast<uint16_t>(sym);
     }

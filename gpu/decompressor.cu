@@ -83,7 +83,7 @@ struct Plan {
   // Outliers and verbatim values of every frame; fill runs of the frames
   // with fill coding 0 (a fill mask's fill_run_count counts its tokens).
   uint64_t outliers = 0, verbatim = 0, fill_runs = 0;
-  bool runs = false;  // some frame has zero-run tokens
+  bool runs = false;  // some frame has tokens (zero-run or run-value)
   std::vector<MaskFrame> masks;
   size_t mask_workspace = 0;  // the largest mask's: they decode one after another
   std::vector<InterpFrame> interp;
@@ -307,7 +307,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const DecompressTask> tasks, DecoderKin
       seg.fill_coding = h.fill_coding;
       seg.order = h.order;
       seg.positions = h.positions;
-      plan.runs |= h.lossless == format::kLosslessZeroRuns;
+      plan.runs |= h.lossless != format::kLosslessHuffman;
       all_gaps &= h.has_gap_array;
       PlaceSegment(&seg, &plan.totals);
       int mask = -1;

@@ -128,7 +128,7 @@ absl::Status LaunchInterpEncodeBatch(const InterpPlan& plan, const InterpEncodeB
                                      void* scratch, cudaStream_t stream);
 
 struct InterpDecodeInputs {
-  const uint16_t* symbols = nullptr;  // num_symbols, in symbol order, zero-run tokens expanded
+  const uint16_t* symbols = nullptr;  // num_symbols, in symbol order, tokens expanded
   uint64_t num_symbols = 0;
   const uint32_t* outlier_index = nullptr;  // num_outliers, ascending (the caller has checked)
   const int32_t* outlier_residual = nullptr;

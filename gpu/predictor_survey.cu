@@ -9,6 +9,7 @@
 #include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
+#include "codec/run_tokens.h"
 #include "gpu/cuda_status.h"
 #include "gpu/device_util.cuh"
 #include "gpu/host_code.h"
@@ -45,12 +46,10 @@ bool SameConfig(const PredictorConfig& a, const PredictorConfig& b) {
   return a.predictor == b.predictor && a.order == b.order && a.block == b.block;
 }
 
-// Stages EstimateBits allows (codec/predictor_choice.cc, as SmallerCode
-// takes them).
-bool RunsAllowed(const FrameParams& p) {
-  return p.version >= 2 && p.lossless != Lossless::kHuffman;
-}
-bool PlainAllowed(const FrameParams& p) { return p.lossless != Lossless::kZeroRuns; }
+// Histograms (and lists) per pseudo-segment: its symbols', then each token
+// stage's (lossless 0, 1, 2: histogram k * P + p is pseudo-segment p's of
+// stage k).
+constexpr uint32_t kStages = 3;
 
 // Copies each stripe (blockIdx.y) into the sample buffer, a word at a time
 // (stripes are whole rows of 4- or 8-byte elements).
@@ -212,15 +211,16 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
     SetCodingParams(p, &seg);
     seg.predictor = c.predictor;
     seg.order = c.order;
-    seg.lossless = RunsAllowed(p) ? 1 : 0;  // runs counted wherever they may be chosen
-    seg.positions = 0;                      // n; S once the encoder has run
+    seg.lossless = HighestStage(p);  // runs counted wherever tokens may be chosen
+    seg.positions = 0;               // n; S once the encoder has run
     PlaceSegment(&seg, &sv.totals_);
     f.pseudo[k] = static_cast<uint32_t>(sv.pseudo_.size());
     sv.pseudo_.push_back(seg);
     sv.pseudo_frame_.push_back(fi);
     const uint64_t r = uint64_t{p.radius};
-    sv.listed_capacity_ += std::min<uint64_t>({kBins, 2 * r, f.n}) +
-                           std::min<uint64_t>({kBins, 2 * r + format::kRunClasses, f.n});
+    for (uint64_t tokens : {0, format::kRunClasses, format::kTokensWithRunValues}) {
+      sv.listed_capacity_ += std::min<uint64_t>({kBins, 2 * r + tokens, f.n});
+    }
     return seg;
   };
   for (uint32_t fi = 0; fi < sv.frames_.size(); ++fi) {
@@ -266,7 +266,7 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
 void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   if (empty()) return;
   const uint64_t P = pseudo_.size();
-  const uint64_t H = 2 * P;
+  const uint64_t H = kStages * P;
   segments_ = d->Take<Segment>(P);
   stripe_table_ = d->Take<Stripe>(stripes_.size());
   samples_ = d->Take<uint8_t>(sample_bytes_);
@@ -359,7 +359,7 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   params_.assign(params.begin(), params.end());
   if (empty()) return absl::OkStatus();
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
-  const uint32_t H = 2 * P;
+  const uint32_t H = kStages * P;
   const uint64_t W = totals_.mask_words;
   uint64_t* specials = results_dev_;
   uint64_t* extra_bits = results_dev_ + 3 * uint64_t{P};
@@ -422,14 +422,18 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   if (absl::Status s = fork->Join(); !s.ok()) return s;
   if (!launched.ok()) return launched;
 
-  // Tokens (each sample's own chunks), used symbols, counts; to the host.
-  uint32_t* tokens = histogram_ + uint64_t{P} * kBins;
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, histogram_, uint64_t{P} * kBins * 4,
-                                       cudaMemcpyDeviceToDevice, st));
+  // Tokens of both stages (each sample's own chunks), used symbols, counts;
+  // to the host.
+  uint32_t* zero_runs = histogram_ + uint64_t{P} * kBins;
+  uint32_t* run_values = histogram_ + 2 * uint64_t{P} * kBins;
+  for (uint32_t* tokens : {zero_runs, run_values}) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, histogram_, uint64_t{P} * kBins * 4,
+                                         cudaMemcpyDeviceToDevice, st));
+  }
   CUDA_RETURN_IF_ERROR(
       LaunchRunCounters(segments_, P, totals_.chunks, symbols_, run_counters_, st));
-  CUDA_RETURN_IF_ERROR(
-      LaunchTokenHistogram(segments_, P, run_counters_, tokens, extra_bits, st));
+  CUDA_RETURN_IF_ERROR(LaunchTokenHistogram(segments_, P, run_counters_, zero_runs, run_values,
+                                            extra_bits, st));
   SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + H);
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(histogram_, H, used_, info_, list, st));
   SpecialCountsKernel<<<P, kCountThreads, 0, st>>>(segments_, masks_, masks_ + W, masks_ + 2 * W,
@@ -455,7 +459,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   };
   const absl::Span<const FrameParams> params = params_;
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
-  const uint32_t H = 2 * P;
+  const uint32_t H = kStages * P;
   SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + H);
   const uint64_t capacity = std::min(uint64_t{H} * kListedPerHistogram, listed_capacity_);
   Clock::time_point since = Clock::now();
@@ -477,17 +481,15 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   const uint64_t* host_fill_sizes = host_results_ + 4 * uint64_t{P};
   const uint32_t* host_counts =
       reinterpret_cast<const uint32_t*>(host_results_ + 4 * uint64_t{P} + 2 * frames_.size());
-  // EstimateBits for pseudo-segment p, given its stages' code sizes (the
-  // run code taken only when smaller, as SmallerCode does), and the code
-  // each stage needs (histogram k: the symbols' for k < P, the tokens' of
-  // k - P after): the plain code unless runs are allowed and it is not.
-  auto needed = [&](uint64_t k) {
-    const FrameParams& fp = params[pseudo_frame_[k < P ? k : k - P]];
-    return k >= P ? RunsAllowed(fp) : !RunsAllowed(fp) || PlainAllowed(fp);
-  };
+  // EstimateBits for pseudo-segment p takes the smallest code of the stages
+  // its frame allows (SmallerCode over AllowedStages; which stage that is
+  // does not matter here, only its size). Histogram k = stage * P + p.
+  auto allowed = [&](uint64_t p) { return AllowedStages(params[pseudo_frame_[p]]); };
+  auto needed = [&](uint64_t k) { return (allowed(k % P) >> (k / P) & 1) != 0; };
   auto used = [&](uint64_t k) {
     return absl::MakeConstSpan(host_list + host_info_[k].offset, host_info_[k].count);
   };
+  auto extra = [&](uint64_t k) { return k >= P ? host_extra[k % P] : 0; };
   auto sections = [&](uint64_t p) {
     const Segment& seg = pseudo_[p];
     const uint32_t fi = pseudo_frame_[p];
@@ -498,8 +500,10 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
                                        : 8 * host_specials[3 * p + 2];
     return 64 * outliers + 8 * (4 + DTypeSize(params[fi].dtype)) * verbatim + 8 * fill_bytes;
   };
-  auto stage = [](uint64_t plain, uint64_t runs, bool plain_needed, bool runs_needed) {
-    return !runs_needed ? plain : !plain_needed ? runs : runs < plain ? runs : plain;
+  // A bound far above the rounding of a floor's arithmetic: a code whose
+  // floor passes `bits` by it cannot take fewer.
+  auto beyond = [](double floor, uint64_t bits) {
+    return floor * (1 - 1e-9) - 1 > static_cast<double>(bits);
   };
 
   // A lower bound of each estimate first (Gibbs: no prefix code of a
@@ -514,7 +518,22 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
       sum += u.count * std::log2(static_cast<double>(u.count));
     }
     code_floor[k] = (total > 0 ? total * std::log2(total) - sum : 0) +
-                    static_cast<double>(k >= P ? host_extra[k - P] : 0);
+                    static_cast<double>(extra(k));
+  };
+  // Its allowed stages in order of their floors.
+  auto stages_of = [&](uint64_t p, uint32_t order[kStages]) {
+    uint32_t m = 0;
+    for (uint32_t id = 0; id < kStages; ++id) {
+      if (!needed(id * uint64_t{P} + p)) continue;
+      uint32_t i = m++;
+      for (; i > 0 && code_floor[order[i - 1] * uint64_t{P} + p] >
+                          code_floor[id * uint64_t{P} + p];
+           --i) {
+        order[i] = order[i - 1];
+      }
+      order[i] = id;
+    }
+    return m;
   };
   // Then per frame, candidates in order of their bounds, each one's codes
   // built while its bound could still beat the best estimate so far; the
@@ -526,7 +545,9 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     std::vector<double> floor(m);
     for (size_t c = 0; c < m; ++c) {
       const uint64_t p = f.pseudo[c];
-      floor[c] = stage(code_floor[p], code_floor[P + p], needed(p), needed(P + p)) +
+      uint32_t order[kStages];
+      const uint32_t stages = stages_of(p, order);
+      floor[c] = (stages > 0 ? code_floor[order[0] * uint64_t{P} + p] : 0) +
                  static_cast<double>(sections(p));
     }
     std::vector<size_t> order(m);
@@ -536,31 +557,21 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     size_t best = m;
     uint64_t best_bits = 0;
     for (size_t c : order) {
-      // A margin far above the rounding of the bound's arithmetic.
-      if (best < m && floor[c] * (1 - 1e-9) - 1 > static_cast<double>(best_bits)) break;
+      if (best < m && beyond(floor[c], best_bits)) break;
       const uint64_t p = f.pseudo[c];
       const Segment& seg = pseudo_[p];
-      auto code = [&](int r) {
-        return BuildHostCode(used(r == 0 ? p : P + p),
-                             2 * seg.radius + (r == 1 ? format::kRunClasses : 0),
-                             static_cast<int>(seg.max_code_length), r == 1 ? host_extra[p] : 0)
-            .bits;
-      };
-      uint64_t entropy;
-      if (!needed(P + p)) {
-        entropy = code(0);
-      } else if (!needed(p)) {
-        entropy = code(1);
-      } else {
-        // The stage with the lower bound first; the other only where it can
-        // still be taken (runs when smaller, plain when not larger).
-        const int first = code_floor[P + p] < code_floor[p] ? 1 : 0;
-        const uint64_t a = code(first);
-        const bool other = code_floor[first == 0 ? P + p : p] * (1 - 1e-9) - 1 <=
-                           static_cast<double>(a);
-        const uint64_t b = other ? code(1 - first) : ~uint64_t{0};
-        const uint64_t plain = first == 0 ? a : b, runs = first == 0 ? b : a;
-        entropy = runs < plain ? runs : plain;
+      // The stage with the lowest floor first; the others only where they
+      // can still take fewer bits.
+      uint32_t stage_order[kStages];
+      const uint32_t stages = stages_of(p, stage_order);
+      uint64_t entropy = ~uint64_t{0};
+      for (uint32_t i = 0; i < stages; ++i) {
+        const uint64_t k = stage_order[i] * uint64_t{P} + p;
+        if (i > 0 && beyond(code_floor[k], entropy)) continue;
+        const uint32_t alphabet = RunTokens::ForStage(stage_order[i], seg.radius).alphabet();
+        entropy = std::min(
+            entropy,
+            BuildHostCode(used(k), alphabet, static_cast<int>(seg.max_code_length), extra(k)).bits);
       }
       const uint64_t bits = entropy + sections(p);
       if (best == m || bits < best_bits || (bits == best_bits && c < best)) {
@@ -570,7 +581,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     }
     chosen[fi] = f.candidates[best];
   };
-  if (H <= 2) {
+  if (H <= kStages) {
     for (uint32_t k = 0; k < H; ++k) floor_of(k);
   } else {
     ParallelFor(H, floor_of);
@@ -580,7 +591,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   } else {
     ParallelFor(frames_.size(), choose);
   }
-  note(H <= 2 ? "survey: estimates" : "survey: estimates (thread pool)", since);
+  note(H <= kStages ? "survey: estimates" : "survey: estimates (thread pool)", since);
   return chosen;
 }
 

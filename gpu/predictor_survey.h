@@ -8,13 +8,13 @@
 // batch per candidate over the frames that share its plan) for the others,
 // (on up to four streams at once where the samples are small, each with
 // scratch of its own: gpu/stream_fork.h), then each one's symbol histogram,
-// token histogram (over the sample's own
-// chunks) and list of used symbols. One synchronization brings the lists and
-// the counts EstimateBits adds (outliers, verbatim values, fill section
-// bytes) to the host, which builds both stages' codes exactly as the
-// compressor does (gpu/host_code.h), sizes each candidate as EstimateBits
-// does and takes the smallest, the first of equal ones: ChooseOnSample's
-// answer (codec/predictor_choice.h), the sample never leaving the device.
+// both token stages' histograms (over the sample's own chunks) and lists of
+// used symbols. One synchronization brings the lists and the counts
+// EstimateBits adds (outliers, verbatim values, fill section bytes) to the
+// host, which builds the allowed stages' codes exactly as the compressor
+// does (gpu/host_code.h), sizes each candidate as EstimateBits does and
+// takes the smallest, the first of equal ones: ChooseOnSample's answer
+// (codec/predictor_choice.h), the sample never leaving the device.
 #ifndef EBZIP_GPU_PREDICTOR_SURVEY_H_
 #define EBZIP_GPU_PREDICTOR_SURVEY_H_
 
@@ -148,7 +148,7 @@ class PredictorSurvey {
   uint16_t* symbols_ = nullptr;
   int32_t* deltas_ = nullptr;
   uint32_t* masks_ = nullptr;  // outliers, verbatim, fill
-  uint32_t* histogram_ = nullptr;  // symbols' for each pseudo-segment, then tokens'
+  uint32_t* histogram_ = nullptr;  // symbols' for each pseudo-segment, then each token stage's
   uint32_t* used_ = nullptr;
   UsedSymbols* info_ = nullptr;  // followed by the list
   uint32_t* run_counters_ = nullptr;

@@ -1,9 +1,10 @@
-// Zero-run tokens, encode side (FORMAT.md §15.4, §15.8): a block per chunk,
-// each thread a contiguous slice of the chunk's positions. One block scan
-// (gpu/run_steps.h's ThenZeros) tells each slice how many zeros directly
-// precede it, after which every slice walks its own tokens as
-// codec/run_tokens.h's ForEachToken would: a run belongs to the slice where
-// it ends. The walks count the tokens the histogram needs, sum the chunk's
+// Zero-run and run-value tokens, encode side (FORMAT.md §15.4, §15.4.1,
+// §15.8): a block per chunk, each thread a contiguous slice of the chunk's
+// positions. One block scan (gpu/run_steps.h's ThenZeros) tells each slice
+// how many zeros directly precede it, after which every slice walks its own
+// tokens as codec/run_tokens.h's ForEachToken would: a run belongs to the
+// slice where it ends (with run values, where the residual it takes is).
+// The walks count the runs both token histograms need, sum the chunk's
 // bits, and pack the bitstream and gap array as encode_kernels.cu does for
 // version 1.
 #include <cub/block/block_reduce.cuh>
@@ -18,6 +19,7 @@ namespace ebzip::gpu {
 namespace {
 
 using run_steps::kRunCounters;
+using run_steps::kZeroRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
 constexpr int kCountThreads = 256;
@@ -59,24 +61,38 @@ struct Slice {
   uint32_t begin, end;  // this thread's slice
   uint32_t zero;        // the zero symbol, or run_steps::kNoZero
   uint32_t radius;
+  bool values;             // run-value tokens: a run takes the residual after it
   uint32_t before = 0;     // zeros directly before the slice
-  bool continues = false;  // the next slice starts with a zero
+  bool continues = false;  // the run at the slice's end goes on into the next
 
   // Calls token(symbol, extra_bits, extra_value, positions) for the tokens
   // this slice owns, in order.
   template <class F>
   __device__ void Walk(F&& token) const {
     if (begin >= end) return;
-    run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, sym[begin], before);
+    run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, values, sym[begin], before);
     ForEachSymbol(sym, begin, end, [&](uint32_t s) { run_steps::StepSymbol(w, s, token); });
     run_steps::EndSlice(w, continues, token);
+  }
+  // Calls ended(k, next) for each run of k zeros this slice owns (k = 0
+  // before every other symbol that no run precedes), `next` the symbol after
+  // it, kNoRunValue at the chunk's end.
+  template <class F>
+  __device__ void WalkRuns(F&& ended) const {
+    if (begin >= end) return;
+    run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, values, sym[begin], before);
+    ForEachSymbol(sym, begin, end, [&](uint32_t s) { run_steps::StepRuns(w, s, ended); });
+    run_steps::EndRuns(w, continues, ended);
   }
 };
 
 // Cuts chunk `chunk` into kThreadsT slices and runs the zero-count scan (a
 // block-wide call: every thread must make it). `temp`: the block's scan
-// storage, free again on return.
-template <int kThreadsT, class ScanT>
+// storage, free again on return. The slices own their runs as the segment's
+// stage has it, or with kCount (the counters, which count both stages of a
+// segment with any token stage from one walk) as lossless 2 does: lossless
+// 1's counts do not depend on which slice counts a run.
+template <int kThreadsT, class ScanT, bool kCount = false>
 __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
                               const uint16_t* symbols, uint64_t chunk,
                               typename ScanT::TempStorage& temp, uint32_t* segment_out) {
@@ -94,6 +110,7 @@ __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
   sl.sym = symbols + seg.symbol_base + first;
   sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
   sl.radius = seg.radius;
+  sl.values = seg.lossless != 0 && (kCount || seg.lossless == format::kLosslessRunValues);
   const uint32_t per = (sl.count + kThreadsT - 1) / kThreadsT;
   sl.begin = min(sl.count, threadIdx.x * per);
   sl.end = min(sl.count, sl.begin + per);
@@ -106,7 +123,8 @@ __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
   ScanT(temp).ExclusiveScan(item, before, run_steps::kWholeSlice, ThenZerosOp());
   __syncthreads();  // temp is reused
   sl.before = before & run_steps::kZeroCountMask;
-  sl.continues = sl.end < sl.count && sl.sym[sl.end] == sl.zero;
+  sl.continues = sl.end < sl.count &&
+                 run_steps::RunContinues(sl.zero, sl.radius, sl.values, sl.sym[sl.end]);
   return sl;
 }
 
@@ -116,23 +134,29 @@ __global__ void __launch_bounds__(kCountThreads)
   using Scan = cub::BlockScan<uint32_t, kCountThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ uint32_t block_counts[kRunCounters];
+  static_assert(kRunCounters <= kCountThreads);
   if (threadIdx.x < kRunCounters) block_counts[threadIdx.x] = 0;
   uint32_t s;
-  const Slice sl =
-      PrepareSlice<kCountThreads, Scan>(segments, num_segments, symbols, blockIdx.x, temp, &s);
+  const Slice sl = PrepareSlice<kCountThreads, Scan, true>(segments, num_segments, symbols,
+                                                           blockIdx.x, temp, &s);
   if (sl.zero == run_steps::kNoZero) return;
-  uint32_t mine[kRunCounters] = {};
-  const uint32_t base = 2 * sl.radius;
-  sl.Walk([&](uint32_t sym, int, uint32_t, uint32_t) {
-    if (sym == sl.zero) {
-      ++mine[0];
-    } else if (sym >= base) {
-      ++mine[sym - base + 1];
-    }
+  // Lossless 1's counters in registers: every run adds to one of them. A
+  // run-value token, at most one per run and spread over 52 counters, goes
+  // straight to shared memory (PrepareSlice's barriers ordered the zeroing).
+  uint32_t mine[kZeroRunCounters] = {};
+  sl.WalkRuns([&](uint32_t k, uint32_t next) {
+    if (k == 0) return;
+    run_steps::CountRun(k, next, sl.radius, [&](int counter, uint32_t amount) {
+      if (counter < kZeroRunCounters) {
+        mine[counter] += amount;
+      } else {
+        atomicAdd(&block_counts[counter], amount);
+      }
+    });
   });
   // Warp sums, then one shared add per warp and counter.
 #pragma unroll
-  for (int k = 0; k < kRunCounters; ++k) {
+  for (int k = 0; k < kZeroRunCounters; ++k) {
     uint32_t v = mine[k];
     for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, d);
     if (threadIdx.x % 32 == 0 && v != 0) atomicAdd(&block_counts[k], v);
@@ -144,22 +168,22 @@ __global__ void __launch_bounds__(kCountThreads)
 }
 
 __global__ void TokenHistogramKernel(const Segment* segments, uint32_t num_segments,
-                                     const uint32_t* counters, uint32_t* histogram,
-                                     uint64_t* extra_bits) {
+                                     const uint32_t* counters, uint32_t* zero_runs,
+                                     uint32_t* run_values, uint64_t* extra_bits) {
   const uint32_t s = blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= num_segments) return;
   const Segment& seg = segments[s];
-  if (!seg.lossless) {
-    extra_bits[s] = 0;
-    return;
-  }
   const uint32_t* count = counters + uint64_t{s} * kRunCounters;
-  uint32_t* hist = histogram + uint64_t{s} * kHistogramBins;
-  hist[seg.radius] = count[0];
   uint64_t extra = 0;
-  for (int c = 1; c < kRunCounters; ++c) {
-    hist[2 * seg.radius + c - 1] = count[c];
-    extra += uint64_t{count[c]} * c;
+  if (zero_runs && seg.lossless != 0) {
+    extra = run_steps::PatchTokenHistogram(count, seg.radius, false,
+                                           zero_runs + uint64_t{s} * kHistogramBins);
+  }
+  // (The radius check only keeps a wrong table inside its histogram.)
+  if (run_values && seg.lossless == format::kLosslessRunValues &&
+      seg.radius <= format::kMaxRadiusWithRunValues) {
+    extra = run_steps::PatchTokenHistogram(count, seg.radius, true,
+                                           run_values + uint64_t{s} * kHistogramBins);
   }
   extra_bits[s] = extra;
 }
@@ -227,7 +251,8 @@ __global__ void __launch_bounds__(kEncodeThreads)
   uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
                                       (gap_prefix[chunk] - gap_prefix[seg.chunk_base])
                                 : nullptr;
-  static_assert(format::kMaxCodeLengthWithRuns + format::kRunClasses <= 32);
+  static_assert(format::kMaxCodeLengthWithRuns + format::kRunClasses <= 32 &&
+                format::kRunValueClasses - 1 <= format::kRunClasses);
   run_steps::WordPacker<uint32_t> packer(pos / 32, pos % 32);
   run_steps::GapWriter gap_writer(pos, seg.subsequence_bits);
   auto store = [&](uint32_t i, uint32_t v) { words[i] = v; };
@@ -271,10 +296,11 @@ cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, ui
 }
 
 cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
-                                 const uint32_t* counters, uint32_t* histogram,
-                                 uint64_t* extra_bits, cudaStream_t stream) {
+                                 const uint32_t* counters, uint32_t* zero_runs,
+                                 uint32_t* run_values, uint64_t* extra_bits,
+                                 cudaStream_t stream) {
   TokenHistogramKernel<<<(num_segments + 127) / 128, 128, 0, stream>>>(
-      segments, num_segments, counters, histogram, extra_bits);
+      segments, num_segments, counters, zero_runs, run_values, extra_bits);
   return cudaGetLastError();
 }
 
@@ -296,7 +322,8 @@ cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint
                             const uint64_t* gap_prefix, cudaStream_t stream) {
   if (num_chunks == 0) return cudaSuccess;
   // A chunk's tokens take at most its positions' max_code_length bits each
-  // (a token of class c covers 2^c positions with at most 20 + c bits).
+  // (a token of class c covers 2^c positions, a run-value token 2^c + 1,
+  // with at most 20 + c bits).
   const size_t smem = (uint64_t{max_chunk_symbols} * max_code_length + 31) / 32 * 4;
   cudaError_t e = cudaFuncSetAttribute(RunEncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem));

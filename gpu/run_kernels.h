@@ -1,14 +1,17 @@
-// Launchers of version 2's entropy pieces on the GPU (FORMAT.md §15.4, §15.6),
+// Launchers of version 2's entropy pieces on the GPU (FORMAT.md §15.4,
+// §15.4.1, §15.6),
 // bit-identical to the CPU codec's (codec/run_tokens.h, huffman_encoder.cc,
 // huffman_decoder.cc, fill_mask.cc). Each enqueues on `stream` and returns the
 // launch error; none allocates or synchronizes. The per-thread rules they
 // share with a CPU simulation are in gpu/run_steps.h.
 //
-// Zero-run tokens work on the segment table as the version-1 launchers of
-// gpu/kernels.h do, and take the same arrays: a segment with
-// Segment::lossless = 1 codes runs of `radius` as class tokens (alphabet
-// 2 * radius + 12), one with 0 exactly as version 1 does, so one launch may
-// mix them. Chunks cover a segment's positions S (Segment::positions).
+// Tokens work on the segment table as the version-1 launchers of
+// gpu/kernels.h do, and take the same arrays: a segment's Segment::lossless
+// is its stage, 1 coding runs of `radius` as class tokens (alphabet
+// 2 * radius + 12), 2 also a run and the residual of -2 .. +2 after it as one
+// run-value token (alphabet 2 * radius + 64), 0 exactly as version 1 does, so
+// one launch may mix them. Chunks cover a segment's positions S
+// (Segment::positions).
 //
 // The fill mask works on one frame's mask at a time.
 #ifndef EBZIP_GPU_RUN_KERNELS_H_
@@ -24,7 +27,7 @@
 
 namespace ebzip::gpu {
 
-// --- run_kernels.cu: zero-run tokens, encode side.
+// --- run_kernels.cu: tokens, encode side.
 //
 // Pipeline (the compressor's version-1 one with two launches added):
 //   histogram of the symbols (65536 bins per segment, as LaunchPredict makes)
@@ -32,20 +35,28 @@ namespace ebzip::gpu {
 //   histogram (max_code_length <= 20) -> LaunchRunChunkBits -> scans ->
 //   LaunchLayout -> LaunchRunEncode.
 
-// Per segment, run_steps::kRunCounters counters (zeroed here first): [0] the
-// zero symbols (radius) that stay symbols, [c] the run tokens of class c.
-// Segments without run tokens are left at 0.
-inline constexpr uint32_t kRunCountersPerSegment = 13;
+// Per segment, run_steps::kRunCounters counters (zeroed here first) of its
+// runs, from which both token stages' histograms follow (gpu/run_steps.h):
+// [0] the zero symbols (radius) that lossless 1 leaves as symbols, [c] its
+// run tokens of class c, then the run-value tokens. Every segment with
+// Segment::lossless != 0 is counted for both stages; the others are left
+// at 0.
+inline constexpr uint32_t kRunCountersPerSegment = 65;
 cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                               const uint16_t* symbols, uint32_t* counters, cudaStream_t stream);
-// Turns each run-token segment's symbol histogram (65536 bins per segment)
-// into its token histogram in place: bin radius becomes counters[0], bins
-// 2 * radius + c - 1 counters[c] (the symbol histogram has none there). Every
-// other symbol is its own token, so the result is TokenHistogram's.
-// extra_bits[s]: the segment's extra bits (0 without run tokens).
+// Turns copies of each segment's symbol histogram (65536 bins per segment)
+// into its token histograms in place: `zero_runs` lossless 1's where
+// Segment::lossless >= 1, `run_values` lossless 2's where it is 2 (either
+// may be null; a compressor sets lossless to the highest stage a frame may
+// use before it picks one, and with 2 the radius leaves room for the
+// tokens). The zero symbol's bin becomes the zeros left alone, the run
+// tokens' bins (none in a symbol histogram) their counts, and run-value
+// tokens take their residuals' counts, so the result is TokenHistogram's.
+// extra_bits[s]: the segment's extra bits, the same for both stages (0
+// without tokens).
 cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
-                                 const uint32_t* counters, uint32_t* histogram,
-                                 uint64_t* extra_bits, cudaStream_t stream);
+                                 const uint32_t* counters, uint32_t* zero_runs,
+                                 uint32_t* run_values, uint64_t* extra_bits, cudaStream_t stream);
 // LaunchChunkBits and LaunchEncode (gpu/kernels.h) with tokens: the same
 // arguments and outputs; `lengths` and `codes` cover the token alphabet.
 cudaError_t LaunchRunChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
@@ -60,7 +71,7 @@ cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint
                             const uint64_t* gap_prefix, cudaStream_t stream);
 
 // --- decode_kernels.cu: LaunchDecode (gpu/kernels.h) for launches where some
-// segment has run tokens: the same decoders, arguments and errors, run tokens
+// segment has tokens: the same decoders, arguments and errors, tokens
 // expanded to positions. LaunchBuildDecodeTables reads the token alphabet of
 // such segments. LaunchDecode itself stays the version-1 kernels.
 cudaError_t LaunchDecodeRuns(GpuDecoder decoder, const Segment* segments, uint32_t num_segments,

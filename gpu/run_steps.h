@@ -10,6 +10,12 @@
 // directly precede it. That is an exclusive block scan of ThenZeros over each
 // slice's SliceZeros: a slice of zeros only passes the count on, lengthened.
 //
+// Run-value tokens (§15.4.1) change only where a run ends: a run followed
+// by a residual of -2, -1, +1 or +2 ends at that position, whose symbol it
+// takes. So a run whose last zero ends a slice, with such a value first in
+// the next slice, belongs to that next slice (RunContinues), which merges it
+// with its first symbol; the scan is the same.
+//
 // Fill mask (§15.6). X (each row XORed with the previous) changes value at
 // its run boundaries; the kernels keep them as a bitmap, bit k of word w for
 // element 64w + k. A run ends at the next boundary (or at n), so a word's
@@ -36,24 +42,50 @@ inline constexpr uint32_t kNoZero = 0xFFFFFFFFu;
 
 EBZIP_HD inline uint32_t ZeroSymbol(bool runs, uint32_t radius) { return runs ? radius : kNoZero; }
 
+// The tokens of FORMAT.md §15.2's `lossless` stage (RunTokens::ForStage,
+// usable on the device).
+EBZIP_HD inline RunTokens TokensOf(uint32_t lossless, uint32_t radius) {
+  return {lossless != format::kLosslessHuffman, radius, lossless == format::kLosslessRunValues};
+}
+
 // The tokens of a run of k >= 1 zero symbols (radius), in order (§15.8: while
 // k >= 8192, a class-12 token of 8191 positions; then one token of class
-// floor(log2 k) for k >= 2, or the symbol itself for k = 1). Calls
+// floor(log2 k) for k >= 2, or the symbol itself for k = 1). With `value`
+// (the index j of a run-value token's residual, -1 for none) that last token
+// is instead the run-value token of class floor(log2 k) and value j, which
+// covers the position after the run too (§15.4.1). Calls
 // token(symbol, extra_bits, extra_value, positions).
 template <class F>
-EBZIP_HD void ForEachRunToken(uint32_t k, uint32_t radius, F&& token) {
+EBZIP_HD void ForEachRunToken(uint32_t k, uint32_t radius, int value, F&& token) {
   constexpr uint32_t kMax = format::kMaxRunPositions;
   constexpr int kTop = format::kRunClasses;
   const uint32_t base = 2 * radius;
   const uint32_t q = (k - 1) / kMax;  // k = q * 8191 + r, 1 <= r <= 8191
   for (uint32_t i = 0; i < q; ++i) token(base + kTop - 1, kTop, (1u << kTop) - 1, kMax);
   const uint32_t r = k - q * kMax;
-  if (r >= 2) {
-    const int c = RunClass(r);
+  const int c = RunClass(r);
+  if (value >= 0) {
+    token(RunValueToken(radius, c, value), c, r - (1u << c), r + 1);
+  } else if (r >= 2) {
     token(base + c - 1, c, r - (1u << c), r);
   } else {
     token(radius, 0, 0u, 1u);
   }
+}
+
+// The index of the residual a run takes when `next` follows it (-1: none,
+// and always without run values; kNoRunValue, a chunk's end, is none).
+EBZIP_HD inline int TakenValue(bool values, uint32_t next, uint32_t radius) {
+  return values && next != kNoRunValue ? RunValueIndex(next, radius) : -1;
+}
+
+// The tokens of k >= 0 zeros followed by the symbol `next` (kNoRunValue at a
+// chunk's end): the run's tokens, then `next`'s own unless the run took it.
+template <class F>
+EBZIP_HD void RunThen(uint32_t k, uint32_t next, uint32_t radius, bool values, F&& token) {
+  const int j = k == 0 ? -1 : TakenValue(values, next, radius);
+  if (k != 0) ForEachRunToken(k, radius, j, token);
+  if (next != kNoRunValue && j < 0) token(next, 0, 0u, 1u);
 }
 
 // A slice's part in the zero-count scan: kWholeSlice when every position of
@@ -68,42 +100,60 @@ EBZIP_HD inline uint32_t ThenZeros(uint32_t first, uint32_t second) {
   return ((first & kZeroCountMask) + (second & kZeroCountMask)) | (first & kWholeSlice);
 }
 
+// Whether a run in progress at the end of a slice goes on into the next
+// slice, whose first symbol is `next`: it does when `next` is a zero, or,
+// with run values, a residual the run takes (the next slice then emits it).
+EBZIP_HD inline bool RunContinues(uint32_t zero, uint32_t radius, bool values, uint32_t next) {
+  return next == zero || (zero != kNoZero && TakenValue(values, next, radius) >= 0);
+}
+
 // What a walk over a slice carries: the zeros of the run in progress.
 struct SliceWalk {
   uint32_t zero;  // the zero symbol, or kNoZero
   uint32_t radius;
+  bool values;  // run-value tokens: a run takes the residual after it
   uint32_t run = 0;
 };
 
 // Starts a walk at the slice's first symbol `first`, given `before`, the
-// zeros directly before the slice (the exclusive scan's count).
-EBZIP_HD inline SliceWalk BeginSlice(uint32_t zero, uint32_t radius, uint32_t first,
+// zeros directly before the slice (the exclusive scan's count): they are
+// this slice's run when the run went on into it (RunContinues).
+EBZIP_HD inline SliceWalk BeginSlice(uint32_t zero, uint32_t radius, bool values, uint32_t first,
                                      uint32_t before) {
-  SliceWalk w{zero, radius, 0};
-  w.run = first == zero ? before : 0;
+  SliceWalk w{zero, radius, values, 0};
+  w.run = RunContinues(zero, radius, values, first) ? before : 0;
   return w;
 }
 
-// One symbol of the slice: a non-zero symbol ends the run in progress.
+// One symbol of the slice, by the runs it ends: a symbol other than the zero
+// ends the run in progress, calling ended(k, s) for its k >= 0 zeros and s.
 template <class F>
-EBZIP_HD void StepSymbol(SliceWalk& w, uint32_t s, F&& token) {
+EBZIP_HD void StepRuns(SliceWalk& w, uint32_t s, F&& ended) {
   if (s == w.zero) {
     ++w.run;
     return;
   }
-  if (w.run != 0) {
-    ForEachRunToken(w.run, w.radius, token);
-    w.run = 0;
-  }
-  token(s, 0, 0u, 1u);
+  ended(w.run, s);
+  w.run = 0;
 }
 
-// After the slice's last symbol: its run ends here unless the next slice
-// starts with a zero (`continues`).
+// After the slice's last symbol: its run ends here, before kNoRunValue,
+// unless it goes on into the next slice (`continues`, RunContinues).
+template <class F>
+EBZIP_HD void EndRuns(SliceWalk& w, bool continues, F&& ended) {
+  if (w.run != 0 && !continues) ended(w.run, kNoRunValue);
+  w.run = 0;
+}
+
+// StepRuns and EndRuns as tokens (codec/run_tokens.h's ForEachToken's).
+template <class F>
+EBZIP_HD void StepSymbol(SliceWalk& w, uint32_t s, F&& token) {
+  StepRuns(w, s, [&](uint32_t k, uint32_t next) { RunThen(k, next, w.radius, w.values, token); });
+}
 template <class F>
 EBZIP_HD void EndSlice(SliceWalk& w, bool continues, F&& token) {
-  if (w.run != 0 && !continues) ForEachRunToken(w.run, w.radius, token);
-  w.run = 0;
+  EndRuns(w, continues,
+          [&](uint32_t k, uint32_t next) { RunThen(k, next, w.radius, w.values, token); });
 }
 
 // The scan item of a slice of `count` symbols, read by sym(i), i < count.
@@ -114,10 +164,60 @@ EBZIP_HD uint32_t SliceZeros(Sym&& sym, uint32_t count, uint32_t zero) {
   return tail == count ? (kWholeSlice | tail) : tail;
 }
 
-// Counters of a chunk's or frame's tokens from which its token histogram
-// follows from its symbol histogram: [0] the zero symbols left as symbols,
-// [c] the run tokens of class c (1..12). Every other symbol is its own token.
-inline constexpr int kRunCounters = format::kRunClasses + 1;
+// Counters of a chunk's or frame's runs from which both token histograms
+// (lossless 1 and 2) follow from its symbol histogram, as codec/run_tokens.h's
+// SymbolCounts: [0] the zeros lossless 1 leaves as symbols (runs of one), [c]
+// its run tokens of class c (1..12), then from kRunValueCounters on the
+// run-value tokens, class c and value j at 4c + j. Lossless 2 emits the same
+// tokens but for a run's last one where a run-value token replaces it, a
+// token of the same class and extra bits (class 0: the lone zero), so its
+// counts and both stages' extra bits follow from these.
+inline constexpr int kZeroRunCounters = format::kRunClasses + 1;
+inline constexpr int kRunValueCounters = kZeroRunCounters;  // where they start
+inline constexpr int kRunCounters = kZeroRunCounters + format::kRunValueTokens;
+
+// Counts a run of k >= 1 zeros followed by `next` (kNoRunValue at a chunk's
+// end) with add(counter, amount).
+template <class Add>
+EBZIP_HD void CountRun(uint32_t k, uint32_t next, uint32_t radius, Add&& add) {
+  constexpr uint32_t kMax = format::kMaxRunPositions;
+  const uint32_t q = (k - 1) / kMax;
+  if (q != 0) add(format::kRunClasses, q);
+  const int c = RunClass(k - q * kMax);
+  add(c, 1u);  // class 0: a lone zero
+  const int j = TakenValue(true, next, radius);
+  if (j >= 0) add(kRunValueCounters + format::kRunValues * c + j, 1u);
+}
+
+// Turns `hist`, a copy of a frame's symbol histogram (over 2 * radius + 64
+// bins with run values, 2 * radius + 12 without), into its token histogram
+// for lossless 1 (`values` false) or 2 from its counters; returns the
+// tokens' extra bits.
+EBZIP_HD inline uint64_t PatchTokenHistogram(const uint32_t* counters, uint32_t radius, bool values,
+                                             uint32_t* hist) {
+  constexpr int kValues = format::kRunValues;
+  const uint32_t* taken = counters + kRunValueCounters;  // [4c + j]
+  const uint32_t base = 2 * radius;
+  uint64_t extra = 0;
+  uint32_t lone = counters[0];
+  for (int c = 1; c <= format::kRunClasses; ++c) {
+    uint32_t n = counters[c];
+    extra += uint64_t{n} * static_cast<uint32_t>(c);
+    for (int j = 0; values && j < kValues; ++j) n -= taken[kValues * c + j];
+    hist[base + c - 1] = n;
+  }
+  for (int c = 0; values && c < format::kRunValueClasses; ++c) {
+    for (int j = 0; j < kValues; ++j) {
+      const uint32_t n = taken[kValues * c + j];
+      hist[RunValueToken(radius, c, j)] = n;
+      if (c == 0) lone -= n;
+      // The residual's symbol (no count where the radius leaves it none).
+      if (n != 0) hist[ShapeOf(RunValueToken(radius, c, j), radius).value] -= n;
+    }
+  }
+  hist[radius] = lone;
+  return extra;
+}
 
 // ---------------------------------------------------------------------------
 // Packing (both bitstreams).

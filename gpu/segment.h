@@ -87,8 +87,10 @@ struct Segment {
   // Version 2 (FORMAT.md §15.2). predictor 1 (interpolation) frames are
   // coded by gpu/interp_kernels.h; the Lorenzo kernels skip them.
   uint32_t predictor;
-  // 1: runs of the zero residual are class tokens (§15.4, gpu/run_kernels.h),
-  // alphabet 2 * radius + 12.
+  // The lossless stage (§15.2, gpu/run_kernels.h): 0 plain symbols; 1 runs
+  // of the zero residual are class tokens (§15.4), alphabet 2 * radius + 12;
+  // 2 also run-value tokens (§15.4.1), alphabet 2 * radius + 64. Compression
+  // sets it to the highest stage the frame may use until it picks one.
   uint32_t lossless;
   uint32_t fill_coding;  // 1: fill mask (§15.6) instead of fill runs
   uint32_t order;        // interpolation: 1 or 3

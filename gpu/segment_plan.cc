@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codec/format.h"
 
 namespace ebzip::gpu {
 
@@ -33,6 +34,14 @@ void SetCodingParams(const FrameParams& p, Segment* seg) {
   seg->chunk_group = p.chunk_group;
   seg->gap_array = p.gap_array;
   seg->max_code_length = static_cast<uint32_t>(p.max_code_length);
+}
+
+uint32_t HighestStage(const FrameParams& p) {
+  const uint8_t stages = AllowedStages(p);
+  for (uint32_t id = format::kLosslessRunValues; id > format::kLosslessHuffman; --id) {
+    if (stages >> id & 1) return id;
+  }
+  return format::kLosslessHuffman;
 }
 
 absl::Status CheckGpuLimits(const Geometry& geo, uint32_t chunk_symbols, int max_code_length) {

@@ -18,6 +18,11 @@ Geometry MakeGeometry(absl::Span<const uint64_t> shape, absl::Span<const uint16_
 // chunks, subsequences, gap array, code length limit.
 void SetCodingParams(const FrameParams& p, Segment* seg);
 
+// The highest lossless stage (FORMAT.md §15.2's id) a frame of `p` may use
+// (AllowedStages): Segment::lossless until the compressor picks the stage,
+// so that runs are counted and token histograms made up to it.
+uint32_t HighestStage(const FrameParams& p);
+
 // UNIMPLEMENTED for what the kernels cannot stage in shared memory.
 absl::Status CheckGpuLimits(const Geometry& geo, uint32_t chunk_symbols, int max_code_length);
 

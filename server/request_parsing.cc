@@ -85,6 +85,9 @@ absl::StatusOr<CompressRequestSpec> ParseCompressHeader(const v1::CompressHeader
     case v1::ZERO_RUNS:
       out.options.lossless = Lossless::kZeroRuns;
       break;
+    case v1::RUN_VALUES:
+      out.options.lossless = Lossless::kRunValues;
+      break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("header.options.lossless: unknown value ",
                                                      static_cast<int>(o.lossless())));

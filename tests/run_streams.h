@@ -1,5 +1,5 @@
-// Symbol streams and fill masks for the tests of version 2's zero-run tokens
-// and fill mask on the GPU (tests/gpu/run_kernels_test.cc) and of the steps
+// Symbol streams and fill masks for the tests of version 2's zero-run and
+// run-value tokens and fill mask on the GPU (tests/gpu/run_kernels_test.cc) and of the steps
 // they share with a CPU simulation (tests/codec/run_steps_test.cc): runs of
 // the zero residual of every length that matters (1, 2, the class edges,
 // 8191, 8192 and beyond), runs across chunk ends, none, only zeros, the
@@ -43,6 +43,9 @@ inline std::vector<uint16_t> RunsStream(uint64_t n, uint32_t radius,
     for (uint32_t i = 0; i < others && s.size() < n; ++i) {
       const int c = coin(rng);
       uint32_t v = c < 50 ? radius + off(rng) : radius - off(rng);
+      // Half the runs end on a residual of -3 .. +3, which run-value tokens
+      // (FORMAT.md §15.4.1) take into the run's token for +-1 and +-2.
+      if (i == 0 && c % 2 == 0) v = radius + (c % 7) - 3 + (c % 7 == 3 ? 1 : 0);
       if (c == 99) v = 0;
       s.push_back(static_cast<uint16_t>(v));
     }
@@ -95,6 +98,8 @@ inline std::vector<SymbolStream> SymbolStreams(uint64_t scale) {
   v.push_back({"isolated_zeros", RunsStream(n, 512, {1}, 1, 8), 512, 4096});
   v.push_back({"pairs", RunsStream(n, 512, {2, 1, 3}, 1, 9), 512, 8192});
   v.push_back({"radius_32762", RunsStream(n, 32762, {1, 5, 9000, 2, 100}, 40, 10), 32762, 16384});
+  // The largest radius run-value tokens allow (FORMAT.md §15.2).
+  v.push_back({"radius_32736", RunsStream(n, 32736, {1, 3, 8191, 2, 40}, 20, 12), 32736, 16384});
   // Chunk ends inside runs: runs of about a chunk, chunks of 4096.
   v.push_back({"runs_across_chunks", RunsStream(n, 512, {4000, 4097, 12000, 5}, 2, 11), 512, 4096});
   v.push_back({"one_symbol", std::vector<uint16_t>(1, 512), 512, 4096});

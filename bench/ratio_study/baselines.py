@@ -24,7 +24,7 @@ def _judge(fld, path, e, nbytes):
 def ebzip_v1(fld, e, ebzip, work):
     arc, out = os.path.join(work, 'v1.ebz'), os.path.join(work, 'v1.out')
     cmd = [ebzip, 'compress', '--quiet', '-f', '--type', 'f32', '--shape', ','.join(map(str, fld.x.shape)),
-           '--abs', repr(e)]
+           '--abs', repr(e), '--predictor', 'lorenzo', '--lossless', 'huffman']
     if fld.fill_value is not None:
         cmd += ['--fill', repr(fld.fill_value)]
     _run(cmd + [fld.raw, '-o', arc])

@@ -20,6 +20,7 @@ from predict import ZERO
 
 ALPHABET = 2 * ZERO
 RUN_BASE = ALPHABET  # rle0 run tokens follow the quantization symbols
+RV_BASE = RUN_BASE + 64  # run-value tokens after them (room for every rle0 class)
 
 
 def huff_lengths(counts, maxlen=20):
@@ -116,6 +117,35 @@ def zero_run_tokens(sym):
     return tok[keep], int(c.sum())
 
 
+def run_value_tokens(sym):
+    """rle0 with run-value tokens (format v2's lossless 2): a run of k >= 1 zero residuals
+    followed by a residual of -2, -1, +1 or +2 becomes one token RV_BASE + 4c + j (c = floor(log2
+    k), j the residual's index) with c extra bits; other runs as rle0. After a run the next
+    residual is never zero and mostly small, which a static code over single tokens cannot
+    exploit. Returns (token stream, total extra bits)."""
+    z = sym == ZERO
+    dz = np.diff(np.concatenate([[0], z.astype(np.int8), [0]]))
+    st = np.nonzero(dz == 1)[0]
+    ln = np.nonzero(dz == -1)[0] - st
+    after = st + ln
+    nxt = np.where(after < len(sym), sym[np.minimum(after, len(sym) - 1)].astype(np.int64) - ZERO, 0)
+    j = np.select([nxt == -2, nxt == -1, nxt == 1, nxt == 2], [0, 1, 2, 3], -1)
+    merge = (after < len(sym)) & (j >= 0)
+    c = np.floor(np.log2(ln)).astype(np.int64)
+    keep = np.ones(len(sym), bool)
+    tok = sym.astype(np.int64).copy()
+    coded = merge | (ln >= 2)
+    cs, cl = st[coded], ln[coded]
+    keep[np.repeat(cs + 1, cl - 1) + (np.arange(int((cl - 1).sum()))
+                                      - np.repeat(np.concatenate([[0], np.cumsum(cl - 1)[:-1]]),
+                                                  cl - 1))] = False
+    keep[after[merge]] = False
+    tok[st[merge]] = RV_BASE + 4 * c[merge] + j[merge]
+    plain = ~merge & (ln >= 2)
+    tok[st[plain]] = RUN_BASE + c[plain]
+    return tok[keep], int(c[coded].sum())
+
+
 def zstd(b, level=3):
     return len(zstandard.ZstdCompressor(level=level).compress(b))
 
@@ -130,6 +160,9 @@ def evaluate(sym, full=True):
     tok, extra = zero_run_tokens(sym)
     b2, tb2, L2, _ = huff_size(tok)
     r['rle0+huff'] = (b2 + extra) / 8 + tb2
+    tok3, extra3 = run_value_tokens(sym)
+    b3, tb3, _, _ = huff_size(tok3)
+    r['rv+huff'] = (b3 + extra3) / 8 + tb3
     for B in (64, 256, 1024):  # zero-block elision: a bitmap of all-zero blocks, the rest Huffman
         nb = -(-len(sym) // B)
         padding = nb * B - len(sym)

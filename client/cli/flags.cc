@@ -26,7 +26,7 @@ constexpr FlagSpec kFlags[] = {
     {"rel", 0, "E", "error bound relative to the range of the finite values"},
     {"fill", 0, "V", "fill value, restored exactly: a number, 'none' or 'auto' (default)"},
     {"predictor", 0, "P", "auto (default), lorenzo or interp"},
-    {"lossless", 0, "L", "auto (default), huffman or runs"},
+    {"lossless", 0, "L", "auto (default), huffman, runs or run-values"},
     {"interp_order", 0, "N", "interpolation order: 1 linear, 3 cubic, 0 chooses (default)"},
     {"frame_elements", 0, "N", "target elements per frame (default 16M)"},
     {"radius", 0, "N", "quantization radius, symbols per sign (default 32K)"},

@@ -25,8 +25,9 @@ std::string PredictorChoice(const format::FrameHeader& h) {
           ? absl::StrCat("Lorenzo ", absl::StrJoin(h.block.begin(), h.block.begin() + h.ndim, "x"))
           : absl::StrCat("interpolation ", h.order == 3 ? "cubic " : "linear ",
                          absl::StrJoin(h.block.begin(), h.block.begin() + h.ndim, "x"));
-  absl::StrAppend(&choice,
-                  h.lossless == format::kLosslessZeroRuns ? ", zero-run tokens" : ", Huffman");
+  absl::StrAppend(&choice, h.lossless == format::kLosslessZeroRuns    ? ", zero-run tokens"
+                           : h.lossless == format::kLosslessRunValues ? ", run-value tokens"
+                                                                      : ", Huffman");
   if (h.fill_coding == format::kFillCodingMask) absl::StrAppend(&choice, ", fill mask");
   return choice;
 }

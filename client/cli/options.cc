@@ -154,9 +154,11 @@ absl::StatusOr<CompressOptions> CompressOptionsFromFlags(const ParsedArgs& args,
     o.lossless = Lossless::kHuffman;
   } else if (lossless == "runs") {
     o.lossless = Lossless::kZeroRuns;
+  } else if (lossless == "run-values") {
+    o.lossless = Lossless::kRunValues;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown --lossless '", lossless, "': use auto, huffman or runs"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown --lossless '", lossless, "': use auto, huffman, runs or run-values"));
   }
   const std::string order = args.Value("interp_order", "0");
   if (!absl::SimpleAtoi(order, &o.interp_order)) {

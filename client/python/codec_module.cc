@@ -119,8 +119,9 @@ Lossless LosslessFromName(const std::string& name) {
   if (name == "auto") return Lossless::kAuto;
   if (name == "huffman") return Lossless::kHuffman;
   if (name == "runs") return Lossless::kZeroRuns;
-  throw std::invalid_argument(
-      absl::StrCat("lossless must be 'auto', 'huffman' or 'runs', not '", name, "'"));
+  if (name == "run-values") return Lossless::kRunValues;
+  throw std::invalid_argument(absl::StrCat(
+      "lossless must be 'auto', 'huffman', 'runs' or 'run-values', not '", name, "'"));
 }
 
 DecoderKind DecoderFromName(const std::string& name) {

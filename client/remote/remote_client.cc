@@ -115,6 +115,9 @@ v1::CompressHeader MakeHeader(const ArraySpec& spec, const CompressOptions& o,
     case Lossless::kZeroRuns:
       opt->set_lossless(v1::ZERO_RUNS);
       break;
+    case Lossless::kRunValues:
+      opt->set_lossless(v1::RUN_VALUES);
+      break;
   }
   opt->set_interp_order(static_cast<uint32_t>(o.interp_order));
   if (o.range) {

@@ -157,6 +157,8 @@ class CommandLineTest(unittest.TestCase):
                      ('--abs', '0.01', {'predictor': 'lorenzo'}),
                      ('--rel', '1e-3', {'predictor': 'interp',
                                         'lossless': 'runs'}),
+                     ('--rel', '1e-2', {'predictor': 'interp',
+                                        'lossless': 'run-values'}),
                      ('--rel', '1e-3', {'predictor': 'lorenzo',
                                         'lossless': 'huffman'})]
             for flag, value, options in cases:

@@ -1,15 +1,18 @@
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "codec/chunk_layout.h"
 #include "codec/entropy_coder.h"
+#include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "codec/huffman_decoder.h"
 #include "codec/huffman_encoder.h"
 #include "codec/run_tokens.h"
 #include "gtest/gtest.h"
+#include "tests/run_streams.h"
 
 namespace ebzip {
 namespace {
@@ -306,15 +309,20 @@ TEST(HuffmanDecode, PrefixesAreTheFullDecodesFirstPositions) {
   while (symbols.size() < 60000) {
     if (rng() % 3 == 0) {
       symbols.push_back(static_cast<uint16_t>(1 + rng() % (2 * kRadius - 1)));
+      // Run-value tokens end on +-1 or +-2: some runs are cut after them.
+      if (rng() % 2 == 0) symbols.back() = static_cast<uint16_t>(kRadius - 2 + rng() % 5);
     } else {
       symbols.insert(symbols.end(), 1 + rng() % (rng() % 8 == 0 ? 9000 : 40), kRadius);
     }
   }
   for (uint32_t chunk : {1000u, 16384u}) {
-    for (bool runs : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "chunk " << chunk << ", runs " << runs);
-      const StageCode code = runs ? RunCode(symbols, kRadius, chunk, 20)
-                                  : PlainCode(symbols, kRadius, 20);
+    for (uint8_t stage : {format::kLosslessHuffman, format::kLosslessZeroRuns,
+                          format::kLosslessRunValues}) {
+      SCOPED_TRACE(::testing::Message() << "chunk " << chunk << ", stage " << int{stage});
+      const StageCode code =
+          stage == format::kLosslessHuffman
+              ? PlainCode(symbols, kRadius, 20)
+              : TokenCode(symbols, RunTokens::ForStage(stage, kRadius), chunk, 20);
       const EncodedSymbols encoded = EncodeWith(code, symbols, chunk, 1024, true, nullptr);
       const HuffmanTable table(code.lengths);
       const BitstreamView view{encoded.words, &encoded.layout, encoded.gaps, chunk, 1024,
@@ -354,15 +362,183 @@ TEST(SymbolCounts, AgreeWithTheHistogramAndTheTokens) {
         for (uint64_t k = 0; k < run && symbols.size() < n; ++k) symbols.push_back(kRadius);
         for (uint32_t k = rng() % 4; k > 0 && symbols.size() < n; --k) {
           symbols.push_back(static_cast<uint16_t>(rng() % (2 * kRadius)));
+          // Often a residual of -3 .. +3 (run-value tokens take +-1, +-2).
+          if (rng() % 2 == 0) symbols.back() = static_cast<uint16_t>(kRadius - 3 + rng() % 7);
         }
       }
       SCOPED_TRACE("chunk " + std::to_string(chunk) + " trial " + std::to_string(trial));
       const SymbolCounts counts = CountSymbols(symbols, chunk, kRadius);
       EXPECT_EQ(counts.histogram, Histogram(symbols, 2 * kRadius));
-      const TokenStats expected = TokenHistogram(symbols, chunk, {true, kRadius});
-      const TokenStats got = counts.Tokens(kRadius);
-      EXPECT_EQ(got.histogram, expected.histogram);
-      EXPECT_EQ(got.extra_bits, expected.extra_bits);
+      for (bool values : {false, true}) {
+        const TokenStats expected = TokenHistogram(symbols, chunk, {true, kRadius, values});
+        const TokenStats got = counts.Tokens(kRadius, values);
+        EXPECT_EQ(got.histogram, expected.histogram) << "values " << values;
+        EXPECT_EQ(got.extra_bits, expected.extra_bits) << "values " << values;
+      }
+    }
+  }
+}
+
+// With radius 1 or 2 symbol 0 (an outlier) is residual -1 or -2 and is
+// taken into run-value tokens like any residual; residuals that are no
+// symbol are never counted.
+TEST(SymbolCounts, AgreeWithTheTokensAtTheSmallestRadii) {
+  std::mt19937 rng(5);
+  for (uint32_t radius : {1u, 2u}) {
+    std::vector<uint16_t> symbols(30000);
+    for (uint16_t& s : symbols) s = static_cast<uint16_t>(rng() % 3 ? radius : rng() % (2 * radius));
+    for (uint32_t chunk : {16384u, 7u}) {
+      SCOPED_TRACE(::testing::Message() << "radius " << radius << ", chunk " << chunk);
+      const SymbolCounts counts = CountSymbols(symbols, chunk, radius);
+      for (bool values : {false, true}) {
+        const TokenStats expected = TokenHistogram(symbols, chunk, {true, radius, values});
+        const TokenStats got = counts.Tokens(radius, values);
+        EXPECT_EQ(got.histogram, expected.histogram) << "values " << values;
+        EXPECT_EQ(got.extra_bits, expected.extra_bits) << "values " << values;
+      }
+    }
+  }
+}
+
+// FORMAT.md §15.8's tokens, written out as the spec words them: per chunk,
+// each maximal run of k zeros, class-12 tokens while k >= 8192, then with
+// run values the last token takes a following -2, -1, +1 or +2; otherwise a
+// run token for k >= 2 or the zero itself. Each token as (symbol, extra
+// value, positions).
+struct SpecToken {
+  uint32_t symbol, extra, positions;
+  bool operator==(const SpecToken&) const = default;
+};
+std::vector<SpecToken> SpecTokens(const std::vector<uint16_t>& symbols, uint32_t chunk,
+                                  uint32_t radius, bool values) {
+  std::vector<SpecToken> out;
+  for (size_t begin = 0; begin < symbols.size(); begin += chunk) {
+    const size_t end = std::min(symbols.size(), begin + chunk);
+    for (size_t i = begin; i < end;) {
+      if (symbols[i] != radius) {
+        out.push_back({symbols[i], 0, 1});
+        ++i;
+        continue;
+      }
+      size_t k = 0;
+      while (i + k < end && symbols[i + k] == radius) ++k;
+      i += k;
+      while (k >= 8192) {
+        out.push_back({2 * radius + 11, 4095, 8191});
+        k -= 8191;
+      }
+      int c = 0;
+      while ((size_t{2} << c) <= k) ++c;  // floor(log2 k)
+      const int v = i < end ? int{symbols[i]} - static_cast<int>(radius) : 0;
+      const int j = v == -2 ? 0 : v == -1 ? 1 : v == 1 ? 2 : v == 2 ? 3 : -1;
+      if (values && j >= 0) {
+        out.push_back({2 * radius + 12 + 4 * static_cast<uint32_t>(c) + j,
+                       static_cast<uint32_t>(k - (size_t{1} << c)), static_cast<uint32_t>(k + 1)});
+        ++i;
+      } else if (k >= 2) {
+        out.push_back({2 * radius + c - 1, static_cast<uint32_t>(k - (size_t{1} << c)),
+                       static_cast<uint32_t>(k)});
+      } else {
+        out.push_back({radius, 0, 1});
+      }
+    }
+  }
+  return out;
+}
+
+TEST(RunTokens, AreTheSpecsTokensAndDecodeBackByEveryDecoder) {
+  for (const testing::SymbolStream& s : testing::SymbolStreams(1)) {
+    for (uint8_t stage : {format::kLosslessZeroRuns, format::kLosslessRunValues}) {
+      if (stage == format::kLosslessRunValues && s.radius > format::kMaxRadiusWithRunValues) {
+        continue;
+      }
+      SCOPED_TRACE(::testing::Message() << s.name << ", stage " << int{stage});
+      const RunTokens runs = RunTokens::ForStage(stage, s.radius);
+      std::vector<SpecToken> got;
+      for (size_t begin = 0; begin < s.symbols.size(); begin += s.chunk_symbols) {
+        const size_t size = std::min<size_t>(s.chunk_symbols, s.symbols.size() - begin);
+        ForEachToken(absl::MakeConstSpan(s.symbols).subspan(begin, size), runs,
+                     [&](uint32_t symbol, int, uint32_t extra, uint32_t positions) {
+                       got.push_back({symbol, extra, positions});
+                     });
+      }
+      ASSERT_EQ(got, SpecTokens(s.symbols, s.chunk_symbols, s.radius, runs.values));
+
+      const StageCode code = TokenCode(s.symbols, runs, s.chunk_symbols, 20);
+      const EncodedSymbols encoded = EncodeWith(code, s.symbols, s.chunk_symbols, 96, true,
+                                                nullptr);
+      const HuffmanTable table(code.lengths);
+      const BitstreamView view{encoded.words, &encoded.layout, encoded.gaps, s.chunk_symbols, 96,
+                               code.runs};
+      for (DecoderKind kind :
+           {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
+        std::vector<uint16_t> out(s.symbols.size());
+        ASSERT_TRUE(HuffmanDecode(kind, table, view, absl::MakeSpan(out)).ok())
+            << DecoderKindName(kind);
+        ASSERT_EQ(out, s.symbols) << DecoderKindName(kind);
+      }
+    }
+  }
+}
+
+// With radius 1 the run-value tokens of -2, +1 and +2 name no symbol
+// (FORMAT.md §15.4.1): a stream of them is rejected, not decoded to symbols
+// past the alphabet; the token of -1 (symbol 0) decodes.
+TEST(RunTokens, ValuesThatAreNoSymbolAreRejected) {
+  const RunTokens runs{true, 1, true};
+  std::vector<uint8_t> lengths(runs.alphabet(), 0);
+  const uint32_t good = RunValueToken(1, 0, 1);  // a zero, then symbol 0
+  const uint32_t bad = RunValueToken(1, 0, 2);   // a zero, then symbol 2 = 2 * radius
+  lengths[good] = 1;                             // codeword 0
+  lengths[bad] = 1;                              // codeword 1
+  const std::vector<uint16_t> symbols = {1, 0, 1, 0};
+  const EncodedSymbols encoded =
+      HuffmanEncode(symbols, lengths, CanonicalCodes(lengths), 4, 32, true, nullptr, runs);
+  ASSERT_EQ(encoded.layout.bits, std::vector<uint32_t>{2});  // two tokens of one bit
+  const HuffmanTable table(lengths);
+  for (bool flip : {false, true}) {
+    std::vector<uint32_t> words = encoded.words;
+    ChunkLayout layout = encoded.layout;
+    if (flip) {
+      // bad, bad, good: four positions if a bad token were taken for a lone
+      // zero, so only rejecting it fails the decode.
+      words[0] = 0xC0000000u;
+      layout.bits[0] = 3;
+    }
+    const BitstreamView view{words, &layout, encoded.gaps, 4, 32, runs};
+    for (DecoderKind kind :
+         {DecoderKind::kChunkParallel, DecoderKind::kGapArray, DecoderKind::kSelfSync}) {
+      std::vector<uint16_t> out(4);
+      const absl::Status status = HuffmanDecode(kind, table, view, absl::MakeSpan(out));
+      if (flip) {
+        EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << DecoderKindName(kind);
+      } else {
+        ASSERT_TRUE(status.ok()) << DecoderKindName(kind) << status;
+        EXPECT_EQ(out, symbols) << DecoderKindName(kind);
+      }
+    }
+  }
+}
+
+// The stage of fewest bits wins, the lower id on a tie, among those allowed.
+TEST(SmallerCode, TakesTheStageOfFewestBits) {
+  for (const testing::SymbolStream& s : testing::SymbolStreams(1)) {
+    if (s.radius > format::kMaxRadiusWithRunValues) continue;
+    SCOPED_TRACE(s.name);
+    std::array<uint64_t, 3> bits{};
+    bits[0] = PlainCode(s.symbols, s.radius, 20).bits;
+    for (uint8_t stage : {format::kLosslessZeroRuns, format::kLosslessRunValues}) {
+      bits[stage] =
+          TokenCode(s.symbols, RunTokens::ForStage(stage, s.radius), s.chunk_symbols, 20).bits;
+    }
+    for (uint8_t allowed = 1; allowed < 8; ++allowed) {
+      uint8_t best = 0xFF;
+      for (uint8_t id = 0; id < 3; ++id) {
+        if ((allowed >> id & 1) && (best == 0xFF || bits[id] < bits[best])) best = id;
+      }
+      const StageCode code = SmallerCode(s.symbols, s.radius, s.chunk_symbols, 20, allowed);
+      EXPECT_EQ(code.runs.stage(), best) << "allowed " << int{allowed};
+      EXPECT_EQ(code.bits, bits[best]) << "allowed " << int{allowed};
     }
   }
 }

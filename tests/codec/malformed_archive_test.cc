@@ -5,7 +5,8 @@
 // validation logic can catch them) and random garbage, over samples of both
 // format versions: version 1 (Lorenzo, plain Huffman, fill runs) and version
 // 2 (FORMAT.md §15: interpolation with and without a fill mask, zero-run
-// tokens with either predictor, metadata blocks). Version 2's own rules are
+// tokens and run-value tokens with either predictor, metadata blocks).
+// Version 2's own rules are
 // broken one at a time by editing the decoded tokens, symbols, outliers and
 // fill mask and coding them again (Version2Corruptions, the metadata tests).
 #include <algorithm>
@@ -225,9 +226,11 @@ std::vector<Region> Regions(const Bytes& archive) {
 // Lorenzo predictor with plain Huffman and fill runs, which writes version 1.
 enum class Flavor {
   kVersion1,
-  kInterp,       // interpolation, plain Huffman
-  kInterpRuns,   // interpolation and zero-run tokens
-  kLorenzoRuns,  // Lorenzo and zero-run tokens (so version 2, fill runs)
+  kInterp,            // interpolation, plain Huffman
+  kInterpRuns,        // interpolation and zero-run tokens
+  kLorenzoRuns,       // Lorenzo and zero-run tokens (so version 2, fill runs)
+  kInterpRunValues,   // interpolation and run-value tokens (lossless 2)
+  kLorenzoRunValues,  // Lorenzo and run-value tokens
 };
 
 // A small archive with several frames and every section non-empty.
@@ -242,8 +245,21 @@ struct Sample {
   Bytes decoded;  // what the intact archive decodes to
 
   bool v2() const { return flavor != Flavor::kVersion1 || !metadata.empty(); }
-  bool interp() const { return flavor == Flavor::kInterp || flavor == Flavor::kInterpRuns; }
-  bool runs() const { return flavor == Flavor::kInterpRuns || flavor == Flavor::kLorenzoRuns; }
+  bool interp() const {
+    return flavor == Flavor::kInterp || flavor == Flavor::kInterpRuns ||
+           flavor == Flavor::kInterpRunValues;
+  }
+  // Run-value tokens (lossless 2), and with runs() zero-run tokens alone.
+  bool values() const {
+    return flavor == Flavor::kInterpRunValues || flavor == Flavor::kLorenzoRunValues;
+  }
+  bool runs() const {
+    return flavor == Flavor::kInterpRuns || flavor == Flavor::kLorenzoRuns || values();
+  }
+  uint8_t lossless() const {
+    return values() ? format::kLosslessRunValues
+                    : (runs() ? format::kLosslessZeroRuns : format::kLosslessHuffman);
+  }
   bool mask() const { return interp() && fill; }
 };
 
@@ -340,6 +356,14 @@ Sample MakeSample(std::string name, DType dtype, std::vector<uint64_t> shape, ui
       o.predictor = Predictor::kLorenzo;
       o.lossless = Lossless::kZeroRuns;
       break;
+    case Flavor::kInterpRunValues:
+      o.predictor = Predictor::kInterp;
+      o.lossless = Lossless::kRunValues;
+      break;
+    case Flavor::kLorenzoRunValues:
+      o.predictor = Predictor::kLorenzo;
+      o.lossless = Lossless::kRunValues;
+      break;
   }
   o.interp_order = interp_order;
   o.metadata = sample.metadata;
@@ -394,6 +418,18 @@ const std::vector<Sample>& Samples() {
                  Flavor::kLorenzoRuns),
       MakeSample("v2 f64 3000 Lorenzo, runs, no gap array, metadata", DType::kFloat64, {3000}, 1024,
                  false, Flavor::kLorenzoRuns, true, kMetadata),
+      // Run-value tokens (lossless 2, §15.4.1).
+      MakeSample("v2 f32 48x40 interp cubic, mask, run values, gap array", DType::kFloat32,
+                 {48, 40}, 16, true, Flavor::kInterpRunValues, true, "", 3),
+      MakeSample("v2 f64 3000 interp linear, mask, run values, no gap array, metadata",
+                 DType::kFloat64, {3000}, 1024, false, Flavor::kInterpRunValues, true, kMetadata,
+                 1),
+      MakeSample("v2 f32 24x8x10 interp, no fill value, run values, no gap array", DType::kFloat32,
+                 {24, 8, 10}, 8, false, Flavor::kInterpRunValues, false, "", 3),
+      MakeSample("v2 f32 48x40 Lorenzo, run values, no gap array, metadata", DType::kFloat32,
+                 {48, 40}, 16, false, Flavor::kLorenzoRunValues, true, kMetadata),
+      MakeSample("v2 f64 3000 Lorenzo, run values, no fill value, gap array", DType::kFloat64,
+                 {3000}, 1024, true, Flavor::kLorenzoRunValues, false),
   };
   return *samples;
 }
@@ -445,7 +481,7 @@ TEST(MalformedArchive, SamplesFillEverySection) {
       EXPECT_EQ(h->version, version);
       EXPECT_EQ(h->predictor,
                 sample.interp() ? format::kPredictorInterp : format::kPredictorLorenzo);
-      EXPECT_EQ(h->lossless, sample.runs() ? format::kLosslessZeroRuns : format::kLosslessHuffman);
+      EXPECT_EQ(h->lossless, sample.lossless());
       EXPECT_EQ(h->fill_coding, sample.mask() ? format::kFillCodingMask : format::kFillCodingRuns);
       if (sample.mask()) {
         EXPECT_LT(h->positions, h->num_elements());  // fill elements without a symbol
@@ -1267,23 +1303,42 @@ TEST(MalformedArchive, SemanticallyCorruptContainerIsDataLoss) {
 // decoded here, edited, and coded again, so that an edit can break exactly
 // one rule of the format while everything else stays consistent. The
 // decoding and coding are written here from the text (canonical codes of
-// §5.2, tokens of §15.4, the split of runs of §15.8, the gap array of
+// §5.2, tokens of §15.4 and §15.4.1, the split of runs and the run-value
+// tokens of §15.8, the gap array of
 // §5.4, the symbol order of §15.5.3), and Version2ReencodingIsFaithful
 // checks that re-coding an intact frame gives back its exact bytes, so an
 // edit's rejection is the edit's doing and not the helpers'.
 
-// One token (§15.4): a symbol's codeword and then `extra_bits` bits of
-// `extra`; it covers `positions` positions (a run token 2^c + e).
+// One token (§15.4, §15.4.1): a symbol's codeword and then `extra_bits`
+// bits of `extra`; it covers `positions` positions (a run token 2^c + e, a
+// run-value token 2^c + e zeros and then one position of symbol `value`).
+constexpr uint32_t kNoValue = 0xFFFFFFFFu;
 struct Token {
   uint32_t symbol = 0;
   int extra_bits = 0;
   uint32_t extra = 0;
   uint32_t positions = 1;
+  uint32_t value = kNoValue;  // a run-value token's last symbol, radius + v
 };
 using ChunkTokens = std::vector<Token>;
 
+// Whether `s` is a token that stands for a run (lossless 1 or 2).
 bool IsRunSymbol(const format::FrameHeader& h, uint32_t s) {
-  return h.lossless == format::kLosslessZeroRuns && s >= 2 * h.radius;
+  return (h.lossless == format::kLosslessZeroRuns || h.lossless == format::kLosslessRunValues) &&
+         s >= 2 * h.radius;
+}
+
+// The residuals v_j a run-value token ends with (§15.4.1).
+constexpr int kRunValueResiduals[4] = {-2, -1, +1, +2};
+
+// A run token of class c (1..12): 2·radius + c − 1. A run-value token of
+// class c (0..12) and residual v_j: 2·radius + 12 + 4·c + j.
+uint32_t RunSymbol(const format::FrameHeader& h, int c) { return 2 * h.radius + c - 1; }
+uint32_t RunValueSymbol(const format::FrameHeader& h, int c, int j) {
+  return 2 * h.radius + 12 + 4 * c + j;
+}
+bool IsRunValueSymbol(const format::FrameHeader& h, uint32_t s) {
+  return h.lossless == format::kLosslessRunValues && s >= 2 * h.radius + 12;
 }
 
 std::vector<uint8_t> CodeLengthsOf(const FrameParts& f) {
@@ -1331,7 +1386,13 @@ std::vector<ChunkTokens> DecodeTokens(const FrameParts& f) {
           return out;
         }
       }
-      if (IsRunSymbol(h, t.symbol)) {
+      if (IsRunValueSymbol(h, t.symbol)) {
+        const uint32_t u = t.symbol - 2 * h.radius - 12;
+        t.extra_bits = static_cast<int>(u / 4);
+        for (int i = 0; i < t.extra_bits; ++i) t.extra = t.extra << 1 | bit(pos++);
+        t.value = h.radius + kRunValueResiduals[u % 4];
+        t.positions = (1u << t.extra_bits) + t.extra + 1;
+      } else if (IsRunSymbol(h, t.symbol)) {
         t.extra_bits = static_cast<int>(t.symbol - 2 * h.radius) + 1;
         for (int i = 0; i < t.extra_bits; ++i) t.extra = t.extra << 1 | bit(pos++);
         t.positions = (1u << t.extra_bits) + t.extra;
@@ -1344,21 +1405,38 @@ std::vector<ChunkTokens> DecodeTokens(const FrameParts& f) {
   return out;
 }
 
-// The symbol of every position: run tokens stand for runs of `radius`.
+// The symbol of every position: run tokens stand for runs of `radius`,
+// run-value tokens for such a run and then their value.
 std::vector<uint32_t> Expand(const format::FrameHeader& h, const std::vector<ChunkTokens>& chunks) {
   std::vector<uint32_t> symbols;
   for (const ChunkTokens& chunk : chunks) {
     for (const Token& t : chunk) {
-      symbols.insert(symbols.end(), t.positions, IsRunSymbol(h, t.symbol) ? h.radius : t.symbol);
+      if (t.value != kNoValue) {
+        symbols.insert(symbols.end(), t.positions - 1, h.radius);
+        symbols.push_back(t.value);
+      } else {
+        symbols.insert(symbols.end(), t.positions, IsRunSymbol(h, t.symbol) ? h.radius : t.symbol);
+      }
     }
   }
   return symbols;
 }
 
+// How many run-value tokens the chunks hold.
+uint64_t RunValueTokens(const std::vector<ChunkTokens>& chunks) {
+  uint64_t count = 0;
+  for (const ChunkTokens& chunk : chunks) {
+    for (const Token& t : chunk) count += t.value != kNoValue;
+  }
+  return count;
+}
+
 // §15.8's tokens of the positions [begin, end) of one chunk.
 void AppendTokens(const format::FrameHeader& h, const std::vector<uint32_t>& symbols,
                   uint64_t begin, uint64_t end, ChunkTokens* out) {
-  const bool runs = h.lossless == format::kLosslessZeroRuns;
+  const bool runs =
+      h.lossless == format::kLosslessZeroRuns || h.lossless == format::kLosslessRunValues;
+  const bool values = h.lossless == format::kLosslessRunValues;
   for (uint64_t i = begin; i < end;) {
     if (!runs || symbols[i] != h.radius) {
       out->push_back({symbols[i], 0, 0, 1});
@@ -1369,15 +1447,24 @@ void AppendTokens(const format::FrameHeader& h, const std::vector<uint32_t>& sym
     while (i + k < end && symbols[i + k] == h.radius) ++k;
     i += k;
     while (k >= 8192) {
-      out->push_back({2 * h.radius + 11, 12, 4095, 8191});
+      out->push_back({RunSymbol(h, 12), 12, 4095, 8191});
       k -= 8191;
     }
-    if (k >= 2) {
-      int c = 0;
-      while ((k >> (c + 1)) != 0) ++c;
-      out->push_back({2 * h.radius + c - 1, c, static_cast<uint32_t>(k - (uint64_t{1} << c)),
-                      static_cast<uint32_t>(k)});
-    } else if (k == 1) {
+    int c = 0;  // ⌊log2 k⌋, 1 ≤ k ≤ 8191
+    while ((k >> (c + 1)) != 0) ++c;
+    const uint32_t e = static_cast<uint32_t>(k - (uint64_t{1} << c));
+    int j = -1;  // the residual after the run, in this chunk, among v_0..v_3
+    if (values && i < end) {
+      for (int v = 0; v < 4; ++v) {
+        if (static_cast<int64_t>(symbols[i]) == int64_t{h.radius} + kRunValueResiduals[v]) j = v;
+      }
+    }
+    if (j >= 0) {
+      out->push_back({RunValueSymbol(h, c, j), c, e, static_cast<uint32_t>(k) + 1, symbols[i]});
+      ++i;
+    } else if (k >= 2) {
+      out->push_back({RunSymbol(h, c), c, e, static_cast<uint32_t>(k)});
+    } else {
       out->push_back({h.radius, 0, 0, 1});
     }
   }
@@ -1642,8 +1729,18 @@ std::vector<Version2Corruption> Version2Corruptions() {
   auto interp = [](ArchiveParts& p, size_t f) {
     return p.frames[f].header.predictor == format::kPredictorInterp;
   };
+  // Run tokens of either stage (lossless 1 or 2), and each stage alone.
   auto runs = [](ArchiveParts& p, size_t f) {
+    return p.frames[f].header.lossless == format::kLosslessZeroRuns ||
+           p.frames[f].header.lossless == format::kLosslessRunValues;
+  };
+  auto zero_runs = [](ArchiveParts& p, size_t f) {
     return p.frames[f].header.lossless == format::kLosslessZeroRuns;
+  };
+  // A frame whose tokens include run-value tokens (not merely allowed).
+  auto run_values = [](ArchiveParts& p, size_t f) {
+    return p.frames[f].header.lossless == format::kLosslessRunValues &&
+           RunValueTokens(DecodeTokens(p.frames[f])) > 0;
   };
   auto masked = [](ArchiveParts& p, size_t f) {
     return p.frames[f].header.fill_coding == format::kFillCodingMask;
@@ -1665,8 +1762,21 @@ std::vector<Version2Corruption> Version2Corruptions() {
       "predictor 255", [](format::FrameHeader& h) { return h.predictor = 255, true; },
       "unknown predictor");
   header_edit(
-      "lossless 2", [](format::FrameHeader& h) { return h.lossless = 2, true; },
+      "lossless 3", [](format::FrameHeader& h) { return h.lossless = 3, true; },
       "unknown predictor, lossless");
+  header_edit(
+      "lossless 255", [](format::FrameHeader& h) { return h.lossless = 255, true; },
+      "unknown predictor, lossless");
+  // Lossless 2 on a frame coded for 0 or 1: its code lengths describe
+  // 2·radius or 2·radius + 12 symbols, not 2·radius + 64.
+  header_edit(
+      "lossless 2 on a frame coded without run-value tokens",
+      [](format::FrameHeader& h) {
+        if (h.lossless == format::kLosslessRunValues) return false;
+        h.lossless = format::kLosslessRunValues;
+        return true;
+      },
+      "code length");
   header_edit(
       "fill coding 2", [](format::FrameHeader& h) { return h.fill_coding = 2, true; },
       "unknown predictor, lossless stage or fill coding");
@@ -1803,7 +1913,7 @@ std::vector<Version2Corruption> Version2Corruptions() {
   for (uint32_t radius : {format::kMaxRadiusWithRuns + 1, format::kMaxRadius}) {
     c.push_back({absl::StrCat("radius ", radius, " with zero-run tokens"),
                  [=](ArchiveParts& p, size_t f, const Sample&) {
-                   if (!runs(p, f)) return false;
+                   if (!zero_runs(p, f)) return false;
                    SetRadius(p.frames[f], radius);
                    return true;
                  },
@@ -1825,10 +1935,90 @@ std::vector<Version2Corruption> Version2Corruptions() {
         return true;
       },
       "code length");
+  // Run-value tokens (§15.4.1): radius ≤ 32736 and code lengths ≤ 20, and
+  // a frame that uses them must say lossless 2. 32762 is lossless 1's
+  // largest radius, too large here.
+  for (uint32_t radius :
+       {format::kMaxRadiusWithRunValues + 1, format::kMaxRadiusWithRuns, format::kMaxRadius}) {
+    c.push_back({absl::StrCat("radius ", radius, " with run-value tokens"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (!run_values(p, f)) return false;
+                   SetRadius(p.frames[f], radius);
+                   return true;
+                 },
+                 "too large for run-value tokens"});
+  }
+  header_edit(
+      "maximum code length 21 with run-value tokens",
+      [](format::FrameHeader& h) {
+        if (h.lossless != format::kLosslessRunValues) return false;
+        h.max_code_length = 21;
+        return true;
+      },
+      "too large for run-value tokens");
+  for (uint8_t stage : {format::kLosslessZeroRuns, format::kLosslessHuffman}) {
+    c.push_back({absl::StrCat("lossless ", stage, " on a frame coded with run-value tokens"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (!run_values(p, f)) return false;
+                   hdr(p, f).lossless = stage;
+                   return true;
+                 },
+                 "code length"});
+    // The code cut to the stage's alphabet, so only the bitstream's
+    // run-value tokens (codewords of no symbol now) are wrong.
+    c.push_back(
+        {absl::StrCat("lossless ", stage,
+                      " and the run-value tokens' codes dropped (run-value tokens in a lossless-",
+                      stage, " frame)"),
+         [=](ArchiveParts& p, size_t f, const Sample&) {
+           if (!run_values(p, f)) return false;
+           std::vector<uint8_t> lengths = CodeLengthsOf(p.frames[f]);
+           lengths.resize(2 * hdr(p, f).radius + (stage == format::kLosslessZeroRuns ? 12 : 0));
+           if (std::all_of(lengths.begin(), lengths.end(), [](uint8_t l) { return l == 0; })) {
+             return false;
+           }
+           hdr(p, f).lossless = stage;
+           p.frames[f].sections[format::kCodeLengths].clear();
+           AppendCodeLengths(lengths, &p.frames[f].sections[format::kCodeLengths]);
+           return true;
+         },
+         "bitstream"});
+  }
+  // A run-value token whose value is the next chunk's first position: chunk
+  // c - 1 ends with k zeros, chunk c starts with radius + 1, and chunk c - 1
+  // takes that position into its last token (the total stays S).
+  for (uint64_t k : {1, 3}) {
+    c.push_back({absl::StrCat("run-value token of ", k, " zeros crossing a chunk's end"),
+                 [=](ArchiveParts& p, size_t f, const Sample&) {
+                   if (hdr(p, f).lossless != format::kLosslessRunValues) return false;
+                   format::FrameHeader& h = hdr(p, f);
+                   std::vector<uint32_t> s = Expand(h, DecodeTokens(p.frames[f]));
+                   const uint64_t cs = h.chunk_symbols;
+                   for (uint64_t b = cs; b + 2 < s.size(); b += cs) {
+                     if (std::count(s.begin() + b - k - 1, s.begin() + b + 2, 0u) != 0) continue;
+                     std::fill(s.begin() + b - k, s.begin() + b, h.radius);
+                     s[b - k - 1] = h.radius + 3;  // the run is exactly k
+                     s[b] = h.radius + 1;
+                     std::vector<uint64_t> ends;
+                     for (uint64_t e = cs; e < s.size(); e += cs) {
+                       ends.push_back(e == b ? e + 1 : e);
+                     }
+                     ends.push_back(s.size());
+                     const std::vector<ChunkTokens> chunks = Tokenize(h, s, ends);
+                     const Token& last = chunks[b / cs - 1].back();
+                     EXPECT_EQ(last.value, h.radius + 1);
+                     EXPECT_EQ(last.positions, k + 1);
+                     EncodeTokens(p.frames[f], chunks);
+                     return true;
+                   }
+                   return false;
+                 },
+                 "bitstream"});
+  }
   c.push_back(
       {"lossless 0 and the run tokens' codes dropped (run tokens in a lossless-0 frame)",
        [=](ArchiveParts& p, size_t f, const Sample&) {
-         if (!runs(p, f)) return false;
+         if (!zero_runs(p, f)) return false;
          std::vector<uint8_t> lengths = CodeLengthsOf(p.frames[f]);
          lengths.resize(2 * hdr(p, f).radius);
          if (std::all_of(lengths.begin(), lengths.end(), [](uint8_t l) { return l == 0; })) {
@@ -2156,7 +2346,7 @@ TEST(MalformedArchive, Version2ReencodingIsFaithful) {
         auto out = Decompress(Join(p), DecoderKind::kChunkParallel);
         ASSERT_TRUE(out.ok()) << "radius 32762: " << out.status();
         EXPECT_TRUE(out->data == sample.decoded) << "radius 32762";
-      } else {
+      } else if (h.lossless == format::kLosslessHuffman) {
         // Zero-run tokens allowed but none used: valid, same values.
         ArchiveParts p = intact;
         p.frames[f].header.lossless = format::kLosslessZeroRuns;
@@ -2164,7 +2354,131 @@ TEST(MalformedArchive, Version2ReencodingIsFaithful) {
         auto out = Decompress(Join(p), DecoderKind::kChunkParallel);
         ASSERT_TRUE(out.ok()) << "lossless 1 without run tokens: " << out.status();
         EXPECT_TRUE(out->data == sample.decoded) << "lossless 1 without run tokens";
+      } else {
+        // The largest radius run-value tokens allow: valid, same values,
+        // by every decoder.
+        ArchiveParts p = intact;
+        SetRadius(p.frames[f], format::kMaxRadiusWithRunValues);
+        EXPECT_EQ(RunValueTokens(DecodeTokens(p.frames[f])), RunValueTokens(tokens));
+        const Bytes a = Join(p);
+        for (DecoderKind kind : kDecoders) {
+          if (kind == DecoderKind::kGapArray && !h.has_gap_array) continue;
+          auto out = Decompress(a, kind);
+          ASSERT_TRUE(out.ok()) << "radius 32736, " << DecoderKindName(kind) << ": "
+                                << out.status();
+          EXPECT_TRUE(out->data == sample.decoded) << "radius 32736, " << DecoderKindName(kind);
+        }
       }
+      if (h.lossless != format::kLosslessRunValues) {
+        // Run-value tokens allowed but none used (the tokens of lossless 0
+        // or 1 mean the same in lossless 2): valid, same values.
+        ArchiveParts p = intact;
+        p.frames[f].header.lossless = format::kLosslessRunValues;
+        EncodeTokens(p.frames[f], tokens);
+        auto out = Decompress(Join(p), DecoderKind::kChunkParallel);
+        ASSERT_TRUE(out.ok()) << "lossless 2 without run-value tokens: " << out.status();
+        EXPECT_TRUE(out->data == sample.decoded) << "lossless 2 without run-value tokens";
+      }
+    }
+  }
+}
+
+// The run-value samples use run-value tokens, not merely allow them, of
+// several classes and values; and the zero-run samples' tokens are only
+// those of §15.4.
+TEST(MalformedArchive, RunValueSamplesHoldRunValueTokens) {
+  int samples = 0;
+  for (const Sample& sample : Samples()) {
+    if (!sample.runs()) continue;
+    SCOPED_TRACE(sample.name);
+    const ArchiveParts parts = Split(sample.archive);
+    uint64_t tokens = 0;
+    std::set<uint32_t> kinds;  // (class, j) as 4c + j
+    for (const FrameParts& f : parts.frames) {
+      ASSERT_EQ(f.header.lossless, sample.lossless());
+      const std::vector<ChunkTokens> chunks = DecodeTokens(f);
+      tokens += RunValueTokens(chunks);
+      for (const ChunkTokens& chunk : chunks) {
+        for (const Token& t : chunk) {
+          if (t.value != kNoValue) kinds.insert(t.symbol - 2 * f.header.radius - 12);
+        }
+      }
+    }
+    if (sample.values()) {
+      ++samples;
+      EXPECT_GT(tokens, 0u) << "no run-value token in any frame";
+      EXPECT_GE(kinds.size(), 2u) << "one kind of run-value token only";
+    } else {
+      EXPECT_EQ(tokens, 0u);
+    }
+  }
+  EXPECT_GT(samples, 0);
+}
+
+// §15.2 and §15.8.1: S ≤ 8 · (bitstream bytes) · P, with P = 1 for lossless 0, 8191 for
+// lossless 1 and 8192 for lossless 2, is checked from the frame header alone
+// (so before any allocation), here on a 4-byte bitstream.
+TEST(MalformedArchive, BitstreamTooShortForTheFrameIsDataLoss) {
+  const Sample* sample = nullptr;
+  for (const Sample& s : Samples()) {
+    if (s.values() && !s.interp() && s.spec.shape.size() == 1 && s.metadata.empty()) sample = &s;
+  }
+  ASSERT_NE(sample, nullptr);
+  const ArchiveParts intact = Split(sample->archive);
+  for (uint8_t stage :
+       {format::kLosslessHuffman, format::kLosslessZeroRuns, format::kLosslessRunValues}) {
+    const uint64_t per_bit = stage == format::kLosslessRunValues  ? 8192
+                             : stage == format::kLosslessZeroRuns ? 8191
+                                                                  : 1;
+    for (uint64_t n : {8 * 4 * per_bit, 8 * 4 * per_bit + 1}) {
+      const bool too_short = n > 8 * 4 * per_bit;
+      const std::string what = absl::StrCat("lossless ", stage, ", S = n = ", n);
+      SCOPED_TRACE(what);
+      // One frame of n elements (fill coding 0, so S = n) whose sections
+      // have the sizes n asks for, and a bitstream of one word.
+      ArchiveParts p;
+      p.file_header = intact.file_header;
+      StoreLE<uint64_t>(p.file_header.data() + kFileShapeAt, n);
+      StoreLE<uint64_t>(p.file_header.data() + kFileFrameRowsAt, n);
+      StoreLE<uint64_t>(p.file_header.data() + kFileFrameCountAt, 1);
+      FixFileHeaderCrc(p.file_header);
+      FrameParts& f = p.frames.emplace_back(intact.frames[0]);
+      format::FrameHeader& h = f.header;
+      h.lossless = stage;
+      h.shape[0] = n;
+      h.first_row = 0;
+      h.positions = static_cast<uint32_t>(n);
+      h.has_gap_array = false;
+      f.sections[format::kGapArray].clear();
+      std::vector<uint32_t> chunk_bits = {32};  // then empty chunks
+      chunk_bits.resize(h.num_chunks(), 0);
+      f.sections[format::kChunkIndex].clear();
+      AppendChunkIndex(ChunkLayout::FromBits(chunk_bits, h.subsequence_bits), h.chunk_group,
+                       &f.sections[format::kChunkIndex]);
+      f.sections[format::kBitstream].assign(4, 0);
+      std::vector<uint8_t> lengths(h.alphabet(), 0);
+      lengths[h.radius] = lengths[h.radius + 1] = 1;
+      f.sections[format::kCodeLengths].clear();
+      AppendCodeLengths(lengths, &f.sections[format::kCodeLengths]);
+      const Bytes a = Join(std::move(p));
+      // The header alone.
+      const uint64_t frame0 = format::kFileHeaderSize;
+      auto parsed = format::ParseFrameHeader(absl::MakeConstSpan(a).subspan(frame0));
+      auto info = ReadArchiveInfo(a);
+      if (too_short) {
+        EXPECT_EQ(parsed.status().code(), StatusCode::kDataLoss);
+        EXPECT_NE(parsed.status().message().find("bitstream too short for the frame"),
+                  absl::string_view::npos)
+            << parsed.status();
+        EXPECT_EQ(info.status().code(), StatusCode::kDataLoss);
+        EXPECT_NE(info.status().message().find("bitstream too short"), absl::string_view::npos)
+            << info.status();
+      } else {
+        EXPECT_TRUE(parsed.ok()) << parsed.status();
+        EXPECT_TRUE(info.ok()) << info.status();
+      }
+      // Either way the frame cannot decode: one word holds at most 32 tokens.
+      ExpectDataLoss(a, false, what);
     }
   }
 }

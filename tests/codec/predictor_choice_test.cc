@@ -1,17 +1,26 @@
-// The per-frame choice's sample (FORMAT.md §15.9), worked out here from the
-// text's formula and compared with what the writer samples: another
-// implementation must be able to reproduce the choice, hence the bytes.
+// The per-frame choice (FORMAT.md §15.9), worked out here from the text and
+// compared with what the writer does: the sample's formula, and the lossless
+// stage's rule (2 when H2 < min(H0, H1), otherwise 1 when H1 < H0, otherwise
+// 0) over sizes computed here from the tokens of §15.4, §15.4.1 and §15.8.
+// Another implementation must be able to reproduce the choice, hence the
+// bytes.
 #include "codec/predictor_choice.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "codec/archive.h"
 #include "codec/byte_io.h"
+#include "codec/entropy_coder.h"
 #include "codec/format.h"
+#include "codec/huffman_code.h"
 #include "gtest/gtest.h"
 
 namespace ebzip {
@@ -163,6 +172,173 @@ TEST(PredictorChoice, ChoiceIsTheChoiceOnTheWrittenSample) {
     EXPECT_EQ(chosen->predictor, on_sample->predictor);
     EXPECT_EQ(chosen->block, on_sample->block);
     EXPECT_EQ(chosen->order, on_sample->order);
+  }
+}
+
+// §15.9's H0, H1 and H2 of `symbols` (each below 2·radius) cut into chunks
+// of chunk_symbols: the tokens of §15.8 (none, zero-run tokens, and run-value
+// tokens too), their histogram's code (§10.4), and the payload, extra bits
+// and 8 × the code-length section's bytes.
+std::array<uint64_t, 3> SpecStageBits(const std::vector<uint16_t>& symbols, uint32_t radius,
+                                      uint32_t chunk_symbols, int max_code_length) {
+  std::array<uint64_t, 3> bits{};
+  for (int stage = 0; stage < 3; ++stage) {
+    const uint32_t alphabet = 2 * radius + (stage == 0 ? 0 : stage == 1 ? 12 : 64);
+    std::vector<uint32_t> histogram(alphabet, 0);
+    uint64_t extra = 0;
+    for (uint64_t begin = 0; begin < symbols.size(); begin += chunk_symbols) {
+      const uint64_t end = std::min<uint64_t>(begin + chunk_symbols, symbols.size());
+      for (uint64_t i = begin; i < end;) {
+        if (stage == 0 || symbols[i] != radius) {
+          ++histogram[symbols[i++]];
+          continue;
+        }
+        uint64_t k = 0;
+        while (i + k < end && symbols[i + k] == radius) ++k;
+        i += k;
+        for (; k >= 8192; k -= 8191) {  // class 12, e = 4095
+          ++histogram[2 * radius + 11];
+          extra += 12;
+        }
+        int c = 0;
+        while ((k >> (c + 1)) != 0) ++c;
+        const int v = i < end ? static_cast<int>(symbols[i]) - static_cast<int>(radius) : 0;
+        const int j = v == -2 ? 0 : v == -1 ? 1 : v == 1 ? 2 : v == 2 ? 3 : -1;
+        if (stage == 2 && j >= 0) {
+          ++histogram[2 * radius + 12 + 4 * c + j];
+          extra += c;
+          ++i;
+        } else if (k >= 2) {
+          ++histogram[2 * radius + c - 1];
+          extra += c;
+        } else {
+          ++histogram[radius];
+        }
+      }
+    }
+    const std::vector<uint8_t> lengths = BuildCodeLengths(histogram, max_code_length);
+    std::vector<uint8_t> section;
+    AppendCodeLengths(lengths, &section);
+    bits[stage] = extra + 8 * section.size();
+    for (uint32_t t = 0; t < alphabet; ++t) bits[stage] += uint64_t{histogram[t]} * lengths[t];
+  }
+  return bits;
+}
+
+// Symbol streams of several kinds: residuals of a geometric spread with runs
+// of zeros that end on small residuals (run-value tokens pay), on large
+// ones (zero-run tokens do), no zeros at all, runs longer than a token and
+// runs that cross chunk ends; symbol 0 (outliers) here and there.
+std::vector<uint16_t> Stream(int kind, uint32_t radius, uint64_t n, std::mt19937_64& rng) {
+  std::vector<uint16_t> s;
+  std::geometric_distribution<int> run(kind == 0 ? 0.05 : 0.2);
+  std::uniform_int_distribution<int> coin(0, 99);
+  auto residual = [&](int r) {  // symbols stay below 2·radius
+    const int most = static_cast<int>(radius) - 1;
+    s.push_back(static_cast<uint16_t>(static_cast<int>(radius) + std::clamp(r, -most, most)));
+  };
+  while (s.size() < n) {
+    switch (kind) {
+      case 0:  // runs, then ±1 or ±2
+      case 1: {
+        for (int k = run(rng); k > 0; --k) residual(0);
+        const int r = 1 + coin(rng) % 2;
+        residual(coin(rng) < 50 ? r : -r);
+        if (kind == 1 && coin(rng) < 40) residual(coin(rng) % 7 - 3);
+        break;
+      }
+      case 2:  // runs, then a large residual
+        for (int k = run(rng); k > 0; --k) residual(0);
+        residual((coin(rng) < 50 ? 1 : -1) * (5 + coin(rng) % 20));
+        break;
+      case 3:  // no zeros: a wide spread
+        residual((coin(rng) < 50 ? 1 : -1) * (1 + coin(rng) % 40));
+        break;
+      case 4:  // long runs (split at 8191) ending on +1, and lone zeros
+        for (int k = 5000 + coin(rng) * 200; k > 0; --k) residual(0);
+        residual(1);
+        residual(0);
+        residual(-2);
+        break;
+      case 5:  // only zeros
+        residual(0);
+        break;
+      case 6:  // mostly small non-zero residuals, a few zeros
+        residual(coin(rng) < 10 ? 0 : (coin(rng) < 50 ? 1 : -1) * (1 + coin(rng) % 3));
+        break;
+    }
+    if (coin(rng) == 0) s.push_back(0);  // an outlier
+  }
+  s.resize(n);
+  return s;
+}
+
+// SmallerCode (the writer's stage choice, codec/entropy_coder.h) among any
+// set of stages takes the one §15.9's rule takes, and its size is §15.9's.
+TEST(PredictorChoice, LosslessStageFollowsTheWrittenRule) {
+  std::mt19937_64 rng(7);
+  std::array<int, 3> chosen{};
+  for (int kind = 0; kind <= 6; ++kind) {
+    for (uint32_t radius : {8u, 512u, 32736u}) {
+      for (uint32_t chunk_symbols : {64u, 16384u}) {
+        const uint64_t n = kind == 4 ? 200000 : 20000;
+        SCOPED_TRACE(absl::StrCat("kind ", kind, ", radius ", radius, ", chunk ", chunk_symbols));
+        const std::vector<uint16_t> symbols = Stream(kind, radius, n, rng);
+        const std::array<uint64_t, 3> h = SpecStageBits(symbols, radius, chunk_symbols, 20);
+        for (uint8_t stages = 1; stages < 8; ++stages) {
+          // 2 if allowed and H2 < min of the others allowed, else 1 if
+          // allowed and H1 < H0 (if allowed), else 0: the lowest id of the
+          // smallest size.
+          int expected = -1;
+          for (int id = 0; id < 3; ++id) {
+            if ((stages >> id & 1) && (expected < 0 || h[id] < h[expected])) expected = id;
+          }
+          const StageCode code = SmallerCode(symbols, radius, chunk_symbols, 20, stages);
+          EXPECT_EQ(code.runs.stage(), expected)
+              << "stages " << int{stages} << ": H0 " << h[0] << ", H1 " << h[1] << ", H2 " << h[2];
+          EXPECT_EQ(code.bits, h[expected]) << "stages " << int{stages};
+          if (stages == 7) ++chosen[expected];
+        }
+      }
+    }
+  }
+  // Every outcome of the rule was met.
+  for (int id = 0; id < 3; ++id) EXPECT_GT(chosen[id], 0) << "lossless " << id << " never chosen";
+}
+
+// Through the writer with --lossless auto: a frame whose runs of zeros end
+// on ±1 takes run-value tokens, one that is all zeros zero-run tokens (run-
+// value tokens would only lengthen the code-length section), and noise
+// plain Huffman.
+TEST(PredictorChoice, WriterTakesTheStageOfTheRule) {
+  const uint64_t n = 1 << 16;
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(absl::StrCat("kind ", kind));
+    std::mt19937_64 rng(kind);
+    std::uniform_real_distribution<double> noise(-100, 100);
+    std::vector<uint8_t> data(8 * n);
+    for (uint64_t i = 0; i < n; ++i) {
+      // A staircase: one step (2 × the bound) every 100 elements.
+      const double v = kind == 0   ? 0.002 * static_cast<double>(i / 100)
+                       : kind == 1 ? 1.5
+                                   : noise(rng);
+      StoreLE<double>(data.data() + 8 * i, v);
+    }
+    CompressOptions o;
+    o.predictor = Predictor::kLorenzo;
+    o.lossless = Lossless::kAuto;
+    o.mode = BoundMode::kAbs;
+    o.bound = 1e-3;
+    o.radius = 1024;
+    auto archive = Compress({DType::kFloat64, {n}}, data, o);
+    ASSERT_TRUE(archive.ok()) << archive.status();
+    auto info = ReadArchiveInfo(*archive);
+    ASSERT_TRUE(info.ok()) << info.status();
+    for (const format::FrameHeader& h : info->frame_headers) {
+      EXPECT_EQ(h.lossless, kind == 0   ? format::kLosslessRunValues
+                            : kind == 1 ? format::kLosslessZeroRuns
+                                        : format::kLosslessHuffman);
+    }
   }
 }
 

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codec/format.h"
+#include "codec/huffman_code.h"
 #include "gtest/gtest.h"
 #include "tests/region_slice.h"
 
@@ -49,6 +51,9 @@ struct Coding {
   bool fill = true;
 };
 
+// Counts the archives whose frames use run-value tokens (a codeword for one).
+int run_value_archives = 0;
+
 template <typename T>
 void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t frame_elements,
                   uint64_t seed) {
@@ -70,6 +75,24 @@ void CheckRegions(const std::vector<uint64_t>& shape, Coding coding, uint64_t fr
   ASSERT_TRUE(full.ok()) << full.status();
   auto info = ReadArchiveInfo(*archive);
   ASSERT_TRUE(info.ok()) << info.status();
+  // A stage asked for is the stage every frame uses (run-value tokens:
+  // lossless 2, FORMAT.md §15.4.1).
+  if (coding.lossless == Lossless::kRunValues) {
+    bool used = false;
+    for (size_t f = 0; f < info->frames.size(); ++f) {
+      const format::FrameHeader& h = info->frame_headers[f];
+      EXPECT_EQ(h.lossless, format::kLosslessRunValues);
+      auto lengths = ParseCodeLengths(
+          absl::MakeConstSpan(*archive).subspan(info->frames[f].offset + format::kFrameHeaderSize,
+                                                h.sections[format::kCodeLengths].length),
+          h.alphabet(), h.max_code_length);
+      ASSERT_TRUE(lengths.ok()) << lengths.status();
+      for (uint32_t s = 2 * h.radius + format::kRunClasses; s < h.alphabet(); ++s) {
+        used |= (*lengths)[s] != 0;
+      }
+    }
+    run_value_archives += used;
+  }
   for (const Hyperslab& r : RegionsOf(shape, rng)) {
     SCOPED_TRACE(r.ToString());
     const std::vector<uint8_t> want = SliceOf(full->data, shape, r, sizeof(T));
@@ -147,7 +170,7 @@ TEST(Region, EqualsTheSliceOfAFullDecode) {
   // (fill runs, or the fill mask of interpolation).
   std::vector<Coding> codings;
   for (Predictor p : {Predictor::kLorenzo, Predictor::kInterp, Predictor::kAuto}) {
-    for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns}) {
+    for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns, Lossless::kRunValues}) {
       for (bool fill : {true, false}) codings.push_back({p, l, fill});
     }
   }
@@ -163,6 +186,8 @@ TEST(Region, EqualsTheSliceOfAFullDecode) {
       }
     }
   }
+  // Lossless 2's region decodes met run-value tokens, not only their stage.
+  EXPECT_GT(run_value_archives, 0);
 }
 
 TEST(Region, DecodesOnlyTheFramesItMeets) {

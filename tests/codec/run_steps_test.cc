@@ -64,15 +64,84 @@ std::string FirstDifference(const std::vector<T>& got, const std::vector<T>& wan
 }
 
 // ---------------------------------------------------------------------------
-// Zero-run tokens: PrepareSlice and Slice::Walk of gpu/run_kernels.cu.
+// Tokens: PrepareSlice and Slice::Walk of gpu/run_kernels.cu.
+
+// The streams of tests/run_streams.h, and more for run-value tokens
+// (FORMAT.md §15.4.1): runs ending exactly at a slice's end with a residual
+// a run takes (or not) first in the next slice, at every slice boundary of
+// the thread counts the tests use; residuals -3 .. +3 after runs of every
+// length; radius 1 and 2, where the residuals -1 and -2 are symbol 0 (an
+// outlier), which a run takes too.
+std::vector<testing::SymbolStream> Streams() {
+  std::vector<testing::SymbolStream> v = SymbolStreams(1);
+  // Slices of 16 (4096 positions, 256 threads), 4 (1024 threads) and 13
+  // (4096 / 313 ...): runs of up to 40 zeros placed to end at multiples of
+  // 4, then a residual of -3 .. +3 (0 being a zero that lengthens the run).
+  for (uint32_t radius : {512u, 2u, 1u}) {
+    std::mt19937 rng(radius);
+    // What comes before a run: a residual of +3 (with radius 1 and 2 every
+    // residual but 0 is one a run takes: the outlier symbol 0).
+    const uint16_t other = static_cast<uint16_t>(radius >= 4 ? radius + 3 : 0);
+    std::vector<uint16_t> sym;
+    while (sym.size() < 60000) {
+      const uint64_t end = (sym.size() / 4 + 1 + rng() % 6) * 4;  // the run's end
+      const uint64_t k = std::min<uint64_t>(end - sym.size(), 1 + rng() % 40);
+      while (sym.size() + k < end) sym.push_back(other);
+      sym.insert(sym.end(), k, static_cast<uint16_t>(radius));
+      const int residual = static_cast<int>(rng() % 7) - 3;
+      sym.push_back(static_cast<uint16_t>(std::clamp<int>(static_cast<int>(radius) + residual, 0,
+                                                          2 * static_cast<int>(radius) - 1)));
+    }
+    const std::string r = std::to_string(radius);
+    v.push_back({"slice_ends_radius_" + r, sym, radius, 4096});
+    v.push_back({"slice_ends_odd_chunks_radius_" + r, sym, radius, 1000});
+  }
+  // Long runs (the split at 8191) ended by each residual, and chunk ends
+  // inside and right after runs, before a residual a run would take.
+  std::vector<uint16_t> lng;
+  for (uint64_t k : {8190, 8191, 8192, 8193, 16382, 16383, 16384, 24574, 4096, 4095}) {
+    for (int residual : {-3, -2, -1, 1, 2, 3}) {
+      lng.insert(lng.end(), k, uint16_t{512});
+      lng.push_back(static_cast<uint16_t>(512 + residual));
+    }
+  }
+  v.push_back({"long_runs_then_values", lng, 512, 65536});
+  v.push_back({"long_runs_then_values_chunks_4096", lng, 512, 4096});
+  v.push_back({"long_runs_then_values_chunks_8193", lng, 512, 8193});
+  // Runs ending at a chunk's end, a takable residual first in the next.
+  std::vector<uint16_t> edge;
+  for (uint32_t c = 0; c < 40; ++c) {
+    const uint32_t k = 1 + c * 37 % 300;
+    edge.insert(edge.end(), 1000 - k, uint16_t{400});
+    edge.insert(edge.end(), k, uint16_t{512});
+  }
+  for (size_t i = 1000; i < edge.size(); i += 1000) edge[i] = static_cast<uint16_t>(511 + i % 3);
+  v.push_back({"runs_to_chunk_ends", edge, 512, 1000});
+  return v;
+}
+
+// Each stream's stages: plain, zero-run tokens, and run-value tokens where
+// the radius allows them (FORMAT.md §15.2).
+std::vector<RunTokens> StagesOf(uint32_t radius) {
+  std::vector<RunTokens> v;
+  for (uint8_t id :
+       {format::kLosslessHuffman, format::kLosslessZeroRuns, format::kLosslessRunValues}) {
+    if (id == format::kLosslessRunValues && radius > format::kMaxRadiusWithRunValues) continue;
+    v.push_back(RunTokens::ForStage(id, radius));
+  }
+  return v;
+}
 
 struct Slices {
   std::vector<uint32_t> begin, end, before;
   std::vector<bool> continues;
 };
 
-Slices PrepareSlices(const uint16_t* sym, uint32_t count, uint32_t zero, int threads) {
+// `runs`: how the slices own the runs (run values or not); the counters'
+// walk passes values = true whatever the stage.
+Slices PrepareSlices(const uint16_t* sym, uint32_t count, const RunTokens& runs, int threads) {
   Slices s;
+  const uint32_t zero = run_steps::ZeroSymbol(runs.enabled, runs.radius);
   const uint32_t per = (count + threads - 1) / threads;
   uint32_t carry = run_steps::kWholeSlice;  // the block scan, serially
   for (int t = 0; t < threads; ++t) {
@@ -83,27 +152,41 @@ Slices PrepareSlices(const uint16_t* sym, uint32_t count, uint32_t zero, int thr
     const uint32_t item =
         run_steps::SliceZeros([&](uint32_t i) -> uint32_t { return sym[b + i]; }, e - b, zero);
     carry = run_steps::ThenZeros(carry, item);
-    s.continues.push_back(e < count && sym[e] == zero);
+    s.continues.push_back(e < count &&
+                          run_steps::RunContinues(zero, runs.radius, runs.values, sym[e]));
   }
   return s;
 }
 
+run_steps::SliceWalk BeginWalk(const uint16_t* sym, const Slices& s, int t, const RunTokens& runs) {
+  return run_steps::BeginSlice(run_steps::ZeroSymbol(runs.enabled, runs.radius), runs.radius,
+                               runs.values, sym[s.begin[t]], s.before[t]);
+}
+
 template <class F>
-void WalkSlice(const uint16_t* sym, const Slices& s, int t, uint32_t zero, uint32_t radius,
-               F&& token) {
+void WalkSlice(const uint16_t* sym, const Slices& s, int t, const RunTokens& runs, F&& token) {
   if (s.begin[t] >= s.end[t]) return;
-  run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, sym[s.begin[t]], s.before[t]);
+  run_steps::SliceWalk w = BeginWalk(sym, s, t, runs);
   for (uint32_t i = s.begin[t]; i < s.end[t]; ++i) run_steps::StepSymbol(w, sym[i], token);
   run_steps::EndSlice(w, s.continues[t], token);
 }
 
+// Slice::WalkRuns.
+template <class F>
+void WalkSliceRuns(const uint16_t* sym, const Slices& s, int t, const RunTokens& runs, F&& ended) {
+  if (s.begin[t] >= s.end[t]) return;
+  run_steps::SliceWalk w = BeginWalk(sym, s, t, runs);
+  for (uint32_t i = s.begin[t]; i < s.end[t]; ++i) run_steps::StepRuns(w, sym[i], ended);
+  run_steps::EndRuns(w, s.continues[t], ended);
+}
+
+std::string StageName(const RunTokens& runs) { return " lossless " + std::to_string(runs.stage()); }
+
 TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
-  for (const auto& st : SymbolStreams(1)) {
-    for (bool enabled : {true, false}) {
-      const RunTokens runs{enabled, st.radius};
-      const uint32_t zero = run_steps::ZeroSymbol(enabled, st.radius);
+  for (const auto& st : Streams()) {
+    for (const RunTokens& runs : StagesOf(st.radius)) {
       const uint64_t n = st.symbols.size();
-      for (int threads : {1, 3, 32, 256, 1024}) {
+      for (int threads : {1, 3, 32, 256, 313, 1024}) {
         for (uint64_t c0 = 0; c0 < n; c0 += st.chunk_symbols) {
           const uint32_t count =
               static_cast<uint32_t>(std::min<uint64_t>(st.chunk_symbols, n - c0));
@@ -113,18 +196,18 @@ TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
                        [&](uint32_t s, int b, uint32_t e, uint32_t p) {
                          want.push_back({s, b, e, p});
                        });
-          const Slices sl = PrepareSlices(sym, count, zero, threads);
+          const Slices sl = PrepareSlices(sym, count, runs, threads);
           for (int t = 0; t < threads; ++t) {
-            WalkSlice(sym, sl, t, zero, st.radius, [&](uint32_t s, int b, uint32_t e, uint32_t p) {
+            WalkSlice(sym, sl, t, runs, [&](uint32_t s, int b, uint32_t e, uint32_t p) {
               got.push_back({s, b, e, p});
             });
           }
           ASSERT_EQ(got.size(), want.size())
-              << st.name << " runs " << enabled << " threads " << threads << " chunk at " << c0;
+              << st.name << StageName(runs) << " threads " << threads << " chunk at " << c0;
           for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_TRUE(got[i] == want[i])
-                << st.name << " threads " << threads << " chunk at " << c0 << " token " << i << ": "
-                << Show(got[i]) << " vs " << Show(want[i]);
+                << st.name << StageName(runs) << " threads " << threads << " chunk at " << c0
+                << " token " << i << ": " << Show(got[i]) << " vs " << Show(want[i]);
           }
         }
       }
@@ -132,36 +215,49 @@ TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
   }
 }
 
-// RunCountersKernel and TokenHistogramKernel: the symbol histogram, patched.
-TEST(RunSteps, CountersPatchTheSymbolHistogramIntoTokenHistogram) {
-  for (const auto& st : SymbolStreams(1)) {
-    const RunTokens runs{true, st.radius};
-    const TokenStats want = TokenHistogram(st.symbols, st.chunk_symbols, runs);
-    std::vector<uint32_t> hist = Histogram(st.symbols, 2 * st.radius + format::kRunClasses);
-    uint32_t counters[run_steps::kRunCounters] = {};
-    const uint64_t n = st.symbols.size();
-    for (uint64_t c0 = 0; c0 < n; c0 += st.chunk_symbols) {
-      const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(st.chunk_symbols, n - c0));
-      const uint16_t* sym = st.symbols.data() + c0;
-      const Slices sl = PrepareSlices(sym, count, st.radius, 256);
-      for (int t = 0; t < 256; ++t) {
-        WalkSlice(sym, sl, t, st.radius, st.radius, [&](uint32_t s, int, uint32_t, uint32_t) {
-          if (s == st.radius) {
-            ++counters[0];
-          } else if (s >= 2 * st.radius) {
-            ++counters[s - 2 * st.radius + 1];
-          }
-        });
+// RunCountersKernel (both stages' runs, counted from walks that own runs as
+// lossless 2 does) and TokenHistogramKernel: each stage's copy of the symbol
+// histogram, patched, is TokenHistogram's, and the counters are
+// CountSymbols's.
+TEST(RunSteps, CountersPatchTheSymbolHistogramIntoTokenHistograms) {
+  for (const auto& st : Streams()) {
+    const RunTokens counting = RunTokens::ForStage(format::kLosslessRunValues, st.radius);
+    for (int threads : {256, 313}) {
+      uint32_t counters[run_steps::kRunCounters] = {};
+      const uint64_t n = st.symbols.size();
+      for (uint64_t c0 = 0; c0 < n; c0 += st.chunk_symbols) {
+        const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(st.chunk_symbols, n - c0));
+        const uint16_t* sym = st.symbols.data() + c0;
+        const Slices sl = PrepareSlices(sym, count, counting, threads);
+        for (int t = 0; t < threads; ++t) {
+          WalkSliceRuns(sym, sl, t, counting, [&](uint32_t k, uint32_t next) {
+            if (k == 0) return;
+            run_steps::CountRun(k, next, st.radius,
+                                [&](int i, uint32_t amount) { counters[i] += amount; });
+          });
+        }
+      }
+      const std::string where = st.name + " threads " + std::to_string(threads);
+      // The counters are SymbolCounts's (its lossless-1 runs and run values).
+      const SymbolCounts cpu = CountSymbols(st.symbols, st.chunk_symbols, st.radius);
+      EXPECT_EQ(counters[0], cpu.zero_runs.lone_zeros) << where;
+      for (int c = 1; c <= format::kRunClasses; ++c) {
+        EXPECT_EQ(counters[c], cpu.zero_runs.classes[c - 1]) << where << " class " << c;
+      }
+      for (int k = 0; k < format::kRunValueTokens; ++k) {
+        EXPECT_EQ(counters[run_steps::kRunValueCounters + k], cpu.run_values[k])
+            << where << " run-value token " << k;
+      }
+      for (const RunTokens& runs : StagesOf(st.radius)) {
+        if (!runs.enabled) continue;
+        const TokenStats want = TokenHistogram(st.symbols, st.chunk_symbols, runs);
+        std::vector<uint32_t> hist = Histogram(st.symbols, runs.alphabet());
+        const uint64_t extra =
+            run_steps::PatchTokenHistogram(counters, st.radius, runs.values, hist.data());
+        EXPECT_EQ(FirstDifference(hist, want.histogram), "") << where << StageName(runs);
+        EXPECT_EQ(extra, want.extra_bits) << where << StageName(runs);
       }
     }
-    hist[st.radius] = counters[0];
-    uint64_t extra = 0;
-    for (int c = 1; c < run_steps::kRunCounters; ++c) {
-      hist[2 * st.radius + c - 1] = counters[c];
-      extra += uint64_t{counters[c]} * c;
-    }
-    EXPECT_EQ(FirstDifference(hist, want.histogram), "") << st.name;
-    EXPECT_EQ(extra, want.extra_bits) << st.name;
   }
 }
 
@@ -202,12 +298,11 @@ struct SimulatedEncoding {
   std::vector<uint8_t> gaps;
   std::string error;
 };
-SimulatedEncoding SimulateEncode(const std::vector<uint16_t>& symbols, uint32_t radius,
-                                 bool enabled, uint32_t chunk_symbols, uint32_t sub,
+SimulatedEncoding SimulateEncode(const std::vector<uint16_t>& symbols, const RunTokens& runs,
+                                 uint32_t chunk_symbols, uint32_t sub,
                                  const std::vector<uint8_t>& lengths,
                                  const std::vector<uint32_t>& codes, int threads) {
   SimulatedEncoding out;
-  const uint32_t zero = run_steps::ZeroSymbol(enabled, radius);
   const uint64_t n = symbols.size();
   const uint64_t chunks = (n + chunk_symbols - 1) / chunk_symbols;
   std::vector<Slices> slices;
@@ -215,10 +310,10 @@ SimulatedEncoding SimulateEncode(const std::vector<uint16_t>& symbols, uint32_t 
     const uint32_t count =
         static_cast<uint32_t>(std::min<uint64_t>(chunk_symbols, n - c * chunk_symbols));
     const uint16_t* sym = symbols.data() + c * chunk_symbols;
-    slices.push_back(PrepareSlices(sym, count, zero, threads));
+    slices.push_back(PrepareSlices(sym, count, runs, threads));
     uint32_t bits = 0;
     for (int t = 0; t < threads; ++t) {
-      WalkSlice(sym, slices.back(), t, zero, radius,
+      WalkSlice(sym, slices.back(), t, runs,
                 [&](uint32_t s, int extra, uint32_t, uint32_t) { bits += lengths[s] + extra; });
     }
     out.bits.push_back(bits);
@@ -231,7 +326,7 @@ SimulatedEncoding SimulateEncode(const std::vector<uint16_t>& symbols, uint32_t 
     uint32_t pos = 0;
     for (int t = 0; t < threads; ++t) {
       uint32_t my_bits = 0;
-      WalkSlice(sym, slices[c], t, zero, radius,
+      WalkSlice(sym, slices[c], t, runs,
                 [&](uint32_t s, int extra, uint32_t, uint32_t) { my_bits += lengths[s] + extra; });
       run_steps::WordPacker<uint32_t> packer(pos / 32, pos % 32);
       run_steps::GapWriter gap_writer(pos, sub);
@@ -246,12 +341,11 @@ SimulatedEncoding SimulateEncode(const std::vector<uint16_t>& symbols, uint32_t 
           out.gaps[at] = static_cast<uint8_t>(e);
         }
       };
-      WalkSlice(sym, slices[c], t, zero, radius,
-                [&](uint32_t s, int extra_bits, uint32_t extra, uint32_t) {
-                  const uint32_t l = lengths[s] + static_cast<uint32_t>(extra_bits);
-                  packer.Put(uint64_t{codes[s]} << extra_bits | extra, l, store, merge);
-                  gap_writer.Put(l, gap);
-                });
+      WalkSlice(sym, slices[c], t, runs, [&](uint32_t s, int extra_bits, uint32_t extra, uint32_t) {
+        const uint32_t l = lengths[s] + static_cast<uint32_t>(extra_bits);
+        packer.Put(uint64_t{codes[s]} << extra_bits | extra, l, store, merge);
+        gap_writer.Put(l, gap);
+      });
       packer.Finish(merge);
       pos += my_bits;
     }
@@ -265,30 +359,26 @@ struct Coded {
   std::vector<uint8_t> lengths;
   std::vector<uint32_t> codes;
 };
-Coded CodeFor(const std::vector<uint16_t>& symbols, uint32_t radius, uint32_t chunk_symbols,
-              bool enabled) {
-  const RunTokens runs{enabled, radius};
+Coded CodeFor(const std::vector<uint16_t>& symbols, const RunTokens& runs, uint32_t chunk_symbols) {
   const TokenStats stats = TokenHistogram(symbols, chunk_symbols, runs);
   Coded c;
-  c.lengths = BuildCodeLengths(stats.histogram, enabled ? format::kMaxCodeLengthWithRuns : 20);
+  c.lengths = BuildCodeLengths(stats.histogram, runs.enabled ? format::kMaxCodeLengthWithRuns : 20);
   c.codes = CanonicalCodes(c.lengths);
   return c;
 }
 
 TEST(RunSteps, EncodeSimulationGivesHuffmanEncodesBytes) {
-  for (const auto& st : SymbolStreams(1)) {
-    for (bool enabled : {true, false}) {
-      const Coded code = CodeFor(st.symbols, st.radius, st.chunk_symbols, enabled);
+  for (const auto& st : Streams()) {
+    for (const RunTokens& runs : StagesOf(st.radius)) {
+      const Coded code = CodeFor(st.symbols, runs, st.chunk_symbols);
       for (uint32_t sub : {32u, 96u, 1024u}) {
-        const EncodedSymbols want =
-            HuffmanEncode(st.symbols, code.lengths, code.codes, st.chunk_symbols, sub, true,
-                          nullptr, RunTokens{enabled, st.radius});
+        const EncodedSymbols want = HuffmanEncode(st.symbols, code.lengths, code.codes,
+                                                  st.chunk_symbols, sub, true, nullptr, runs);
         for (int threads : {1, 7, 1024}) {
-          const SimulatedEncoding got =
-              SimulateEncode(st.symbols, st.radius, enabled, st.chunk_symbols, sub, code.lengths,
-                             code.codes, threads);
-          const std::string where = st.name + " runs " + std::to_string(enabled) + " sub " +
-                                    std::to_string(sub) + " threads " + std::to_string(threads);
+          const SimulatedEncoding got = SimulateEncode(st.symbols, runs, st.chunk_symbols, sub,
+                                                       code.lengths, code.codes, threads);
+          const std::string where = st.name + StageName(runs) + " sub " + std::to_string(sub) +
+                                    " threads " + std::to_string(threads);
           ASSERT_EQ(got.error, "") << where;
           ASSERT_EQ(FirstDifference(got.bits, want.layout.bits), "") << where << " chunk bits";
           ASSERT_EQ(FirstDifference(got.words, want.words), "") << where << " words";
@@ -321,23 +411,28 @@ struct CpuDecoder {
     const uint64_t lo = w + 1 < in.words.size() ? in.words[w + 1] : 0;
     return static_cast<uint32_t>(((hi << 32 | lo) << (pos % 32)) >> 32);
   }
-  int Token(uint32_t pos, uint32_t* symbol, uint32_t* positions) const {
+  // `positions` of `symbol`, the last one `value` unless kNoRunValue.
+  int Token(uint32_t pos, uint32_t* symbol, uint32_t* positions, uint32_t* value) const {
     const uint32_t window = Window(pos);
     uint16_t s = 0;
     int l = table.Decode(window, &s);
     *symbol = s;
     *positions = 1;
+    *value = kNoRunValue;
     if (l != 0 && runs.IsRun(s)) {
-      const int c = static_cast<int>(s - runs.base()) + 1;
-      *positions = (1u << c) + ((window << l) >> (32 - c));
+      const RunTokenShape shape = ShapeOf(s, runs.radius);
+      const int c = shape.klass;
+      *positions =
+          (1u << c) + (c == 0 ? 0 : (window << l) >> (32 - c)) + (shape.value != kNoRunValue);
       *symbol = runs.radius;
+      *value = shape.value;
       l += c;
     }
     return l;
   }
   int operator()(uint32_t pos, uint32_t* positions) const {
-    uint32_t s;
-    return Token(pos, &s, positions);
+    uint32_t s, value;
+    return Token(pos, &s, positions, &value);
   }
 };
 
@@ -428,14 +523,15 @@ std::string SimulateBlockDecode(const HuffmanTable& table, RunTokens runs, const
         next_sub += sub;
         continue;
       }
-      uint32_t sym, positions;
-      const int l = decode.Token(p, &sym, &positions);
+      uint32_t sym, positions, value;
+      const int l = decode.Token(p, &sym, &positions, &value);
       if (l == 0 || p + l > bits) {
         fail("final pass: invalid token");
         break;
       }
       for (uint32_t k = 0; k < positions && rank[t] + m + k < in.count; ++k) {
-        (*out)[rank[t] + m + k] = static_cast<uint16_t>(sym);
+        const bool last = k + 1 == positions && value != kNoRunValue;
+        (*out)[rank[t] + m + k] = static_cast<uint16_t>(last ? value : sym);
       }
       m += positions;
       p += l;
@@ -472,10 +568,10 @@ std::vector<ChunkInput> Chunks(const EncodedSymbols& e, uint64_t n, uint32_t chu
 
 template <bool kRuns>
 void CheckBlockDecode(const std::string& name, const std::vector<uint16_t>& symbols,
-                      uint32_t radius, uint32_t chunk_symbols, uint32_t sub, int corruptions) {
-  const bool enabled = kRuns;
-  const RunTokens runs{enabled, radius};
-  const Coded code = CodeFor(symbols, radius, chunk_symbols, enabled);
+                      const RunTokens& runs, uint32_t chunk_symbols, uint32_t sub,
+                      int corruptions) {
+  ASSERT_EQ(kRuns, runs.enabled);
+  const Coded code = CodeFor(symbols, runs, chunk_symbols);
   EncodedSymbols e =
       HuffmanEncode(symbols, code.lengths, code.codes, chunk_symbols, sub, true, nullptr, runs);
   const HuffmanTable table(code.lengths);
@@ -517,7 +613,8 @@ void CheckBlockDecode(const std::string& name, const std::vector<uint16_t>& symb
           }
           got.insert(got.end(), part.begin(), part.end());
         }
-        const std::string where = name + " (" + what + ", trial " + std::to_string(trial) + ") " +
+        const std::string where = name + StageName(runs) + " (" + what + ", trial " +
+                                  std::to_string(trial) + ") " +
                                   (self_sync ? "self-sync" : "gap array") + " threads " +
                                   std::to_string(threads) + " sub " + std::to_string(sub);
         ASSERT_EQ(first_error.find("decoded"), std::string::npos) << where << ": " << first_error;
@@ -533,11 +630,16 @@ void CheckBlockDecode(const std::string& name, const std::vector<uint16_t>& symb
 }
 
 TEST(RunSteps, BlockDecoderSimulationDecodesWhatTheCpuDecodes) {
-  for (const auto& st : SymbolStreams(1)) {
+  for (const auto& st : Streams()) {
     if (st.symbols.size() > 100000 && st.chunk_symbols < 1000) continue;  // slow, covered
     for (uint32_t sub : {32u, 128u, 512u}) {
-      CheckBlockDecode<true>(st.name, st.symbols, st.radius, st.chunk_symbols, sub, 12);
-      CheckBlockDecode<false>(st.name, st.symbols, st.radius, st.chunk_symbols, sub, 3);
+      for (const RunTokens& runs : StagesOf(st.radius)) {
+        if (runs.enabled) {
+          CheckBlockDecode<true>(st.name, st.symbols, runs, st.chunk_symbols, sub, 12);
+        } else {
+          CheckBlockDecode<false>(st.name, st.symbols, runs, st.chunk_symbols, sub, 3);
+        }
+      }
     }
   }
 }

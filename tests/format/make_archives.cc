@@ -155,6 +155,104 @@ std::vector<double> FibonacciWalk(uint64_t seed) {
   return v;
 }
 
+// Residuals for run-value tokens (FORMAT.md §15.4.1, §15.8), `n` of them in
+// C order, cut into chunks of `chunk`: a run-value token of every class
+// 0..12 and value index j (v_j = -2, -1, +1, +2; e = 0, 2^c - 1 and between),
+// runs of 8192 and more split (class-12 tokens of 8191) before their
+// run-value token, one run-value token of the largest size (8191 zeros and a
+// value), lone zeros then +-1 (class 0), runs then +-3 and +4 (no run-value
+// token), runs cut by chunk ends (a run ending a chunk and a value starting
+// the next stay two tokens; a run-value token ending exactly at a chunk's
+// end; a lone zero ending a chunk; a run across a chunk end), and a run at the
+// frame's end. Every other feature lies within one chunk: filler of +-3 and
+// +-5 pads to the next chunk.
+std::vector<int> RunValueResiduals(uint64_t chunk, uint64_t n) {
+  std::vector<int> r;
+  int sign = 1;
+  auto filler = [&](uint64_t k) {
+    for (uint64_t i = 0; i < k; ++i) {
+      sign = -sign;
+      r.push_back(sign * (r.size() % 3 != 0 ? 3 : 5));
+    }
+  };
+  // Appends `seg` within one chunk; with `to_end`, ending at the chunk's end.
+  auto put = [&](const std::vector<int>& seg, bool to_end) {
+    uint64_t room = chunk - r.size() % chunk;
+    if (seg.size() > room) {
+      filler(room);
+      room = chunk;
+    }
+    if (to_end) filler(room - seg.size());
+    r.insert(r.end(), seg.begin(), seg.end());
+  };
+  auto run_then = [](uint64_t zeros, std::vector<int> after) {
+    std::vector<int> seg(zeros, 0);
+    seg.insert(seg.end(), after.begin(), after.end());
+    return seg;
+  };
+  const int values[4] = {-2, -1, 1, 2};
+  filler(3);
+  for (int c = 0; c <= 12; ++c) {
+    const uint64_t p = uint64_t{1} << c;
+    const uint64_t e[4] = {0, p - 1, (p - 1) / 3, p / 2};
+    for (int j = 0; j < 4; ++j) put(run_then(p + e[j], {values[j]}), false);
+    filler(1);
+  }
+  put({0, 1, 0, -1, 5, 0, 3, 0, -3}, false);  // lone zeros then +-1, then +-3
+  put(run_then(5, {3}), false);               // runs then +-3, +4: run tokens
+  put(run_then(9, {-3}), false);
+  put(run_then(300, {4}), false);
+  put(run_then(8192, {1}), false);         // class 12 (8191), then class 0 and +1
+  put(run_then(8191 + 300, {-2}), false);  // class 12, then class 8 (e = 44) and -2
+  put(run_then(8191, {2}), false);         // one token of 8192 positions
+  put(run_then(6, {}), true);              // a run at a chunk's end ...
+  r.push_back(1);                          // ... and +1 in the next chunk
+  filler(2);
+  put(run_then(5, {-1}), true);  // a run-value token ending at a chunk's end
+  put({0}, true);                // a lone zero at a chunk's end ...
+  r.push_back(-2);               // ... and -2 in the next chunk
+  filler(1);
+  put(run_then(10, {}), true);  // a run across a chunk end: 10 zeros, then
+  r.insert(r.end(), 7, 0);      // 7 and +2 in the next chunk (class 2, e = 3)
+  r.push_back(2);
+  if (r.size() + 40 > n) return {};  // n too small: the caller fails
+  filler(n - r.size() - 40);
+  r.insert(r.end(), 40, 0);  // a run at the frame's end: a run token, no value
+  return r;
+}
+
+// Values whose quantized values (step 1) are the prefix sums of `r` along
+// rows of `cols` elements: with a Lorenzo block of 1 x 65535 (each row a line
+// of its own), their residuals are exactly `r`.
+template <typename T>
+std::vector<T> FromResiduals(const std::vector<int>& r, uint64_t cols) {
+  std::vector<T> v(r.size());
+  int64_t q = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    q = i % cols == 0 ? r[i] : q + r[i];
+    v[i] = static_cast<T>(q);
+  }
+  return v;
+}
+
+// A plateau with steps of 1 to 3 quantization steps (bound 0.5, step 1) and
+// a gentle slope in places: mostly zero residuals, runs that end on small
+// ones, for the predictors' own residuals.
+template <typename T>
+std::vector<T> Plateaus(const std::vector<uint64_t>& shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const uint64_t n = Count(shape);
+  const uint64_t row = n / shape[0];
+  std::vector<T> v(n);
+  double level = 10;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (rng() % 29 == 0) level += static_cast<double>(static_cast<int>(rng() % 7) - 3);
+    const double slope = (i / row) % 5 == 2 ? 0.37 * static_cast<double>(i % row) : 0;
+    v[i] = static_cast<T>(level + std::floor(slope));
+  }
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -325,7 +423,10 @@ int main(int argc, char** argv) {
   // array with run tokens, the fill mask (row XOR, runs longer than 8190, more
   // than 4096 mask tokens, fill anchors, an all-fill frame, n = 1), metadata,
   // f32 overflow in predictions, f64 predictions that overflow (then 0), REL
-  // with a zero bound, and the writer's own choices.
+  // with a zero bound, and the writer's own choices. Then run-value tokens
+  // (lossless 2): every class and value, long runs split before one, runs
+  // cut by chunk ends, both predictors, f32 and f64, with and without fill
+  // and the gap array, radius 2 (values that are outliers).
   {  // Interpolation, cubic, 1-D f32, several frames (T = 256: a partial last
      // tile), zero-run tokens, fill mask, specials (verbatim elements and
      // anchors), gap array with small subsequences, metadata, default radius
@@ -537,6 +638,102 @@ int main(int argc, char** argv) {
     d.predictor = Predictor::kAuto;
     d.lossless = Lossless::kAuto;
     w.Case("v2_d3_f32_auto_smooth", shape, s, d);
+  }
+
+  // ---- Run-value tokens (lossless 2, FORMAT.md §15.4.1), each case forced
+  // to them with Lossless::kRunValues (the radius lowered to 32736).
+  {  // Lorenzo, f64 5 x 32768 with a block of 1 x 65535, so the residuals are
+     // exactly RunValueResiduals: every run-value token class and value,
+     // long runs split before one, runs cut by chunk ends (16384), +-3 after
+     // runs; gap array with small subsequences; no fill.
+    const uint64_t rows = 5, cols = 32768, chunk = 16384;
+    const std::vector<int> r = RunValueResiduals(chunk, rows * cols);
+    if (r.empty()) {
+      std::fprintf(stderr, "RunValueResiduals: the frame is too small\n");
+      return 1;
+    }
+    std::vector<uint64_t> shape{rows, cols};
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);  // step 1
+    o.lossless = Lossless::kRunValues;
+    o.block = {1, 65535};
+    o.chunk_symbols = chunk;
+    o.subsequence_bits = 64;
+    o.chunk_group = 2;
+    w.Case("v2_d2_f64_lorenzo_runvalues_classes", shape, FromResiduals<double>(r, cols), o);
+    // The same residuals as f32, in frames of one row and chunks of 4096 (so
+    // the class-12 features are cut by chunk ends too), fill runs, no gap array.
+    std::vector<float> f = FromResiduals<float>(r, cols);
+    for (uint64_t i = 3 * cols + 100; i < 3 * cols + 400; ++i) f[i] = 1e6f;
+    for (uint64_t i = 0; i < f.size(); i += 997) f[i] = 1e6f;
+    CompressOptions g = o;
+    g.fill_value = 1e6;
+    g.frame_elements = cols;
+    g.chunk_symbols = 4096;
+    g.gap_array = false;
+    w.Case("v2_d2_f32_lorenzo_runvalues_fill_nogap", shape, f, g);
+  }
+  {  // Interpolation, cubic, 2-D f32 (T = 32 over both, partial tiles), a
+     // fill mask, gap array, chunks of 300 (runs cut by chunk ends), plateau
+     // data whose runs end on residuals of -3 .. +3; specials (verbatim).
+    std::vector<uint64_t> shape{70, 90};
+    auto v = Plateaus<float>(shape, 201);
+    AddSpecials(&v, 202, false);
+    AddFill(&v, -1e30, 203);
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 3;
+    o.lossless = Lossless::kRunValues;
+    o.fill_value = -1e30;
+    o.frame_elements = 90 * 40;
+    o.chunk_symbols = 300;
+    o.subsequence_bits = 32;
+    o.chunk_group = 3;
+    w.Case("v2_d2_f32_interp_runvalues_fill_gap", shape, v, o);
+  }
+  {  // Interpolation, linear, 3-D f64 (T = 16 over all three), no fill, no
+     // gap array, several frames, a small radius (outliers at anchors).
+    std::vector<uint64_t> shape{24, 19, 21};
+    auto v = Plateaus<double>(shape, 204);
+    AddSpecials(&v, 205, true);
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);
+    o.predictor = Predictor::kInterp;
+    o.interp_order = 1;
+    o.lossless = Lossless::kRunValues;
+    o.radius = 40;
+    o.gap_array = false;
+    o.frame_elements = 19 * 21 * 9;
+    o.chunk_symbols = 500;
+    o.chunk_group = 2;
+    w.Case("v2_d3_f64_interp_runvalues_nogap", shape, v, o);
+  }
+  {  // Radius 2: residuals -1, 0, +1 are symbols 1..3, the others outliers
+     // (symbol 0 = radius - 2), so runs followed by an outlier end with a
+     // run-value token of v_0 whose position is that outlier. Lorenzo, 1-D
+     // f64, small chunks, gap array; small enough for the corruption pass.
+    const int residuals[8] = {0, 0, 0, 0, 1, -1, 2, -5};  // 2, -5: outliers
+    std::vector<double> v;
+    std::mt19937_64 rng(206);
+    double q = 0;
+    for (int i = 0; i < 300; ++i) v.push_back(q += residuals[rng() % 8]);
+    std::vector<uint64_t> shape{v.size()};
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);
+    o.lossless = Lossless::kRunValues;
+    o.radius = 2;
+    o.block = {512};
+    o.chunk_symbols = 64;
+    o.subsequence_bits = 32;
+    w.Case("v2_d1_f64_lorenzo_runvalues_radius2", shape, v, o);
+  }
+  {  // The writer's own choice of lossless stage (kAuto) on plateau data,
+     // where run-value tokens should win (§15.9); whatever it picks must
+     // decode by the spec.
+    std::vector<uint64_t> shape{64, 64};
+    auto v = Plateaus<float>(shape, 207);
+    CompressOptions o = Options(BoundMode::kAbs, 0.5);
+    o.predictor = Predictor::kLorenzo;
+    o.lossless = Lossless::kAuto;
+    o.metadata = R"({"case": "auto lossless on plateaus"})";
+    w.Case("v2_d2_f32_lorenzo_auto_plateaus", shape, v, o);
   }
 
   std::ofstream list(w.dir + "/cases.txt", std::ios::trunc);

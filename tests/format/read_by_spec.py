@@ -24,7 +24,13 @@ FILE_HEADER = struct.Struct("<IHHBBBBI4QdddQQII")  # §3, 96 bytes
 FRAME_HEADER = struct.Struct("<IHHBBBBBBBB4QQddddII4HIIQQQ" + "QII" * 7 + "BBHI")  # §4.1, §15.2
 assert FILE_HEADER.size == 96 and FRAME_HEADER.size == 256
 RUN_CLASSES = 12  # §15.4: run tokens of classes 1..12
-MAX_RUN, MAX_MASK_RUN, MASK_CHUNK = 8191, 8190, 4096  # §15.4, §15.6
+RUN_VALUES = (-2, -1, 1, 2)  # §15.4.1: v_0 .. v_3 of the run-value tokens, classes 0..12
+# Tokens after the 2 radius residual symbols, per `lossless` stage (§15.2, §15.4, §15.4.1):
+# none; the 12 run tokens; the 12 run tokens and 13 * 4 run-value tokens.
+TOKENS = (0, RUN_CLASSES, RUN_CLASSES + 13 * len(RUN_VALUES))
+# The most positions one token covers, per stage (§15.8.1): 1; 2^12 + 4095; that and a value.
+TOKEN_POSITIONS = (1, 8191, 8192)
+MAX_MASK_RUN, MASK_CHUNK = 8190, 4096  # §15.6
 
 
 class Corrupt(Exception):
@@ -188,7 +194,7 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
     # Bytes 13, 14, 15, 196 and 248 are reserved in version 1, fields in version 2 (§15.2).
     check(version >= 2 or predictor == lossless == fill_coding == order == positions == 0,
           "reserved frame bits set")
-    check(predictor in (0, 1) and lossless in (0, 1) and fill_coding in (0, 1),
+    check(predictor in (0, 1) and lossless in (0, 1, 2) and fill_coding in (0, 1),
           "bad predictor, lossless or fill coding")
     shape = read_dims(v[11:15], ndim, "frame shape")
     first_row, bound, abs_bound, step, fill, radius, chunk = v[15:22]
@@ -215,8 +221,10 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
     else:
         check(order == 0, "order set for the Lorenzo predictor")
     check((fill_coding == 1) == (predictor == 1 and has_fill), "bad fill coding")
-    check(lossless == 0 or (2 * radius + RUN_CLASSES <= 65536 and maxlen <= 20),
-          "radius or code length too large for zero-run tokens")
+    # §15.2: lossless 1 (radius <= 32762) and 2 (radius <= 32736), code lengths <= 20.
+    check(lossless == 0 or (2 * radius + TOKENS[lossless] <= 65536 and maxlen <= 20),
+          "radius or code length too large for %s tokens"
+          % ("zero-run", "run-value")[lossless == 2])
     # §15.2: S, the symbol positions (version 1: every element).
     if version == 1 or fill_coding == 0:
         check(version == 1 or positions == n, "symbol positions disagree with element count")
@@ -234,10 +242,11 @@ def parse_frame_header(buf, off, size, fh, i):  # §4.1, §9.2, §15.2 (index: s
           "section size disagrees with counts")
     check(has_fill or n_fill == 0, "fill runs without a fill value")
     check(all(x <= 2**48 for x in lengths), "section too large")
-    # §9.2 item 8 with S for n (§15.2, §15.4, §15.8.1): chunk index, bitstream minimum.
+    # §9.2 item 8 with S for n (§15.2, §15.4, §15.4.1, §15.8.1): chunk index, bitstream
+    # minimum (8 length >= S, times 8191 with zero-run tokens, 8192 with run-value tokens).
     check(lengths[1] == 8 * ceil_div(chunks, group) + 4 * chunks,
           "chunk index size disagrees with the symbol positions")
-    check(8 * lengths[3] * (MAX_RUN if lossless else 1) >= positions,
+    check(8 * lengths[3] * TOKEN_POSITIONS[lossless] >= positions,
           "bitstream too short for the symbol positions")
     if fill_coding == 0:
         check(lengths[6] == 8 * n_fill, "section size disagrees with counts")
@@ -323,7 +332,8 @@ def chunk_bits(words, start, stop):  # §1 bit order: MSB first within each u32 
 
 
 def decode_symbols(h, sec, count, code_lengths):
-    """§5.3 - §5.5, §8.1, §15.3, §15.4: the symbols of the frame's `count` positions."""
+    """§5.3 - §5.5, §8.1, §15.3, §15.4, §15.4.1: the symbols of the frame's `count`
+    positions."""
     chunk, group, sub_bits, maxlen = h["chunk"], h["group"], h["sub_bits"], h["maxlen"]
     chunks, groups = ceil_div(count, chunk), ceil_div(ceil_div(count, chunk), group)
     index, words = sec[1], struct.unpack("<%dI" % (len(sec[3]) // 4), sec[3])
@@ -340,7 +350,10 @@ def decode_symbols(h, sec, count, code_lengths):
     gap_total = sum(ceil_div(b, sub_bits) for b in bits)
     check(not h["gap"] or len(sec[2]) == gap_total, "gap array size disagrees")
     table, symbols, gap_pos = canonical_code(code_lengths), [], 0
-    zero, first_run = h["radius"], 2 * h["radius"]  # §15.4: symbols >= 2 radius are run tokens
+    # §15.4: symbols >= 2 radius are run tokens (lossless 1 and 2), and from 2 radius + 12 on
+    # run-value tokens (§15.4.1, lossless 2; parse_code_lengths keeps symbols in the alphabet).
+    zero, first_run = h["radius"], 2 * h["radius"]
+    first_value = first_run + RUN_CLASSES
     for c in range(chunks):
         stream, end, what = chunk_bits(words, starts[c], starts[c + 1]), bits[c], \
             "bitstream: chunk %d" % c
@@ -352,13 +365,26 @@ def decode_symbols(h, sec, count, code_lengths):
                 symbols.append(sym)
                 got += 1
                 continue
-            cls = sym - first_run + 1  # a run token: `cls` extra bits, MSB first
+            if sym < first_value:  # a run token of class 1..12
+                cls, value = sym - first_run + 1, None
+            else:  # a run-value token 2 radius + 12 + 4 c + j: class c (0..12), value v_j
+                cls, j = divmod(sym - first_value, len(RUN_VALUES))
+                value = zero + RUN_VALUES[j]
+                # The value's position carries a symbol (§5.2: 0 .. 2 radius - 1); only a
+                # radius of 1 or 2 can name one outside them (radius - 2 < 0, radius + 2 >=
+                # 2 radius).
+                check(0 <= value < first_run, what + ": run-value token's value is no symbol")
+            # `cls` extra bits, MSB first: the number e, 2^cls + e zeros (none for class 0).
             check(pos + cls <= end, what + ": run token's extra bits pass the chunk's end")
-            run = (1 << cls) + int(stream[pos:pos + cls], 2)
+            run = (1 << cls) + (int(stream[pos:pos + cls], 2) if cls else 0)
             pos += cls
-            check(got + run <= want, what + ": zero run crosses the chunk's end")
+            covers = run + (value is not None)
+            check(got + covers <= want, what + ": %s crosses the chunk's end"
+                  % ("zero run" if value is None else "run-value token"))
             symbols.extend([zero] * run)
-            got += run
+            if value is not None:
+                symbols.append(value)
+            got += covers
         check(got == want, what + ": symbol count mismatch")
         token_starts.append(end)  # "or the chunk end"
         for j in range(ceil_div(end, sub_bits) if h["gap"] else 0):  # §5.4: recompute
@@ -515,7 +541,7 @@ def decode_frame(buf, off, h):  # §8, §15.7
         positions = order if mask is None else [i for i in order if not rank[i] or not mask[i]]
     count = len(positions)  # §15.7 step 1: non-fill elements plus the anchors that are fill
     check(count == h["positions"], "symbol positions disagree with the fill mask")
-    alphabet = 2 * radius + (RUN_CLASSES if h["lossless"] else 0)
+    alphabet = 2 * radius + TOKENS[h["lossless"]]  # §5.1, §15.4, §15.4.1
     symbols = decode_symbols(h, sec, count, parse_code_lengths(sec[0], alphabet, h["maxlen"]))
     if mask is None and h["predictor"] == 0:
         sym_at = symbols

@@ -11,7 +11,9 @@ usage: run_format_test.py MAKE_ARCHIVES READ_BY_SPEC WORKDIR [FORMAT.md]
    ones), truncations, a format version from the future (in the file header
    and in frame 0's header), and a wrong gap array entry with valid CRCs must
    be rejected by the spec decoder.
-4. With FORMAT.md given, its §14 example hex dump must be byte for byte the
+4. The *_runvalues_* archives have lossless = 2 (run-value tokens, §15.4.1)
+   in every frame, and the writer's own choice picks it in some *_auto* one.
+5. With FORMAT.md given, its §14 example hex dump must be byte for byte the
    archive MAKE_ARCHIVES writes for the same input (d3_f32_single).
 Exits non-zero on any difference or acceptance of a corrupt archive.
 """
@@ -108,10 +110,11 @@ def check_gap_array_consistency(module, workdir, names):
     """A gap array entry changed with every CRC fixed up must still be
     rejected (FORMAT.md §5.4): the CRCs are not what catches it. Checked on
     the first version-1 archive with a gap array, and on the first version-2
-    one whose frame 0 also has zero-run tokens (§15.4: entries point at
-    token starts)."""
+    ones whose frame 0 also has zero-run tokens (§15.4: entries point at
+    token starts) and run-value tokens (§15.4.1)."""
     wanted = {"version 1": lambda version, lossless: version == 1,
-              "version 2 with zero-run tokens": lambda version, lossless: lossless == 1}
+              "version 2 with zero-run tokens": lambda version, lossless: lossless == 1,
+              "version 2 with run-value tokens": lambda version, lossless: lossless == 2}
     failures = 0
     for kind, fits in wanted.items():
         for name in names:
@@ -137,6 +140,30 @@ def check_gap_array_consistency(module, workdir, names):
         else:
             print("FAIL: no %s archive has a gap array with two entries" % kind)
             failures += 1
+    return failures
+
+
+def check_lossless_stages(module, workdir, names):
+    """Cases named *_runvalues_* are forced to run-value tokens (§15.4.1): every frame
+    must say lossless = 2, or they test nothing of it; and at least one archive the
+    writer chose for itself (kAuto) should pick them too."""
+    failures, chosen = 0, []
+    for name in names:
+        with open(os.path.join(workdir, name + ".ebz"), "rb") as f:
+            buf = f.read()
+        fh = module.parse_file_header(buf)
+        stages = sorted({buf[off + 14] for off, _ in module.parse_index(buf, fh)})
+        if "_runvalues_" in name and stages != [2]:
+            print("FAIL %s: frames' lossless stages %s, expected only 2" % (name, stages))
+            failures += 1
+        elif "_auto" in name and 2 in stages:
+            chosen.append(name)
+    if not chosen:
+        print("FAIL: no archive of the writer's own choice (*_auto*) picked run-value tokens")
+        failures += 1
+    if not failures:
+        print("ok   lossless 2 in every frame of the *_runvalues_* archives; chosen in %s"
+              % ", ".join(chosen))
     return failures
 
 
@@ -179,6 +206,7 @@ def main(argv):
     small = [n for n in names if os.path.getsize(os.path.join(workdir, n + ".ebz")) <= 6000]
     failures += check_corruptions(module, workdir, small)
     failures += check_gap_array_consistency(module, workdir, names)
+    failures += check_lossless_stages(module, workdir, names)
     if len(argv) == 5:
         failures += check_spec_example(argv[4], workdir)
     print("%d failure(s) in %d archives" % (failures, len(names)))

@@ -5,7 +5,7 @@ usage: spec_v2_selftest.py [READ_BY_SPEC.py]
 
 Builds small version-2 archives by hand, with a minimal encoder of its own
 written from FORMAT.md (§10, §15.8: interpolation with anchors and passes,
-zero-run tokens, the fill mask, the metadata block), decodes them with
+zero-run and run-value tokens, the fill mask, the metadata block), decodes them with
 read_by_spec.py and checks the output against what this encoder says the
 decoder must produce (its working values, then fill and verbatim values) and
 against the input and the error bound. Then checks that read_by_spec.py
@@ -24,6 +24,8 @@ import sys
 
 FLT_MAX = 3.4028234663852886e38
 RADIUS_TOKENS = 12  # §15.4
+RUN_VALUES = (-2, -1, 1, 2)  # §15.4.1: v_0 .. v_3
+TOKENS = (0, RADIUS_TOKENS, RADIUS_TOKENS + 13 * 4)  # tokens after 2 radius, per lossless
 
 
 # ---------------------------------------------------------------- primitives
@@ -317,7 +319,9 @@ def encode_lorenzo(values, shape, p):
 
 
 def tokenize(chunk_syms, radius, lossless):
-    """§15.8: tokens (symbol, extra bit count, extra value) of one chunk."""
+    """§15.8: tokens (symbol, extra bit count, extra value) of one chunk; with lossless 2
+    a run followed by a residual of -2, -1, +1 or +2 in the chunk ends with a run-value
+    token that covers that residual too."""
     if not lossless:
         return [(s, 0, 0) for s in chunk_syms]
     out, i = [], 0
@@ -333,7 +337,13 @@ def tokenize(chunk_syms, radius, lossless):
         while k >= 8192:
             out.append((2 * radius + 11, 12, 4095))
             k -= 8191
-        if k >= 2:
+        v = chunk_syms[i] - radius if lossless == 2 and i < len(chunk_syms) else None
+        if v in RUN_VALUES:  # 1 <= k <= 8191: class floor(log2 k), e = k - 2^c, then v
+            c = k.bit_length() - 1
+            out.append((2 * radius + RADIUS_TOKENS + 4 * c + RUN_VALUES.index(v), c,
+                        k - (1 << c)))
+            i += 1
+        elif k >= 2:
             c = k.bit_length() - 1
             out.append((2 * radius + c - 1, c, k - (1 << c)))
         elif k == 1:
@@ -418,12 +428,14 @@ def encode_frame(values, shape, p, first_row=0, tamper=None):
     chunks_tokens = [tokenize(c, radius, p["lossless"]) for c in chunks]
     if "tokens" in tamper:
         chunks_tokens = tamper["tokens"](chunks_tokens)
+    if "log" in p:  # the tokens each chunk was coded with, for the cases' coverage checks
+        p["log"].append(chunks_tokens)
     counts = {}
     for tokens in chunks_tokens:
         for s, _, _ in tokens:
             counts[s] = counts.get(s, 0) + 1
     lengths = huffman_lengths(counts, 20)
-    alphabet = 2 * radius + (RADIUS_TOKENS if p["lossless"] else 0)
+    alphabet = 2 * radius + TOKENS[p["lossless"]]
     words, bits, starts = bitstreams(chunks_tokens, lengths)
     group = p["group"]
     starts_word, acc = [], 0
@@ -692,8 +704,105 @@ def case_v2_plain_metadata():
     return v, [50], p, dict(metadata=b' {"a": [1, 2.5e300, null, true], "b": {}} \n')
 
 
+def run_value_stream(chunk, cols, rows):
+    """Residuals (rows x cols, C order) for lossless 2 (§15.4.1, §15.8): a run-value token
+    of every class 0..12 and value v_0..v_3 (e = 0, 2^c - 1 and between), runs of 8192 and
+    more split before their run-value token (one of 8192 positions: the largest), lone
+    zeros then +-1 (class 0), runs then +-3 (no run-value token), runs cut by chunk ends
+    (a run ending a chunk and a value starting the next stay two tokens; a run-value token
+    ending exactly at a chunk's end), and a run at the frame's end. Each feature but the
+    chunk-end ones lies within one chunk: filler of +-3 and +-5 pads to the next chunk."""
+    r, flip = [], [1]
+
+    def filler(k):
+        for _ in range(k):
+            flip[0] = -flip[0]
+            r.append(flip[0] * (3 if len(r) % 3 else 5))
+
+    def put(seg, to_end=False):  # whole in the current chunk; to_end: ending at its end
+        room = chunk - len(r) % chunk
+        if len(seg) > room:
+            filler(room)
+            room = chunk
+        if to_end:
+            filler(room - len(seg))
+        r.extend(seg)
+
+    filler(3)
+    for c in range(13):
+        for j, v in enumerate(RUN_VALUES):
+            e = [0, (1 << c) - 1, ((1 << c) - 1) // 3, (1 << c) // 2][j]
+            put([0] * ((1 << c) + e) + [v])
+        filler(1)
+    put([0, 1, 0, -1, 5, 0, 3, 0, -3])  # lone zeros then +-1 (class 0), +-3 (not taken)
+    put([0] * 5 + [3] + [0] * 9 + [-3] + [0] * 300 + [4])  # runs then +-3, +4: run tokens
+    put([0] * 8192 + [1])  # a class-12 run of 8191, then a class-0 run-value token
+    put([0] * (8191 + 300) + [-2])  # 8191, then class 8 with e = 44
+    put([0] * 8191 + [2])  # one run-value token of 8192 positions: class 12, e = 4095
+    put([0] * 6, to_end=True)  # a run at the chunk's end ...
+    r.append(1)  # ... and a value in the next chunk: not merged
+    filler(2)
+    put([0] * 5 + [-1], to_end=True)  # a run-value token ending exactly at the chunk's end
+    put([0], to_end=True)  # a lone zero at the chunk's end ...
+    r.append(-2)  # ... then -2 in the next chunk
+    filler(1)
+    put([0] * 10, to_end=True)  # a run across a chunk end: 10 zeros here ...
+    r.extend([0] * 7 + [2])  # ... 7 and +2 there: class 3, then class 2 with e = 3 and +2
+    filler(rows * cols - len(r) - 40)
+    r.extend([0] * 40)  # a run at the frame's end: a run token, no value
+    assert len(r) == rows * cols
+    return r
+
+
+def case_lorenzo_run_values():
+    """Lorenzo (predictor 0), run-value tokens (lossless 2) with the largest radius 32736,
+    f64 5 x 32768 with a block of 1 x 65535 (each row a line of its own), so the residuals
+    are exactly run_value_stream's; chunks of 16384, gap array with small subsequences."""
+    rows, cols, chunk = 5, 32768, 16384
+    r = run_value_stream(chunk, cols, rows)
+    v, q = [], 0
+    for i, x in enumerate(r):
+        q = x if i % cols == 0 else q + x  # prefix sums per row: Lorenzo residuals r
+        v.append(float(q))
+    p = params(f32=False, predictor=0, lossless=2, radius=32736, block=[1, 65535],
+               chunk=chunk, sub_bits=64, group=2, bound=0.5)  # step 1: q = x
+    return v, [rows, cols], p, {}
+
+
+def case_2d_run_values():
+    """Interpolation (cubic, T = 8, partial tiles), run-value tokens, f32 13 x 21, a fill
+    mask, chunks of 37 (runs cut by chunk ends), gap array, a NaN (verbatim): a plateau
+    with steps of 1 to 3 quantization steps, so runs end on small residuals."""
+    shape = [13, 21]
+    v = [10.0 + (1.0 if (i * 7 + j * 3) % 23 == 0 else 0.0) +
+         (2.0 if i > 8 and j > 14 else 0.0) - (3.0 if (i, j) in ((4, 4), (10, 3)) else 0.0)
+         for i in range(13) for j in range(21)]
+    v[c_index((6, 9), shape)] = -99.0  # fill
+    v[c_index((8, 8), shape)] = -99.0  # a fill anchor
+    v[c_index((2, 17), shape)] = math.nan
+    p = params(lossless=2, radius=32736, block=[8, 8], fill=-99.0, chunk=37, sub_bits=32,
+               group=3, bound=0.5)
+    return v, shape, p, {}
+
+
+def case_radius2_run_values():
+    """Run-value tokens with radius 2, Lorenzo f64 1-D: residuals -1, 0, +1 are symbols 1 to
+    3, every other residual an outlier (symbol 0 = radius - 2, §5.6), so a run followed by
+    an outlier ends with a run-value token of v_0 = -2 whose position is the outlier."""
+    r = [0, 0, 0, 7, 0, 1, 0, 0, -1, 0, 0, 0, 0, -5, 1, 0, 0, 2, -1, 0, 0, 0]
+    v, q = [], 0
+    for x in r:
+        q += x
+        v.append(float(q))
+    p = params(f32=False, predictor=0, lossless=2, radius=2, block=[64], chunk=9, sub_bits=32,
+               group=2, bound=0.5)
+    return v, [len(v)], p, {}
+
+
 CASES = [case_2d_cubic, case_3d_linear, case_1d_long, case_lorenzo_runs, case_single_fill,
-         case_4d_mask, case_f32_near_max, case_f32_overflow, case_f64_huge, case_v1, case_v2_plain_metadata]
+         case_4d_mask, case_f32_near_max, case_f32_overflow, case_f64_huge, case_v1,
+         case_v2_plain_metadata, case_lorenzo_run_values, case_2d_run_values,
+         case_radius2_run_values]
 
 
 # ---------------------------------------------------------------- checks
@@ -797,6 +906,50 @@ def refresh_file_crc(buf):
     return buf
 
 
+def run_value_coverage(ck, name, p):
+    """That a lossless-2 case's frames were coded with the tokens it is meant to exercise
+    (§15.4.1, §15.8), as (class, value index) of run-value tokens and classes of run tokens."""
+    base = 2 * p["radius"]
+    chunks = [tokens for frame in p["log"] for tokens in frame]
+    flat = [t for tokens in chunks for t in tokens]
+    values = {((s - base - 12) // 4, (s - base - 12) % 4) for s, _, _ in flat if s >= base + 12}
+    runs = {s - base + 1 for s, _, _ in flat if base <= s < base + 12}
+    missing = []
+    if name == "case_lorenzo_run_values":
+        missing += [("run-value", c, j) for c in range(13) for j in range(4)
+                    if (c, j) not in values]
+        wanted = {
+            "run token then class-0 run-value token (a run of 8192 then a value)":
+                any(a == (base + 11, 12, 4095) and b[0] in range(base + 12, base + 16)
+                    for a, b in zip(flat, flat[1:])),
+            "a run-value token of 8192 positions": (base + 12 + 48 + 3, 12, 4095) in flat,
+            "a run token ending a chunk, +1 starting the next":
+                any(a[-1][0] in range(base, base + 12) and b[0][0] == p["radius"] + 1
+                    for a, b in zip(chunks, chunks[1:])),
+            "a run-value token ending a chunk": any(a[-1][0] >= base + 12 for a in chunks),
+            "a lone zero ending a chunk, -2 starting the next":
+                any(a[-1][0] == p["radius"] and b[0][0] == p["radius"] - 2
+                    for a, b in zip(chunks, chunks[1:])),
+            "+-3 right after a run token":
+                any(a[0] in range(base, base + 12) and b[0] in (p["radius"] + 3,
+                                                                  p["radius"] - 3)
+                    for a, b in zip(flat, flat[1:])),
+            "a lone zero then +-1 (class 0), not after a run":
+                any(a[0] not in range(base, base + 12) and b[0] in (base + 13, base + 14)
+                    for a, b in zip(flat, flat[1:])),
+            "a run token ending the frame": flat[-1][0] in range(base, base + 12),
+        }
+        missing += [k for k, ok in wanted.items() if not ok]
+    elif name == "case_radius2_run_values":  # the value v_0 = -2 is symbol 0, an outlier
+        missing += [] if any(j == 0 for _, j in values) else ["a run-value token of v_0"]
+    elif not values:
+        missing.append("any run-value token")
+    if missing:
+        return ck.fail("%s: not coded with %s" % (name, missing))
+    print("ok   %-28s %d run-value token kinds, run classes %s" % (name, len(values),
+                                                                  sorted(runs)))
+
+
 def semantic_violations(ck):
     """Archives that break a rule of §15 with every CRC valid."""
     before = ck.failures
@@ -810,7 +963,9 @@ def semantic_violations(ck):
         return refresh_crcs(b)
 
     ck.rejects("predictor 2", header_edit(13, 2))
-    ck.rejects("lossless 2", header_edit(14, 2))
+    ck.rejects("lossless 3", header_edit(14, 3))
+    ck.rejects("lossless 1 frame read as lossless 2 (alphabet + 52)", header_edit(14, 2),
+               "code lengths")
     ck.rejects("fill coding 0 with interpolation and a fill value", header_edit(15, 0))
     ck.rejects("order 2", header_edit(248, 2))
     ck.rejects("order 0 with interpolation", header_edit(248, 0))
@@ -946,8 +1101,93 @@ def semantic_violations(ck):
     b = bytearray(with_metadata(b'{"a":1}'))
     struct.pack_into("<I", b, 12, 32)
     ck.rejects("metadata_bytes disagrees with the length", refresh_file_crc(b))
+    run_value_violations(ck)
     if ck.failures == before:
         print("ok   %-28s rejected" % "semantic violations")
+
+
+def one_more_position(token, base, radius):
+    """A token like `token` that covers one more position (§15.4, §15.4.1)."""
+    s, nextra, e = token
+    if s < base:  # a residual symbol: a class-0 run-value token (a zero, then +1)
+        return (base + 12 + 2, 0, 0)
+    if s < base + 12:  # a run token of class c: the run-value token of class c, e, +1
+        return (base + 12 + 4 * nextra + 2, nextra, e)
+    if e + 1 < (1 << nextra):
+        return (s, nextra, e + 1)
+    return (s + 4, nextra + 1, 0)  # 2^c + 2^c - 1 zeros -> 2^(c+1)
+
+
+def run_value_violations(ck):
+    """Run-value tokens (§15.2, §15.4.1) that break a rule, every CRC valid."""
+    v, shape, p, kw = case_2d_run_values()
+    good, _ = make(v, shape, p, **kw)
+    off, starts, lengths = frame_fields(good)
+
+    def header_edit(at, value, fmt="<B"):
+        b = bytearray(good)
+        struct.pack_into(fmt, b, off + at, value)
+        return refresh_crcs(b)
+
+    ck.rejects("radius 32737 with run-value tokens", header_edit(88, 32737, "<I"),
+               "too large for run-value tokens")
+    ck.rejects("max code length 21 with run-value tokens", header_edit(12, 21),
+               "too large for run-value tokens")
+    ck.rejects("lossless 2 frame read as lossless 1 (alphabet - 52)", header_edit(14, 1),
+               "code lengths")
+    ck.rejects("lossless 2 frame read as plain Huffman", header_edit(14, 0), "code lengths")
+    if lengths[2] >= 2:
+        b = bytearray(good)
+        b[starts[2] + 1] ^= 1
+        ck.rejects("wrong gap entry with run-value tokens", refresh_crcs(b), "gap")
+    else:
+        ck.fail("case_2d_run_values has no gap array of two entries")
+
+    # A chunk's last token covering one position more than the chunk has: whichever kind
+    # it is, it becomes (or stays) a run-value token, whose value then lies past the end.
+    base = 2 * p["radius"]
+
+    def cross(chunks_tokens):
+        out = [list(t) for t in chunks_tokens]
+        out[0][-1] = one_more_position(out[0][-1], base, p["radius"])
+        return out
+    bad, _ = make(v, shape, p, tamper={"tokens": cross}, **kw)
+    ck.rejects("run-value token crossing a chunk's end", bad, "crosses")
+
+    def lengthen_first_value(chunks_tokens):  # the first run-value token covers one more
+        out = [list(t) for t in chunks_tokens]
+        for tokens in out:
+            for k, t in enumerate(tokens):
+                if t[0] >= base + 12:
+                    tokens[k] = one_more_position(t, base, p["radius"])
+                    return out
+        raise AssertionError("no run-value token")
+    bad, _ = make(v, shape, p, tamper={"tokens": lengthen_first_value}, **kw)
+    ck.rejects("run-value token one position too long", bad)
+
+    # Radius 2 and 1: a value radius + v_j that is no symbol (below 0, or 2 radius and more).
+    for radius, valid_j, bad_js in ((2, (0, 1, 2), (3,)), (1, (1,), (0, 2, 3))):
+        v2, shape2, p2, kw2 = case_radius2_run_values()
+        p2["radius"] = radius
+        base2 = 2 * radius
+        buf2, exp2 = make(v2, shape2, p2, **kw2)
+        try:
+            if ck.reader.decode(buf2)[2] != exp2:
+                ck.fail("run-value tokens with radius %d: wrong output" % radius)
+        except ck.reader.Corrupt as e:
+            ck.fail("run-value tokens with radius %d rejected: %s" % (radius, e))
+        for j in bad_js:
+            def to_j(chunks_tokens, j=j):
+                out = [list(t) for t in chunks_tokens]
+                for tokens in out:
+                    for k, (s, nextra, e) in enumerate(tokens):
+                        if s >= base2 + 12 and (s - base2 - 12) % 4 in valid_j:
+                            tokens[k] = (s - (s - base2 - 12) % 4 + j, nextra, e)
+                            return out
+                raise AssertionError("no run-value token")
+            bad, _ = make(v2, shape2, p2, tamper={"tokens": to_j}, **kw2)
+            ck.rejects("radius %d: run-value token of v_%d (radius %+d is no symbol)" %
+                       (radius, j, RUN_VALUES[j]), bad, "no symbol")
 
 
 def fuzz(ck, built, iterations=1500):
@@ -994,10 +1234,14 @@ def main(argv):
     for case in CASES:
         v, shape, p, kw = case()
         values = [to_t(x, p["f32"]) for x in v]
+        p["log"] = []
         buf, expected = make(values, shape, p, **kw)
         built[case.__name__] = buf
         ck.decodes(case.__name__, buf, expected, values, p, kw.get("metadata"))
-    for name in ("case_2d_cubic", "case_single_fill", "case_3d_linear", "case_lorenzo_runs"):
+        if p["lossless"] == 2:
+            run_value_coverage(ck, case.__name__, p)
+    for name in ("case_2d_cubic", "case_single_fill", "case_3d_linear", "case_lorenzo_runs",
+                 "case_2d_run_values", "case_radius2_run_values"):
         ck.mutations(name, built[name])
     semantic_violations(ck)
     fuzz(ck, built)

@@ -5,7 +5,8 @@
 // inputs that already reach the frame decoders; and both format versions:
 // version 1 (Lorenzo, plain Huffman) and each kind of version 2 (FORMAT.md
 // §15): interpolation with a fill mask and without a fill value, linear and
-// cubic, zero-run tokens with either predictor, and metadata blocks.
+// cubic, zero-run tokens and run-value tokens (lossless 2) with either
+// predictor, and metadata blocks.
 // Usage: archive_seed_corpus DIR
 #include <cmath>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "codec/archive.h"
 #include "codec/byte_io.h"
 #include "codec/format.h"
+#include "codec/huffman_code.h"
 #include "tests/fuzz/archive_checksums.h"
 
 namespace {
@@ -64,10 +66,11 @@ CompressOptions Small(BoundMode mode, double bound) {
 }
 
 // What is wrong with `archive` for a seed called `name` ("v2", "interp",
-// "mask", "nofill", "runs", "meta", "lorenzo", "gap", "nogap" in the name
-// promise version 2, an interpolation frame, a fill mask, no fill value,
-// zero-run tokens, a metadata block, only Lorenzo frames, gap arrays or none);
-// empty when nothing is.
+// "mask", "nofill", "runs", "runvalues", "meta", "lorenzo", "gap", "nogap" in
+// the name promise version 2, an interpolation frame, a fill mask, no fill
+// value, zero-run tokens, run-value tokens in use (a lossless-2 frame with a
+// codeword for one), a metadata block, only Lorenzo frames, gap arrays or
+// none); empty when nothing is.
 std::string Mismatch(const std::string& name, const std::vector<uint8_t>& archive) {
   auto info = ebzip::ReadArchiveInfo(archive);
   if (!info.ok()) return "not readable: " + info.status().ToString();
@@ -75,13 +78,26 @@ std::string Mismatch(const std::string& name, const std::vector<uint8_t>& archiv
     return "does not decode: " + out.status().ToString();
   }
   auto has = [&](const char* word) { return name.find(word) != std::string::npos; };
-  bool interp = false, mask = false, runs = false, gap = false, nogap = false;
-  for (const ebzip::format::FrameHeader& h : info->frame_headers) {
+  bool interp = false, mask = false, runs = false, values = false, gap = false, nogap = false;
+  for (size_t f = 0; f < info->frame_headers.size(); ++f) {
+    const ebzip::format::FrameHeader& h = info->frame_headers[f];
     interp |= h.predictor == ebzip::format::kPredictorInterp;
     mask |= h.fill_coding == ebzip::format::kFillCodingMask;
     runs |= h.lossless == ebzip::format::kLosslessZeroRuns;
     gap |= h.has_gap_array;
     nogap |= !h.has_gap_array;
+    if (h.lossless == ebzip::format::kLosslessRunValues) {
+      auto lengths =
+          ebzip::ParseCodeLengths(absl::MakeConstSpan(archive).subspan(
+                                      info->frames[f].offset + ebzip::format::kFrameHeaderSize,
+                                      h.sections[ebzip::format::kCodeLengths].length),
+                                  h.alphabet(), h.max_code_length);
+      if (!lengths.ok()) return "code lengths: " + lengths.status().ToString();
+      // Run-value tokens are the symbols from 2·radius + 12 on.
+      for (uint32_t s = 2 * h.radius + ebzip::format::kRunClasses; s < h.alphabet(); ++s) {
+        values |= (*lengths)[s] != 0;
+      }
+    }
   }
   if ((info->header.version == 2) != has("v2")) return "wrong version";
   if (has("interp") && !interp) return "no interpolation frame";
@@ -89,6 +105,7 @@ std::string Mismatch(const std::string& name, const std::vector<uint8_t>& archiv
   if (has("mask") && !mask) return "no fill mask";
   if (has("nofill") && info->header.fill_value) return "a fill value";
   if (has("runs") && !runs) return "no zero-run tokens";
+  if (has("runvalues") && !values) return "no run-value tokens";
   if (has("meta") == info->metadata.empty()) return "metadata block wrong";
   if (has("nogap") ? gap : has("gap") && nogap) return "gap arrays wrong";
   if (archive.size() > 16384) return "larger than fuzz.sh's -max_len";
@@ -195,6 +212,32 @@ int main(int argc, char** argv) {
     o.lossless = ebzip::Lossless::kHuffman;
     o.metadata = R"({"a": [1, 2]})";  // Lorenzo and Huffman, version 2 by the metadata
     seeds.push_back({"v2-f32-1d-lorenzo-meta", DType::kFloat32, {600}, o});
+  }
+  // Run-value tokens (lossless 2, §15.4.1), with either predictor.
+  {
+    CompressOptions o = Small(BoundMode::kAbs, 0.01);
+    o.predictor = ebzip::Predictor::kInterp;
+    o.lossless = ebzip::Lossless::kRunValues;
+    o.interp_order = 3;
+    o.radius = 1024;
+    o.fill_value = -9999;
+    o.frame_elements = 16 * 20;
+    seeds.push_back({"v2-f32-2d-interp-cubic-mask-runvalues-gap", DType::kFloat32, {40, 20}, o});
+    o.fill_value.reset();
+    o.gap_array = false;
+    o.interp_order = 1;
+    o.metadata = R"({"variable": "u"})";
+    seeds.push_back(
+        {"v2-f64-3d-interp-linear-nofill-runvalues-nogap-meta", DType::kFloat64, {8, 8, 8}, o});
+  }
+  {
+    CompressOptions o = Small(BoundMode::kAbs, 0.01);
+    o.lossless = ebzip::Lossless::kRunValues;  // Lorenzo with run-value tokens
+    o.fill_value = -9999;
+    o.frame_elements = 256;
+    seeds.push_back({"v2-f32-1d-lorenzo-runvalues-fill-gap", DType::kFloat32, {600}, o});
+    o.gap_array = false;
+    seeds.push_back({"v2-f64-2d-lorenzo-runvalues-fill-nogap", DType::kFloat64, {32, 20}, o});
   }
   {
     CompressOptions o;  // the defaults, as the CLI writes them: version 2, chosen per frame

@@ -51,7 +51,7 @@ TEST(GpuRegion, EqualsTheCpuAndTheSliceOfAFullDecode) {
   uint64_t seed = 1;
   for (const auto& shape : shapes) {
     for (Predictor p : {Predictor::kLorenzo, Predictor::kInterp, Predictor::kAuto}) {
-      for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns}) {
+      for (Lossless l : {Lossless::kHuffman, Lossless::kZeroRuns, Lossless::kRunValues}) {
         for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
           for (uint64_t frame_elements : {uint64_t{1} << 24, uint64_t{2000}}) {
             const bool fill = seed % 2 == 0;

@@ -37,12 +37,16 @@ std::vector<CompressOptions> OptionSets() {
   o.predictor = Predictor::kInterp;
   o.lossless = Lossless::kZeroRuns;
   sets.push_back(o);
+  o.lossless = Lossless::kRunValues;
+  sets.push_back(o);
   o.lossless = Lossless::kHuffman;
   o.interp_order = 1;
   sets.push_back(o);
   o = CompressOptions();
   o.predictor = Predictor::kLorenzo;
   o.lossless = Lossless::kZeroRuns;
+  sets.push_back(o);
+  o.lossless = Lossless::kRunValues;
   sets.push_back(o);
   o.lossless = Lossless::kAuto;
   sets.push_back(o);
@@ -303,6 +307,30 @@ TEST(GpuV2Compress, ChoiceCasesCoverEveryCandidate) {
     }
     EXPECT_GT(any, 0) << kind << " wins nowhere";
   }
+}
+
+// Needs no device either: with the default Lossless::kAuto, the CPU codec
+// picks each lossless stage (FORMAT.md §15.9) somewhere on these fields, so
+// the device test below compares every stage's choice, run-value tokens
+// (lossless 2) included.
+TEST(GpuV2Compress, ChoiceCasesCoverEveryStage) {
+  int stages[3] = {0, 0, 0};
+  uint32_t seed = 500;
+  for (const ChoiceCase& c : ChoiceCases()) {
+    ASSERT_EQ(c.options.lossless, Lossless::kAuto);
+    auto cpu =
+        Compress(c.spec, ChoiceField(c.spec, c.kind, seed++, c.options.fill_value), c.options);
+    ASSERT_TRUE(cpu.ok()) << Describe(c) << ": " << cpu.status();
+    auto info = ReadArchiveInfo(*cpu);
+    ASSERT_TRUE(info.ok()) << info.status();
+    for (const format::FrameHeader& h : info->frame_headers) {
+      ASSERT_LE(h.lossless, format::kLosslessRunValues);
+      ++stages[h.lossless];
+    }
+  }
+  std::printf("frames by lossless stage: %d plain, %d zero-run tokens, %d run-value tokens\n",
+              stages[0], stages[1], stages[2]);
+  for (int id = 0; id < 3; ++id) EXPECT_GT(stages[id], 0) << "lossless " << id << " never chosen";
 }
 
 TEST(GpuV2Compress, ChoiceCasesAreByteIdentical) {

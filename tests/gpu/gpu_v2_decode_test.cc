@@ -159,7 +159,7 @@ Bytes Constant(DType dtype, uint64_t n, double value) {
 
 std::string Describe(const ArraySpec& spec, const CompressOptions& o) {
   static constexpr const char* kPredictor[] = {"auto", "lorenzo", "interp"};
-  static constexpr const char* kLossless[] = {"auto", "huffman", "runs"};
+  static constexpr const char* kLossless[] = {"auto", "huffman", "runs", "run-values"};
   return absl::StrCat(ShapeToString(spec.shape), " ", DTypeName(spec.dtype), " ",
                       BoundModeName(o.mode), " ", o.bound, " predictor ",
                       kPredictor[static_cast<int>(o.predictor)], " lossless ",
@@ -179,6 +179,7 @@ struct Coverage {
   int linear = 0;
   int cubic = 0;
   int run_frames = 0;
+  int run_value_frames = 0;
   int mask_frames = 0;
   int fill_run_frames = 0;
   int interp_outlier_frames = 0;
@@ -203,6 +204,7 @@ Coverage Cover(const ArchiveInfo& info) {
     lorenzo |= h.predictor == format::kPredictorLorenzo;
     interp |= h.predictor == format::kPredictorInterp;
     c.run_frames += h.lossless == format::kLosslessZeroRuns;
+    c.run_value_frames += h.lossless == format::kLosslessRunValues;
     c.mask_frames += h.fill_coding == format::kFillCodingMask;
     c.fill_run_frames += h.fill_coding == format::kFillCodingRuns && h.fill_run_count > 0;
   }
@@ -218,6 +220,7 @@ void Add(Coverage* total, const Coverage& c) {
   total->linear += c.linear;
   total->cubic += c.cubic;
   total->run_frames += c.run_frames;
+  total->run_value_frames += c.run_value_frames;
   total->mask_frames += c.mask_frames;
   total->fill_run_frames += c.fill_run_frames;
   total->interp_outlier_frames += c.interp_outlier_frames;
@@ -228,11 +231,11 @@ void Add(Coverage* total, const Coverage& c) {
 void PrintCoverage(const Coverage& c) {
   std::printf(
       "frames: %d v1, %d Lorenzo v2, %d interpolation (%d linear, %d cubic, %d with outliers); "
-      "%d with run tokens, %d fill masks, %d with fill runs; %d multi-frame archives, %d mixing "
-      "predictors\n",
-      c.v1_frames, c.lorenzo_v2_frames, c.interp_frames, c.linear, c.cubic,
-      c.interp_outlier_frames, c.run_frames, c.mask_frames, c.fill_run_frames,
-      c.multi_frame_archives, c.mixed_predictor_archives);
+      "%d with run tokens, %d with run-value tokens, %d fill masks, %d with fill runs; %d "
+      "multi-frame archives, %d mixing predictors\n",
+      c.v1_frames, c.lorenzo_v2_frames, c.interp_frames, c.linear, c.cubic, c.interp_outlier_frames,
+      c.run_frames, c.run_value_frames, c.mask_frames, c.fill_run_frames, c.multi_frame_archives,
+      c.mixed_predictor_archives);
 }
 
 // ---------------------------------------------------------------------------
@@ -333,6 +336,12 @@ const std::vector<Combo>& Combos() {
       {Predictor::kInterp, Lossless::kZeroRuns, 3, BoundMode::kRel, 1e-3, true, false, 16, 1000},
       {Predictor::kInterp, Lossless::kAuto, 0, BoundMode::kAbs, 0.5, true, true, 200, 128},
       {Predictor::kLorenzo, Lossless::kAuto, 0, BoundMode::kAbs, 1e-3, false, true, 32768, 256},
+      // Run-value tokens (FORMAT.md §15.4.1) forced, with both predictors.
+      {Predictor::kInterp, Lossless::kRunValues, 3, BoundMode::kRel, 1e-3, true, false},
+      {Predictor::kLorenzo, Lossless::kRunValues, 0, BoundMode::kRel, 1e-2, false, true, 32768,
+       1000},
+      // Radius 2: the residual -2 is symbol 0, an outlier, which a run takes.
+      {Predictor::kAuto, Lossless::kRunValues, 0, BoundMode::kAbs, 0.5, true, false, 2, 512},
   };
   return combos;
 }
@@ -362,6 +371,7 @@ TEST(GpuV2Decode, EveryOptionAsOnTheCpu) {
   EXPECT_GT(coverage.cubic, 20);
   EXPECT_GT(coverage.lorenzo_v2_frames, 20);
   EXPECT_GT(coverage.run_frames, 20);
+  EXPECT_GT(coverage.run_value_frames, 20);
   EXPECT_GT(coverage.mask_frames, 20);
   EXPECT_GT(coverage.fill_run_frames, 5);
   EXPECT_GT(coverage.interp_outlier_frames, 5);
@@ -380,7 +390,7 @@ TEST(GpuV2Decode, DegenerateArraysAsOnTheCpu) {
       const ArraySpec spec{dtype, shape};
       const uint64_t n = spec.num_elements();
       for (Predictor predictor : {Predictor::kInterp, Predictor::kAuto}) {
-        for (Lossless lossless : {Lossless::kAuto, Lossless::kHuffman}) {
+        for (Lossless lossless : {Lossless::kAuto, Lossless::kHuffman, Lossless::kRunValues}) {
           CompressOptions o;
           o.predictor = predictor;
           o.lossless = lossless;
@@ -551,6 +561,8 @@ std::vector<Bytes> MixedArchives(DType dtype, Coverage* coverage) {
       {{120, 50}, Predictor::kLorenzo, Lossless::kHuffman, true, 1500, 32768},  // version 1
       {{7, 9, 30}, Predictor::kInterp, Lossless::kHuffman, false, 1 << 24, 32768},
       {{1}, Predictor::kInterp, Lossless::kAuto, false, 1 << 24, 32768},
+      {{90, 70}, Predictor::kLorenzo, Lossless::kRunValues, true, 2100, 32768},
+      {{60, 80}, Predictor::kInterp, Lossless::kRunValues, false, 1 << 24, 8},
   };
   std::vector<Bytes> archives;
   uint32_t seed = 50;
@@ -599,6 +611,7 @@ TEST(GpuV2Decode, BatchesMixingVersionsAsOnTheCpu) {
   EXPECT_GT(coverage.v1_frames, 4);
   EXPECT_GT(coverage.interp_frames, 4);
   EXPECT_GT(coverage.mask_frames, 2);
+  EXPECT_GT(coverage.run_value_frames, 2);
 }
 
 // ---------------------------------------------------------------------------
@@ -735,6 +748,10 @@ std::vector<Sample> CorruptionSamples() {
        Lossless::kZeroRuns, 0, true, true, 1 << 24},
       {"f32 64x50 interp, mask, frames", DType::kFloat32, {64, 50}, Predictor::kInterp,
        Lossless::kAuto, 3, true, true, 1000},
+      {"f32 48x40 interp cubic, mask, run values, gap array", DType::kFloat32, {48, 40},
+       Predictor::kInterp, Lossless::kRunValues, 3, true, true, 1 << 24},
+      {"f64 40x60 Lorenzo, run values, no gap array", DType::kFloat64, {40, 60},
+       Predictor::kLorenzo, Lossless::kRunValues, 0, false, false, 1 << 24},
   };
   std::vector<Sample> samples;
   uint32_t seed = 900;
@@ -824,7 +841,7 @@ TEST(GpuV2Decode, RegionsOfEditedArchivesAgreeWithTheCpu) {
   const std::vector<uint64_t> shape = {1024, 512};
   const ArraySpec spec{DType::kFloat32, shape};
   int rejected = 0, accepted = 0, skipped = 0;
-  for (Lossless lossless : {Lossless::kZeroRuns, Lossless::kHuffman}) {
+  for (Lossless lossless : {Lossless::kZeroRuns, Lossless::kHuffman, Lossless::kRunValues}) {
     CompressOptions o;
     o.predictor = Predictor::kInterp;
     o.lossless = lossless;
@@ -839,7 +856,9 @@ TEST(GpuV2Decode, RegionsOfEditedArchivesAgreeWithTheCpu) {
     ASSERT_TRUE(region.ok());
     const size_t bytes = region->NumElements() * 4;
     gpu::RegionReader reader;
-    std::mt19937_64 rng(lossless == Lossless::kZeroRuns ? 1 : 2);
+    std::mt19937_64 rng(lossless == Lossless::kZeroRuns  ? 1
+                        : lossless == Lossless::kHuffman ? 2
+                                                         : 3);
     for (int s : {format::kBitstream, format::kOutliers, format::kChunkIndex}) {
       const uint64_t length = info->frame_headers[0].sections[s].length;
       for (int k = 0; k < 24 && length > 0; ++k) {

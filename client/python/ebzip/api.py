@@ -53,7 +53,7 @@ def compress(array: Any,
         fill_value: Values equal to it come back exactly and stay out of
             rel's range.
         predictor: 'auto', 'lorenzo' or 'interp'.
-        lossless: 'auto', 'huffman' or 'runs'.
+        lossless: 'auto', 'huffman', 'runs' or 'run-values'.
         interp_order, frame_elements, radius, chunk_symbols,
         subsequence_bits, chunk_group, gap_array, block: As Client.compress
             (0/None/empty: the command line's defaults).

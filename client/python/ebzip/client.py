@@ -356,7 +356,7 @@ def compress_header(dtype: Any,
     predictors = {'auto': ebzip_pb2.PREDICTOR_AUTO, 'lorenzo': ebzip_pb2.LORENZO,
                   'interp': ebzip_pb2.INTERPOLATION}
     stages = {'auto': ebzip_pb2.LOSSLESS_AUTO, 'huffman': ebzip_pb2.HUFFMAN,
-              'runs': ebzip_pb2.ZERO_RUNS}
+              'runs': ebzip_pb2.ZERO_RUNS, 'run-values': ebzip_pb2.RUN_VALUES}
     if predictor not in predictors:
         raise ValueError(f'predictor must be one of {sorted(predictors)}, got {predictor!r}')
     if lossless not in stages:
@@ -632,7 +632,7 @@ def _parts_for(streams: int, nbytes: int, frames: int) -> int:
 _PREDICTOR_NAMES = {ebzip_pb2.PREDICTOR_AUTO: 'auto', ebzip_pb2.LORENZO: 'lorenzo',
                     ebzip_pb2.INTERPOLATION: 'interp'}
 _LOSSLESS_NAMES = {ebzip_pb2.LOSSLESS_AUTO: 'auto', ebzip_pb2.HUFFMAN: 'huffman',
-                   ebzip_pb2.ZERO_RUNS: 'runs'}
+                   ebzip_pb2.ZERO_RUNS: 'runs', ebzip_pb2.RUN_VALUES: 'run-values'}
 
 
 def _plan(header: 'ebzip_pb2.CompressHeader',

@@ -74,8 +74,8 @@ class Ebzip(numcodecs.abc.Codec):
         if predictor not in ('auto', 'lorenzo', 'interp'):
             raise ValueError(f"predictor must be 'auto', 'lorenzo' or 'interp', "
                              f'not {predictor!r}')
-        if lossless not in ('auto', 'huffman', 'runs'):
-            raise ValueError(f"lossless must be 'auto', 'huffman' or 'runs', "
+        if lossless not in ('auto', 'huffman', 'runs', 'run-values'):
+            raise ValueError(f"lossless must be 'auto', 'huffman', 'runs' or 'run-values', "
                              f'not {lossless!r}')
         self.rel = None if rel is None else float(rel)
         self.abs = None if abs is None else float(abs)
