@@ -900,6 +900,13 @@ def refresh_crcs(buf, frame=0):
     return buf
 
 
+
+def edited_header(archive, off, at, value, fmt="<B"):
+    """The archive with `value` packed at `at` of the frame header at `off`, CRCs refreshed."""
+    b = bytearray(archive)
+    struct.pack_into(fmt, b, off + at, value)
+    return refresh_crcs(b)
+
 def refresh_file_crc(buf):
     buf = bytearray(buf)
     struct.pack_into("<I", buf, 92, crc32c(buf[:92]))
@@ -958,9 +965,7 @@ def semantic_violations(ck):
     off, starts, lengths = frame_fields(good)
 
     def header_edit(at, value, fmt="<B"):
-        b = bytearray(good)
-        struct.pack_into(fmt, b, off + at, value)
-        return refresh_crcs(b)
+        return edited_header(good, off, at, value, fmt)
 
     ck.rejects("predictor 2", header_edit(13, 2))
     ck.rejects("lossless 3", header_edit(14, 3))
@@ -1125,9 +1130,7 @@ def run_value_violations(ck):
     off, starts, lengths = frame_fields(good)
 
     def header_edit(at, value, fmt="<B"):
-        b = bytearray(good)
-        struct.pack_into(fmt, b, off + at, value)
-        return refresh_crcs(b)
+        return edited_header(good, off, at, value, fmt)
 
     ck.rejects("radius 32737 with run-value tokens", header_edit(88, 32737, "<I"),
                "too large for run-value tokens")
