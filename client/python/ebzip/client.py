@@ -957,8 +957,9 @@ class Client:
             block: Lorenzo block edge per dimension; empty: server default.
             predictor: 'auto' (each frame picks the smaller), 'lorenzo' or
                 'interp' (FORMAT.md §15.9).
-            lossless: 'auto', 'huffman' or 'runs' (Huffman with zero-run
-                tokens); 'lorenzo' with 'huffman' writes format version 1.
+            lossless: 'auto', 'huffman', 'runs' (Huffman with zero-run
+                tokens) or 'run-values' (with run-value tokens too); 'lorenzo'
+                with 'huffman' writes format version 1.
             interp_order: Interpolation order, 1 or 3; 0: chosen per frame.
             The eight before metadata change the archive's bytes and speed,
             never the bound; the defaults are the command line's.

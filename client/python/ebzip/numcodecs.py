@@ -51,7 +51,7 @@ class Ebzip(numcodecs.abc.Codec):
             its chunks hold it.
         server: host:port of an ebzipd to compress on; None: in process.
         predictor: 'auto', 'lorenzo' or 'interp'.
-        lossless: 'auto', 'huffman' or 'runs'.
+        lossless: 'auto', 'huffman', 'runs' or 'run-values'.
         tls_ca, token: For server=; default: the environment's EBZIP_TLS_CA
             (a PEM file) and EBZIP_TOKEN. Not part of the configuration.
         timeout: Seconds per remote call (default 300; None: no deadline).
