@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "codec/entropy_coder.h"
 #include "codec/format.h"
@@ -15,6 +16,7 @@
 #include "gpu/host_code.h"
 #include "gpu/interp_frame_encode.h"
 #include "gpu/run_kernels.h"
+#include "gpu/run_steps.h"
 #include "gpu/segment_plan.h"
 #include "gpu/stream_fork.h"
 
@@ -46,10 +48,48 @@ bool SameConfig(const PredictorConfig& a, const PredictorConfig& b) {
   return a.predictor == b.predictor && a.order == b.order && a.block == b.block;
 }
 
-// Histograms (and lists) per pseudo-segment: its symbols', then each token
-// stage's (lossless 0, 1, 2: histogram k * P + p is pseudo-segment p's of
-// stage k).
+// The lossless stages a candidate is estimated with (0, 1, 2). The device
+// lists each pseudo-segment's used symbols once; the token stages' lists
+// follow on the host from it and the segment's run counters, which change
+// only the counts of the zero residual and of -2 .. +2 and add the tokens
+// (TokenList): copying and listing whole 256 KiB histograms per stage cost
+// small arrays more than their data.
 constexpr uint32_t kStages = 3;
+
+// A pseudo-segment's stage-`stage` list of used symbols (ascending), from
+// its symbols' list `symbols` and its run counters (gpu/run_steps.h), as
+// run_steps::PatchTokenHistogram makes the dense histogram; returns the
+// tokens' extra bits.
+uint64_t TokenList(absl::Span<const SymbolCount> symbols, const uint32_t* counters,
+                   uint32_t radius, uint8_t stage, std::vector<SymbolCount>* out) {
+  // The bins the patch touches: radius - 2 .. radius + 2, and the tokens.
+  struct Bins {
+    uint32_t radius;
+    uint32_t near[5] = {};
+    uint32_t tokens[format::kTokensWithRunValues] = {};
+    // (Callable where PatchTokenHistogram is; used on the host.)
+    EBZIP_HD uint32_t& operator[](uint32_t i) {
+      return i >= 2 * radius ? tokens[i - 2 * radius] : near[i + 2 - radius];
+    }
+    bool Near(uint32_t i) const { return i + 2 >= radius && i <= radius + 2; }
+  } bins{radius};
+  for (const SymbolCount& u : symbols) {
+    if (bins.Near(u.symbol)) bins[u.symbol] = u.count;
+  }
+  const bool values = stage == format::kLosslessRunValues;
+  const uint64_t extra = run_steps::PatchTokenHistogram(counters, radius, values, bins);
+  out->clear();
+  out->reserve(symbols.size() + format::kTokensWithRunValues);
+  for (const SymbolCount& u : symbols) {
+    const uint32_t count = bins.Near(u.symbol) ? bins[u.symbol] : u.count;
+    if (count != 0) out->push_back({u.symbol, count});
+  }
+  const int tokens = values ? format::kTokensWithRunValues : format::kRunClasses;
+  for (int t = 0; t < tokens; ++t) {
+    if (bins.tokens[t] != 0) out->push_back({2 * radius + t, bins.tokens[t]});
+  }
+  return extra;
+}
 
 // Copies each stripe (blockIdx.y) into the sample buffer, a word at a time
 // (stripes are whole rows of 4- or 8-byte elements).
@@ -217,10 +257,7 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
     f.pseudo[k] = static_cast<uint32_t>(sv.pseudo_.size());
     sv.pseudo_.push_back(seg);
     sv.pseudo_frame_.push_back(fi);
-    const uint64_t r = uint64_t{p.radius};
-    for (uint64_t tokens : {0, format::kRunClasses, format::kTokensWithRunValues}) {
-      sv.listed_capacity_ += std::min<uint64_t>({kBins, 2 * r + tokens, f.n});
-    }
+    sv.listed_capacity_ += std::min<uint64_t>({kBins, 2 * uint64_t{p.radius}, f.n});
     return seg;
   };
   for (uint32_t fi = 0; fi < sv.frames_.size(); ++fi) {
@@ -256,17 +293,16 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
   }
   const uint64_t P = sv.pseudo_.size();
   // Results, 64-bit words: per pseudo-segment its outliers, verbatim
-  // elements and fill runs, then its tokens' extra bits; per frame its fill
-  // mask's section bytes and tokens; per pseudo-segment the encoder's S and
-  // outliers (two 32-bit words).
-  sv.results_ = 3 * P + P + 2 * sv.frames_.size() + P;
+  // elements and fill runs; per frame its fill mask's section bytes and
+  // tokens; per pseudo-segment the encoder's S and outliers (two 32-bit
+  // words); then the pseudo-segments' run counters (32-bit).
+  sv.results_ = 3 * P + 2 * sv.frames_.size() + P + (P * kRunCountersPerSegment + 1) / 2;
   return sv;
 }
 
 void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   if (empty()) return;
   const uint64_t P = pseudo_.size();
-  const uint64_t H = kStages * P;
   segments_ = d->Take<Segment>(P);
   stripe_table_ = d->Take<Stripe>(stripes_.size());
   samples_ = d->Take<uint8_t>(sample_bytes_);
@@ -275,12 +311,12 @@ void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   symbols_ = d->Take<uint16_t>(totals_.symbols);
   deltas_ = d->Take<int32_t>(lorenzo_symbols_);
   masks_ = d->Take<uint32_t>(3 * totals_.mask_words);
-  histogram_ = d->Take<uint32_t>(H * kBins);
-  used_ = d->Take<uint32_t>(H);
+  histogram_ = d->Take<uint32_t>(P * kBins);
+  used_ = d->Take<uint32_t>(P);
   static_assert(sizeof(UsedSymbols) == 16 && sizeof(SymbolCount) == 8);
-  info_ = d->Take<UsedSymbols>(H + (listed_capacity_ + 1) / 2);
-  run_counters_ = d->Take<uint32_t>(P * kRunCountersPerSegment);
+  info_ = d->Take<UsedSymbols>(P + (listed_capacity_ + 1) / 2);
   results_dev_ = d->Take<uint64_t>(results_);
+  run_counters_ = reinterpret_cast<uint32_t*>(results_dev_ + CountersAt());
   scratch_ = d->Take<uint8_t>(interp_scratch_ * lanes_);
   outlier_index_ = d->Take<uint32_t>(interp_outliers_ * lanes_);
   outlier_residual_ = d->Take<int32_t>(interp_outliers_ * lanes_);
@@ -288,7 +324,7 @@ void PredictorSurvey::Carve(WorkspaceCarver* d, WorkspaceCarver* h) {
   host_stripes_ = h->Take<Stripe>(stripes_.size());
   // Room for every list (the pinned room a second copy of long lists needs:
   // into pageable memory it cost ~0.35 ms more on the H100).
-  host_info_ = h->Take<UsedSymbols>(H + (listed_capacity_ + 1) / 2);
+  host_info_ = h->Take<UsedSymbols>(P + (listed_capacity_ + 1) / 2);
   host_results_ = h->Take<uint64_t>(results_);
 }
 
@@ -329,7 +365,7 @@ absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_
   }
   // Their fill: bytes once per frame (each frame is in one group of its
   // first interpolation candidate), the mask's section sizes.
-  uint64_t* fill_sizes = results_dev_ + 4 * uint64_t{P};
+  uint64_t* fill_sizes = results_dev_ + 3 * uint64_t{P};
   for (const Group& g : groups_) {
     const Frame& first = frames_[g.first_frame];
     if (!g.first_interp || !first.fill_mask) continue;
@@ -359,12 +395,10 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   params_.assign(params.begin(), params.end());
   if (empty()) return absl::OkStatus();
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
-  const uint32_t H = kStages * P;
   const uint64_t W = totals_.mask_words;
   uint64_t* specials = results_dev_;
-  uint64_t* extra_bits = results_dev_ + 3 * uint64_t{P};
   uint32_t* interp_counts =
-      reinterpret_cast<uint32_t*>(results_dev_ + 4 * uint64_t{P} + 2 * frames_.size());
+      reinterpret_cast<uint32_t*>(results_dev_ + 3 * uint64_t{P} + 2 * frames_.size());
 
   // The interpolation candidates, a batch per group, planned with the bound,
   // the groups dealt round the lanes.
@@ -422,26 +456,18 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   if (absl::Status s = fork->Join(); !s.ok()) return s;
   if (!launched.ok()) return launched;
 
-  // Tokens of both stages (each sample's own chunks), used symbols, counts;
-  // to the host.
-  uint32_t* zero_runs = histogram_ + uint64_t{P} * kBins;
-  uint32_t* run_values = histogram_ + 2 * uint64_t{P} * kBins;
-  for (uint32_t* tokens : {zero_runs, run_values}) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, histogram_, uint64_t{P} * kBins * 4,
-                                         cudaMemcpyDeviceToDevice, st));
-  }
+  // Run counters (each sample's own chunks), used symbols, counts; to the
+  // host.
   CUDA_RETURN_IF_ERROR(
       LaunchRunCounters(segments_, P, totals_.chunks, symbols_, run_counters_, st));
-  CUDA_RETURN_IF_ERROR(LaunchTokenHistogram(segments_, P, run_counters_, zero_runs, run_values,
-                                            extra_bits, st));
-  SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + H);
-  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(histogram_, H, used_, info_, list, st));
+  SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + P);
+  CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(histogram_, P, used_, info_, list, st));
   SpecialCountsKernel<<<P, kCountThreads, 0, st>>>(segments_, masks_, masks_ + W, masks_ + 2 * W,
                                                    specials);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
-  const uint64_t capacity = std::min(uint64_t{H} * kListedPerHistogram, listed_capacity_);
+  const uint64_t capacity = std::min(uint64_t{P} * kListedPerHistogram, listed_capacity_);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_info_, info_,
-                                       H * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
+                                       P * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(host_results_, results_dev_, results_ * 8, cudaMemcpyDeviceToHost, st));
@@ -460,36 +486,48 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   const absl::Span<const FrameParams> params = params_;
   const uint32_t P = static_cast<uint32_t>(pseudo_.size());
   const uint32_t H = kStages * P;
-  SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + H);
-  const uint64_t capacity = std::min(uint64_t{H} * kListedPerHistogram, listed_capacity_);
+  SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + P);
+  const uint64_t capacity = std::min(uint64_t{P} * kListedPerHistogram, listed_capacity_);
   Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("survey: wait for the device", since);
-  SymbolCount* host_list = reinterpret_cast<SymbolCount*>(host_info_ + H);
-  if (host_info_[H - 1].offset + host_info_[H - 1].count > listed_capacity_) {
+  SymbolCount* host_list = reinterpret_cast<SymbolCount*>(host_info_ + P);
+  if (host_info_[P - 1].offset + host_info_[P - 1].count > listed_capacity_) {
     return absl::InternalError("survey: more symbols than planned");
   }
   since = Clock::now();
-  auto listed = CopyRestOfLists(host_info_, host_list, list, H, capacity, st);
+  auto listed = CopyRestOfLists(host_info_, host_list, list, P, capacity, st);
   if (!listed.ok()) return listed.status();
   if (*listed > capacity) note("survey: second copy of the lists", since);
   since = Clock::now();
 
   // Each candidate's estimate (EstimateBits), then each frame's smallest.
   const uint64_t* host_specials = host_results_;
-  const uint64_t* host_extra = host_results_ + 3 * uint64_t{P};
-  const uint64_t* host_fill_sizes = host_results_ + 4 * uint64_t{P};
+  const uint64_t* host_fill_sizes = host_results_ + 3 * uint64_t{P};
   const uint32_t* host_counts =
-      reinterpret_cast<const uint32_t*>(host_results_ + 4 * uint64_t{P} + 2 * frames_.size());
+      reinterpret_cast<const uint32_t*>(host_results_ + 3 * uint64_t{P} + 2 * frames_.size());
+  const uint32_t* host_counters = reinterpret_cast<const uint32_t*>(host_results_ + CountersAt());
   // EstimateBits for pseudo-segment p takes the smallest code of the stages
   // its frame allows (SmallerCode over AllowedStages; which stage that is
   // does not matter here, only its size). Histogram k = stage * P + p.
   auto allowed = [&](uint64_t p) { return AllowedStages(params[pseudo_frame_[p]]); };
   auto needed = [&](uint64_t k) { return (allowed(k % P) >> (k / P) & 1) != 0; };
-  auto used = [&](uint64_t k) {
-    return absl::MakeConstSpan(host_list + host_info_[k].offset, host_info_[k].count);
+  auto symbols = [&](uint64_t p) {
+    return absl::MakeConstSpan(host_list + host_info_[p].offset, host_info_[p].count);
   };
-  auto extra = [&](uint64_t k) { return k >= P ? host_extra[k % P] : 0; };
+  // The token stages' lists (k >= P), where needed.
+  std::vector<std::vector<SymbolCount>> tokens(H - P);
+  std::vector<uint64_t> token_extra(H - P, 0);
+  auto token_list = [&](uint64_t k) {
+    if (k < P || !needed(k)) return;
+    const uint64_t p = k % P;
+    token_extra[k - P] = TokenList(symbols(p), host_counters + p * kRunCountersPerSegment,
+                                   pseudo_[p].radius, static_cast<uint8_t>(k / P), &tokens[k - P]);
+  };
+  auto used = [&](uint64_t k) {
+    return k < P ? symbols(k) : absl::MakeConstSpan(tokens[k - P]);
+  };
+  auto extra = [&](uint64_t k) { return k >= P ? token_extra[k - P] : 0; };
   auto sections = [&](uint64_t p) {
     const Segment& seg = pseudo_[p];
     const uint32_t fi = pseudo_frame_[p];
@@ -582,8 +620,10 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     chosen[fi] = f.candidates[best];
   };
   if (H <= kStages) {
+    for (uint32_t k = 0; k < H; ++k) token_list(k);
     for (uint32_t k = 0; k < H; ++k) floor_of(k);
   } else {
+    ParallelFor(H, token_list);
     ParallelFor(H, floor_of);
   }
   if (frames_.size() <= 1) {

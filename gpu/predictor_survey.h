@@ -136,6 +136,9 @@ class PredictorSurvey {
   int lanes_ = 1;  // streams the interpolation groups run on (StreamFork)
   uint64_t listed_capacity_ = 0;
   uint64_t results_ = 0;  // 64-bit words of results
+  // Where the run counters start among the results (after the specials,
+  // the fill sizes and the interpolation counts).
+  uint64_t CountersAt() const { return 4 * pseudo_.size() + 2 * frames_.size(); }
   std::vector<FrameParams> params_;  // with the bound, from LaunchWithBounds
 
   // Device.
@@ -151,7 +154,7 @@ class PredictorSurvey {
   uint32_t* histogram_ = nullptr;  // symbols' for each pseudo-segment, then each token stage's
   uint32_t* used_ = nullptr;
   UsedSymbols* info_ = nullptr;  // followed by the list
-  uint32_t* run_counters_ = nullptr;
+  uint32_t* run_counters_ = nullptr;  // in results_dev_, at CountersAt()
   uint64_t* results_dev_ = nullptr;
   uint8_t* scratch_ = nullptr;
   uint32_t* outlier_index_ = nullptr;

@@ -193,8 +193,9 @@ EBZIP_HD void CountRun(uint32_t k, uint32_t next, uint32_t radius, Add&& add) {
 // bins with run values, 2 * radius + 12 without), into its token histogram
 // for lossless 1 (`values` false) or 2 from its counters; returns the
 // tokens' extra bits.
-EBZIP_HD inline uint64_t PatchTokenHistogram(const uint32_t* counters, uint32_t radius, bool values,
-                                             uint32_t* hist) {
+template <class Hist>  // uint32_t*, or anything indexed as one
+EBZIP_HD uint64_t PatchTokenHistogram(const uint32_t* counters, uint32_t radius, bool values,
+                                      Hist&& hist) {
   constexpr int kValues = format::kRunValues;
   const uint32_t* taken = counters + kRunValueCounters;  // [4c + j]
   const uint32_t base = 2 * radius;
