@@ -160,6 +160,16 @@ def evaluate(sym, full=True):
     tok, extra = zero_run_tokens(sym)
     b2, tb2, L2, _ = huff_size(tok)
     r['rle0+huff'] = (b2 + extra) / 8 + tb2
+    # The rle0 tokens' entropy given the previous token's kind (a residual,
+    # a run token, a lone zero): what a code that knew the context could
+    # reach; run-value tokens take part of the difference with one code.
+    kind = np.where(tok >= RUN_BASE, 1, np.where(tok == ZERO, 2, 0))
+    prev = np.concatenate([[0], kind[:-1]])
+    h_ctx = 0.0
+    for k in range(3):
+        _, cnt = np.unique(tok[prev == k], return_counts=True)
+        h_ctx += float(-(cnt * np.log2(cnt / cnt.sum())).sum()) if len(cnt) else 0.0
+    r['H1ctx(rle0)'] = (h_ctx + extra) / 8
     tok3, extra3 = run_value_tokens(sym)
     b3, tb3, _, _ = huff_size(tok3)
     r['rv+huff'] = (b3 + extra3) / 8 + tb3

@@ -11,7 +11,7 @@ import fillmask
 
 HDR = 400  # v1's file header (96) + frame header (256) + frame index (32) + trailer (16)
 MAIN = ('huff', 'rle0+huff', 'huff+zstd3/64K')
-ALL = ('H0', 'huff', 'rle0+huff', 'rv+huff', 'zblk64+huff', 'zblk256+huff', 'zblk1024+huff', 'huff+zlib1',
+ALL = ('H0', 'huff', 'rle0+huff', 'H1ctx(rle0)', 'rv+huff', 'zblk64+huff', 'zblk256+huff', 'zblk1024+huff', 'huff+zlib1',
        'huff+zlib6', 'huff+zstd3', 'huff+zstd3/64K', 'huff+zstd19', 'huff+lzma', 'rle0+huff+zstd3',
        'zstd3(sym u16)')
 MODES = (('self', 'interp, independent tiles'), ('face', 'interp, tiles + far faces'),
