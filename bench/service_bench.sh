@@ -22,9 +22,11 @@
 # Limits (issue #24): before starting ebzipd, it runs ebzip_transfer_limits
 # once per workload on this host, moving STREAMS x BYTES over STREAMS
 # loopback TCP connections and Unix-domain sockets (the client's one
-# connection per stream), plus memcpy and, with a CUDA device visible,
-# pinned and pageable H2D/D2H copies. After each workload it prints lines
+# connection per stream) and through gRPC calls that do nothing else, both
+# ways, plus memcpy and, with a CUDA device visible, pinned and pageable
+# H2D/D2H copies. After each workload it prints lines
 #   big compress: 1.05 GB/s (1 x 1073741824 B / p50 1018.0 ms) = 23 % of TCP x1 4.60 GB/s, ...
+# (compression against gRPC up, decompression against gRPC down)
 # the rate being streams x array bytes / the operation's p50 latency, the
 # limits the tool's medians.
 #
@@ -177,8 +179,12 @@ for op in ("compress", "decompress"):
         continue
     p50_ms = float(row.group(2))
     rate = streams * array / (p50_ms * 1e-3) * 1e-9
+    # gRPC's own calls the way the array goes: up for compression, down
+    # for decompression.
+    way = "up" if op == "compress" else "down"
     print(f"{workload} {op}: {rate:.2f} GB/s ({streams} x {array} B / p50 {p50_ms:.1f} ms) = "
-          f"{of(rate, 'tcp', channels, 'TCP')}, {of(rate, 'uds', channels, 'UDS')}")
+          f"{of(rate, 'tcp', channels, 'TCP')}, {of(rate, 'uds', channels, 'UDS')}, "
+          f"{of(rate, 'grpc_' + way, channels, 'gRPC ' + way)}")
 host = []
 wanted = [("memcpy", "threads=1", "memcpy 1 thread")]
 if streams > 1:
@@ -216,8 +222,8 @@ if [[ $measure_limits != 0 && -n $limits_missing ]]; then
   measure_limits=0
 fi
 if [[ $measure_limits != 0 ]]; then
-  measure=tcp,uds,memcpy,cuda
-  [[ $backend == cpu ]] && measure=tcp,uds,memcpy
+  measure=tcp,uds,grpc,memcpy,cuda
+  [[ $backend == cpu ]] && measure=tcp,uds,grpc,memcpy
   for w in $workloads; do
     workload_params "$w"
     echo

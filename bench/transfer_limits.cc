@@ -5,11 +5,14 @@
 //   tcp      the bytes sent over N loopback TCP connections at once, split
 //            evenly, for each N in --connections
 //   uds      the same over N Unix-domain stream sockets
+//   grpc     the bytes moved by N gRPC streaming calls at once, a connection
+//            each, up (client to server) and down (bench/grpc_transfer.h)
 //   memcpy   host memcpy of the bytes, one thread and N threads (each a slice)
 //   cuda     when a CUDA device is visible: H2D and D2H of the bytes between
 //            device --device and pinned, then pageable, host memory
-// Plain POSIX sockets, no gRPC: this is what the wire allows, the ceiling a
-// gRPC call moving the same bytes over as many connections can approach.
+// tcp and uds are plain POSIX sockets: what the wire allows, the ceiling a
+// gRPC call moving the same bytes over as many connections can approach;
+// grpc is how close gRPC itself comes, with nothing else to do.
 //
 // The sender is a forked process, not a thread: ebzipd and its client are two
 // processes, each with its own address space, page tables and scheduler
@@ -53,6 +56,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
+#include "bench/grpc_transfer.h"
 
 #ifdef EBZIP_TRANSFER_LIMITS_CUDA
 #include <cuda_runtime_api.h>
@@ -63,11 +67,11 @@ ABSL_FLAG(std::string, bytes, "1G",
 ABSL_FLAG(std::vector<std::string>, connections, std::vector<std::string>({"1", "2", "4", "8"}),
           "Socket connection counts to measure (memcpy also runs with each as its thread count)");
 ABSL_FLAG(std::vector<std::string>, measure,
-          std::vector<std::string>({"tcp", "uds", "memcpy", "cuda"}),
-          "What to measure: any of tcp, uds, memcpy, cuda");
+          std::vector<std::string>({"tcp", "uds", "grpc", "memcpy", "cuda"}),
+          "What to measure: any of tcp, uds, grpc, memcpy, cuda");
 ABSL_FLAG(int32_t, repeats, 3, "Timed repetitions per measurement (median and best reported)");
 ABSL_FLAG(std::string, send_bytes, "1M",
-          "Bytes per send()/recv() call (ebzip_load's default message size)");
+          "Bytes per send()/recv() call and per gRPC message (ebzip's default message size)");
 ABSL_FLAG(int32_t, device, 0, "CUDA device for the H2D/D2H copies");
 
 namespace {
@@ -491,8 +495,9 @@ void MaybeMeasureCuda(uint64_t bytes, int repeats, int device, Report* report) {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "ebzip_transfer_limits [--bytes=1G] [--connections=1,2,4,8] [--measure=tcp,uds,memcpy,cuda]\n"
-      "Loopback socket, memcpy and host<->device copy bandwidth: the limits the service's\n"
+      "ebzip_transfer_limits [--bytes=1G] [--connections=1,2,4,8] "
+      "[--measure=tcp,uds,grpc,memcpy,cuda]\n"
+      "Loopback socket, gRPC, memcpy and host<->device copy bandwidth: the limits the service's\n"
       "figures are read against (bench/README.md).");
   absl::ParseCommandLine(argc, argv);
 
@@ -508,12 +513,15 @@ int main(int argc, char** argv) {
       connections.push_back(n);
     }
   }
-  bool want_tcp = false, want_uds = false, want_memcpy = false, want_cuda = false;
+  bool want_tcp = false, want_uds = false, want_grpc = false, want_memcpy = false,
+       want_cuda = false;
   for (const std::string& m : absl::GetFlag(FLAGS_measure)) {
     if (m == "tcp") {
       want_tcp = true;
     } else if (m == "uds") {
       want_uds = true;
+    } else if (m == "grpc") {
+      want_grpc = true;
     } else if (m == "memcpy") {
       want_memcpy = true;
     } else if (m == "cuda") {
@@ -527,8 +535,8 @@ int main(int argc, char** argv) {
        *bytes < static_cast<uint64_t>(*std::max_element(connections.begin(), connections.end())))) {
     std::fprintf(stderr,
                  "ebzip_transfer_limits: --bytes >= the most connections, --send_bytes > 0, "
-                 "--connections in 1..1024, --repeats >= 1 and --measure of tcp, uds, memcpy, "
-                 "cuda, please\n");
+                 "--connections in 1..1024, --repeats >= 1 and --measure of tcp, uds, grpc, "
+                 "memcpy, cuda, please\n");
     return 2;
   }
 
@@ -551,6 +559,19 @@ int main(int argc, char** argv) {
         report.Add(name, detail, *bytes, Summarize(*gbps));
       } else {
         report.Fail(name, detail, gbps.status());
+      }
+    }
+  }
+  // gRPC next: it forks its server before this process first uses gRPC.
+  if (want_grpc) {
+    for (const ebzip::bench::GrpcRate& r : ebzip::bench::MeasureGrpc(
+             {*bytes, connections, repeats, *step})) {
+      const char* name = r.direction == ebzip::bench::GrpcDirection::kUp ? "grpc_up" : "grpc_down";
+      const std::string detail = absl::StrCat("connections=", r.connections);
+      if (r.status.ok()) {
+        report.Add(name, detail, *bytes, Summarize(r.gbps));
+      } else {
+        report.Fail(name, detail, r.status);
       }
     }
   }

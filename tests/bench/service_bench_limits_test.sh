@@ -23,7 +23,8 @@ grep -q '^==== limits for big: 2 x 1048576 B, connections: 2' "$out" || fail "no
 grep -qE "^tcp +connections=2 +$num +$num$" "$out" || fail "no TCP x2 row"
 grep -q "^# cuda" "$out" && fail "CUDA copies measured for EBZIP_BACKEND=cpu"
 for op in compress decompress; do
-  grep -qE "^big $op: $num GB/s \(2 x 1048576 B / p50 $num ms\) = $num % of TCP x2 $num GB/s, $num % of UDS x2 $num GB/s$" \
+  way=up; [[ $op == decompress ]] && way=down
+  grep -qE "^big $op: $num GB/s \(2 x 1048576 B / p50 $num ms\) = $num % of TCP x2 $num GB/s, $num % of UDS x2 $num GB/s, $num % of gRPC $way x2 $num GB/s$" \
     "$out" || fail "no fraction line for $op"
 done
 grep -qE "^big host limits: memcpy 1 thread $num GB/s, memcpy 2 threads $num GB/s, no H2D/D2H copies measured$" \

@@ -1,0 +1,340 @@
+#include "bench/grpc_transfer.h"
+
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/impl/codegen/client_unary_call.h"
+#include "grpcpp/impl/codegen/sync_stream.h"
+#include "grpcpp/resource_quota.h"
+
+namespace ebzip::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Two generic methods: no .proto, the bytes are the messages.
+constexpr char kUpload[] = "/ebzip.limits.Bytes/Upload";      // replies the byte count
+constexpr char kDownload[] = "/ebzip.limits.Bytes/Download";  // asked (offset, length)
+// ebzipd's settings that bear on moving bulk bytes (server/server.cc,
+// server/server_flags.cc): its largest accepted message and the memory quota
+// past which gRPC stops reading from connections.
+constexpr int kMaxReceiveMessageBytes = 64 << 20;
+constexpr uint64_t kGrpcMemoryBytes = uint64_t{512} << 20;
+
+// A message that refers to `n` bytes at `p`, which outlive the call: sent
+// from where they are, as ebzip's payloads are (proto/payload.h).
+grpc::ByteBuffer View(const char* p, uint64_t n) {
+  grpc::Slice slice(p, n, grpc::Slice::STATIC_SLICE);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+grpc::ByteBuffer Words(uint64_t a, uint64_t b) {
+  char bytes[16];
+  std::memcpy(bytes, &a, 8);
+  std::memcpy(bytes + 8, &b, 8);
+  grpc::Slice slice(bytes, sizeof(bytes));  // copied
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// The first `n` 64-bit words of a small message; false when it is shorter.
+bool ReadWords(const grpc::ByteBuffer& buffer, uint64_t* words, size_t n) {
+  std::vector<grpc::Slice> slices;
+  if (!buffer.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  if (bytes.size() < 8 * n) return false;
+  std::memcpy(words, bytes.data(), 8 * n);
+  return true;
+}
+
+// ---------------------------------------------------------------- server
+
+// Upload: reads every message and drops it, then replies the byte count.
+class Sink final : public grpc::ServerGenericBidiReactor {
+ public:
+  Sink() { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      received_ += in_.Length();
+      in_.Clear();
+      StartRead(&in_);
+      return;
+    }
+    out_ = Words(received_, 0);
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::ByteBuffer in_, out_;
+  uint64_t received_ = 0;
+};
+
+// Download: sends the asked slice of the server's buffer in messages of
+// `message_bytes`, one write in flight, as ebzipd's calls do.
+class Source final : public grpc::ServerGenericBidiReactor {
+ public:
+  Source(const char* data, uint64_t size, uint64_t message_bytes)
+      : data_(data), size_(size), message_bytes_(message_bytes) {
+    StartRead(&in_);
+  }
+  void OnReadDone(bool ok) override {
+    uint64_t ask[2];
+    if (!ok || !ReadWords(in_, ask, 2) || ask[0] > size_ || ask[1] > size_ - ask[0]) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want (offset, length) in range"));
+      return;
+    }
+    at_ = ask[0];
+    end_ = ask[0] + ask[1];
+    WriteNext();
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (at_ == end_) {
+      Finish(grpc::Status::OK);
+      return;
+    }
+    const uint64_t n = std::min(message_bytes_, end_ - at_);
+    out_ = View(data_ + at_, n);
+    at_ += n;
+    StartWrite(&out_);
+  }
+
+  const char* data_;
+  const uint64_t size_, message_bytes_;
+  grpc::ByteBuffer in_, out_;
+  uint64_t at_ = 0, end_ = 0;
+};
+
+class BytesService final : public grpc::CallbackGenericService {
+ public:
+  BytesService(const char* data, uint64_t size, uint64_t message_bytes)
+      : data_(data), size_(size), message_bytes_(message_bytes) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* c) override {
+    if (c->method() == kUpload) return new Sink();
+    if (c->method() == kDownload) return new Source(data_, size_, message_bytes_);
+    return CallbackGenericService::CreateReactor(c);  // UNIMPLEMENTED
+  }
+
+ private:
+  const char* data_;
+  const uint64_t size_, message_bytes_;
+};
+
+// The forked child: serves until `quit_fd` reaches end of file (the parent
+// closed it, or exited). Writes the port (0: failed) to `port_fd` first.
+int Serve(const GrpcTransferPlan& plan, int port_fd, int quit_fd) {
+  std::unique_ptr<char[]> data(new char[plan.bytes]);
+  std::memset(data.get(), 0x5a, plan.bytes);  // touched before anything is timed
+  BytesService service(data.get(), plan.bytes, plan.message_bytes);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterCallbackGenericService(&service);
+  builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  grpc::ResourceQuota quota("ebzip_transfer_limits");
+  quota.Resize(kGrpcMemoryBytes);
+  builder.SetResourceQuota(quota);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr) port = 0;
+  if (write(port_fd, &port, sizeof(port)) != sizeof(port) || port == 0) return 1;
+  for (char c;;) {
+    const ssize_t k = read(quit_fd, &c, 1);
+    if (k == 0 || (k < 0 && errno != EINTR)) break;
+  }
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  return 0;
+}
+
+// ---------------------------------------------------------------- client
+
+using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
+
+std::unique_ptr<RawStream> Open(grpc::Channel& channel, const char* method,
+                                grpc::ClientContext* context) {
+  return std::unique_ptr<RawStream>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          &channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::BIDI_STREAMING),
+          context));
+}
+
+absl::Status Check(const grpc::Status& s, const char* what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat(what, ": ", s.error_message()));
+}
+
+absl::Status Upload(grpc::Channel& channel, const char* p, uint64_t n, uint64_t message_bytes) {
+  grpc::ClientContext context;
+  auto stream = Open(channel, kUpload, &context);
+  for (uint64_t at = 0; at < n; at += message_bytes) {
+    if (!stream->Write(View(p + at, std::min(message_bytes, n - at)))) break;  // Finish says why
+  }
+  stream->WritesDone();
+  grpc::ByteBuffer reply;
+  uint64_t got[1] = {0};
+  const bool replied = stream->Read(&reply) && ReadWords(reply, got, 1);
+  if (absl::Status s = Check(stream->Finish(), "upload"); !s.ok()) return s;
+  if (!replied || got[0] != n) {
+    return absl::InternalError(absl::StrCat("upload: the server received ", got[0], " of ", n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Download(grpc::Channel& channel, uint64_t offset, uint64_t n) {
+  grpc::ClientContext context;
+  auto stream = Open(channel, kDownload, &context);
+  stream->Write(Words(offset, n));
+  stream->WritesDone();
+  grpc::ByteBuffer in;
+  uint64_t received = 0;
+  while (stream->Read(&in)) received += in.Length();  // dropped where gRPC put them
+  if (absl::Status s = Check(stream->Finish(), "download"); !s.ok()) return s;
+  if (received != n) {
+    return absl::InternalError(absl::StrCat("download: received ", received, " of ", n));
+  }
+  return absl::OkStatus();
+}
+
+// Call i moves bytes [Slice(i), Slice(i + 1)).
+uint64_t Slice(uint64_t bytes, int calls, int i) {
+  const auto n = static_cast<uint64_t>(calls), k = static_cast<uint64_t>(i);
+  return bytes / n * k + std::min(bytes % n, k);
+}
+
+// All the calls at once, a thread each: the first failure, or the time taken.
+template <typename F>
+absl::StatusOr<double> TimeCalls(int n, F call) {
+  std::vector<absl::Status> status(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n; ++i) threads.emplace_back([&, i] { status[i] = call(i); });
+  for (std::thread& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (const absl::Status& s : status) {
+    if (!s.ok()) return s;
+  }
+  return seconds;
+}
+
+void MeasureConnections(int port, const GrpcTransferPlan& plan, int n, const char* data,
+                        std::vector<GrpcRate>* out) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  // A connection per channel, as ebzip's client opens one per part.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < n; ++i) {
+    channels.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                                 grpc::InsecureChannelCredentials(), args));
+  }
+  GrpcRate up{GrpcDirection::kUp, n, absl::OkStatus(), {}};
+  GrpcRate down{GrpcDirection::kDown, n, absl::OkStatus(), {}};
+  // Connected, and one small call each, before anything is timed.
+  absl::StatusOr<double> warm = TimeCalls(n, [&](int i) { return Download(*channels[i], 0, 1); });
+  if (!warm.ok()) up.status = down.status = warm.status();
+  for (int r = 0; r < plan.repeats && warm.ok(); ++r) {
+    for (GrpcRate* rate : {&up, &down}) {
+      if (!rate->status.ok()) continue;
+      absl::StatusOr<double> seconds = TimeCalls(n, [&](int i) {
+        const uint64_t begin = Slice(plan.bytes, n, i), end = Slice(plan.bytes, n, i + 1);
+        return rate == &up ? Upload(*channels[i], data + begin, end - begin, plan.message_bytes)
+                           : Download(*channels[i], begin, end - begin);
+      });
+      if (seconds.ok()) {
+        rate->gbps.push_back(static_cast<double>(plan.bytes) * 1e-9 / *seconds);
+      } else {
+        rate->status = seconds.status();
+      }
+    }
+  }
+  out->push_back(std::move(up));
+  out->push_back(std::move(down));
+}
+
+// The port the child wrote, or 0 when it wrote none within 30 s.
+int ReadPort(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  int port = 0;
+  if (poll(&p, 1, 30000) == 1 && read(fd, &port, sizeof(port)) == sizeof(port)) return port;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
+  std::vector<GrpcRate> out;
+  auto fail_all = [&](const absl::Status& s) {
+    out.clear();
+    for (int n : plan.connections) {
+      out.push_back({GrpcDirection::kUp, n, s, {}});
+      out.push_back({GrpcDirection::kDown, n, s, {}});
+    }
+    return out;
+  };
+  int port_pipe[2], quit_pipe[2];
+  if (pipe(port_pipe) != 0) return fail_all(absl::ErrnoToStatus(errno, "pipe"));
+  if (pipe(quit_pipe) != 0) {
+    const absl::Status s = absl::ErrnoToStatus(errno, "pipe");
+    close(port_pipe[0]);
+    close(port_pipe[1]);
+    return fail_all(s);
+  }
+  std::fflush(nullptr);  // nothing buffered twice
+  const pid_t child = fork();
+  if (child == 0) {
+    close(port_pipe[0]);
+    close(quit_pipe[1]);
+    _exit(Serve(plan, port_pipe[1], quit_pipe[0]));
+  }
+  close(port_pipe[1]);
+  close(quit_pipe[0]);
+  if (child < 0) {
+    const absl::Status s = absl::ErrnoToStatus(errno, "fork");
+    close(port_pipe[0]);
+    close(quit_pipe[1]);
+    return fail_all(s);
+  }
+  const int port = ReadPort(port_pipe[0]);
+  close(port_pipe[0]);
+  if (port == 0) {
+    fail_all(absl::UnavailableError("the gRPC server process did not start"));
+  } else {
+    std::unique_ptr<char[]> data(new char[plan.bytes]);
+    std::memset(data.get(), 0x5a, plan.bytes);
+    for (int n : plan.connections) MeasureConnections(port, plan, n, data.get(), &out);
+  }
+  close(quit_pipe[1]);  // the child shuts its server down and exits
+  int wstatus = 0;
+  while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  return out;
+}
+
+}  // namespace ebzip::bench

@@ -1,0 +1,45 @@
+// gRPC's own ceiling on this host (issue #24): bulk bytes moved by streaming
+// calls of raw messages between two processes, with no codec, no protobuf and
+// no copy out of gRPC's buffers on either side. The service's figures are
+// read against it beside the plain sockets' (transfer_limits.cc): what lies
+// between the socket and this line is gRPC's, what lies below it ebzip's.
+#ifndef EBZIP_BENCH_GRPC_TRANSFER_H_
+#define EBZIP_BENCH_GRPC_TRANSFER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace ebzip::bench {
+
+enum class GrpcDirection {
+  kUp,    // client to server: the way a compression's array goes
+  kDown,  // server to client: the way a decompression's array comes back
+};
+
+struct GrpcTransferPlan {
+  uint64_t bytes = 0;            // per measurement, split evenly over the calls
+  std::vector<int> connections;  // one call per connection, all at once
+  int repeats = 3;
+  uint64_t message_bytes = 1 << 20;  // ebzip's client and server default
+};
+
+struct GrpcRate {
+  GrpcDirection direction;
+  int connections = 0;
+  absl::Status status;       // not OK: no rates
+  std::vector<double> gbps;  // one per repetition, 1e9 bytes per second
+};
+
+// Forks a server process (the ebzipd side: ebzipd's message and memory
+// limits) and, as its client, measures both directions for each connection
+// count: each connection a channel of its own, as ebzip's client library
+// opens one per part. Connections are set up before the timing starts.
+// Call with no other thread running and before anything else in this process
+// has used gRPC (the child forks a copy of this thread alone).
+std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan);
+
+}  // namespace ebzip::bench
+
+#endif  // EBZIP_BENCH_GRPC_TRANSFER_H_
