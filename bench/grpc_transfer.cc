@@ -146,15 +146,17 @@ class BytesService final : public grpc::CallbackGenericService {
   const uint64_t size_, message_bytes_;
 };
 
-// The forked child: serves until `quit_fd` reaches end of file (the parent
-// closed it, or exited). Writes the port (0: failed) to `port_fd` first.
-int Serve(const GrpcTransferPlan& plan, int port_fd, int quit_fd) {
+// The forked child: serves on a loopback port and on `unix_path` until
+// `quit_fd` reaches end of file (the parent closed it, or exited). Writes the
+// port (0: failed) to `port_fd` first.
+int Serve(const GrpcTransferPlan& plan, const std::string& unix_path, int port_fd, int quit_fd) {
   std::unique_ptr<char[]> data(new char[plan.bytes]);
   std::memset(data.get(), 0x5a, plan.bytes);  // touched before anything is timed
   BytesService service(data.get(), plan.bytes, plan.message_bytes);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort("unix:" + unix_path, grpc::InsecureServerCredentials());
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterCallbackGenericService(&service);
   builder.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
@@ -243,7 +245,8 @@ absl::StatusOr<double> TimeCalls(int n, F call) {
   return seconds;
 }
 
-void MeasureConnections(int port, const GrpcTransferPlan& plan, int n, const char* data,
+void MeasureConnections(const std::string& target, GrpcTransport transport,
+                        const GrpcTransferPlan& plan, int n, const char* data,
                         std::vector<GrpcRate>* out) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
@@ -251,11 +254,11 @@ void MeasureConnections(int port, const GrpcTransferPlan& plan, int n, const cha
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < n; ++i) {
-    channels.push_back(grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
-                                                 grpc::InsecureChannelCredentials(), args));
+    channels.push_back(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
-  GrpcRate up{GrpcDirection::kUp, n, absl::OkStatus(), {}};
-  GrpcRate down{GrpcDirection::kDown, n, absl::OkStatus(), {}};
+  GrpcRate up{transport, GrpcDirection::kUp, n, absl::OkStatus(), {}};
+  GrpcRate down{transport, GrpcDirection::kDown, n, absl::OkStatus(), {}};
   // Connected, and one small call each, before anything is timed.
   absl::StatusOr<double> warm = TimeCalls(n, [&](int i) { return Download(*channels[i], 0, 1); });
   if (!warm.ok()) up.status = down.status = warm.status();
@@ -292,18 +295,28 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
   std::vector<GrpcRate> out;
   auto fail_all = [&](const absl::Status& s) {
     out.clear();
-    for (int n : plan.connections) {
-      out.push_back({GrpcDirection::kUp, n, s, {}});
-      out.push_back({GrpcDirection::kDown, n, s, {}});
+    for (GrpcTransport t : plan.transports) {
+      for (int n : plan.connections) {
+        out.push_back({t, GrpcDirection::kUp, n, s, {}});
+        out.push_back({t, GrpcDirection::kDown, n, s, {}});
+      }
     }
     return out;
   };
+  char dir[] = "/tmp/ebzip_grpc_limits.XXXXXX";
+  if (mkdtemp(dir) == nullptr) return fail_all(absl::ErrnoToStatus(errno, "mkdtemp"));
+  const std::string unix_path = std::string(dir) + "/sock";
   int port_pipe[2], quit_pipe[2];
-  if (pipe(port_pipe) != 0) return fail_all(absl::ErrnoToStatus(errno, "pipe"));
+  if (pipe(port_pipe) != 0) {
+    const absl::Status s = absl::ErrnoToStatus(errno, "pipe");
+    rmdir(dir);
+    return fail_all(s);
+  }
   if (pipe(quit_pipe) != 0) {
     const absl::Status s = absl::ErrnoToStatus(errno, "pipe");
     close(port_pipe[0]);
     close(port_pipe[1]);
+    rmdir(dir);
     return fail_all(s);
   }
   std::fflush(nullptr);  // nothing buffered twice
@@ -311,7 +324,7 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
   if (child == 0) {
     close(port_pipe[0]);
     close(quit_pipe[1]);
-    _exit(Serve(plan, port_pipe[1], quit_pipe[0]));
+    _exit(Serve(plan, unix_path, port_pipe[1], quit_pipe[0]));
   }
   close(port_pipe[1]);
   close(quit_pipe[0]);
@@ -319,6 +332,7 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
     const absl::Status s = absl::ErrnoToStatus(errno, "fork");
     close(port_pipe[0]);
     close(quit_pipe[1]);
+    rmdir(dir);
     return fail_all(s);
   }
   const int port = ReadPort(port_pipe[0]);
@@ -328,12 +342,18 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
   } else {
     std::unique_ptr<char[]> data(new char[plan.bytes]);
     std::memset(data.get(), 0x5a, plan.bytes);
-    for (int n : plan.connections) MeasureConnections(port, plan, n, data.get(), &out);
+    for (GrpcTransport t : plan.transports) {
+      const std::string target = t == GrpcTransport::kTcp ? absl::StrCat("127.0.0.1:", port)
+                                                          : "unix:" + unix_path;
+      for (int n : plan.connections) MeasureConnections(target, t, plan, n, data.get(), &out);
+    }
   }
   close(quit_pipe[1]);  // the child shuts its server down and exits
   int wstatus = 0;
   while (waitpid(child, &wstatus, 0) < 0 && errno == EINTR) {
   }
+  unlink(unix_path.c_str());
+  rmdir(dir);
   return out;
 }
 

@@ -18,14 +18,18 @@ enum class GrpcDirection {
   kDown,  // server to client: the way a decompression's array comes back
 };
 
+enum class GrpcTransport { kTcp, kUnix };  // loopback TCP, or a Unix-domain socket
+
 struct GrpcTransferPlan {
   uint64_t bytes = 0;            // per measurement, split evenly over the calls
+  std::vector<GrpcTransport> transports;
   std::vector<int> connections;  // one call per connection, all at once
   int repeats = 3;
   uint64_t message_bytes = 1 << 20;  // ebzip's client and server default
 };
 
 struct GrpcRate {
+  GrpcTransport transport;
   GrpcDirection direction;
   int connections = 0;
   absl::Status status;       // not OK: no rates
@@ -33,9 +37,11 @@ struct GrpcRate {
 };
 
 // Forks a server process (the ebzipd side: ebzipd's message and memory
-// limits) and, as its client, measures both directions for each connection
-// count: each connection a channel of its own, as ebzip's client library
-// opens one per part. Connections are set up before the timing starts.
+// limits; listening on loopback TCP and on a Unix-domain socket, as ebzipd
+// can) and, as its client, measures both directions for each transport and
+// connection count: each connection a channel of its own, as ebzip's client
+// library opens one per part. Connections are set up before the timing
+// starts.
 // Call with no other thread running and before anything else in this process
 // has used gRPC (the child forks a copy of this thread alone).
 std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan);

@@ -41,6 +41,9 @@
 #   WORKLOADS       which to run, in order (default "big mid small")
 #   BATCHING        which settings (default "true false")
 #   EBZIPD_FLAGS    more ebzipd flags;  LOAD_FLAGS  more ebzip_load flags
+#   TRANSPORT       tcp (default): ebzipd on a loopback port; unix: on a Unix-domain
+#                   socket in a temporary directory (--listen unix:PATH), the
+#                   figures then read against gRPC over such sockets
 #   SMALL_WARMUP    warm-up requests before the small workload (default 200)
 #   LIMITS          0: skip ebzip_transfer_limits and the fractions (default 1)
 #   LIMITS_FLAGS    more ebzip_transfer_limits flags (e.g. --repeats=5)
@@ -56,6 +59,8 @@ backend=${EBZIP_BACKEND:-auto}
 method=${METHOD:-both}
 rel=${REL:-1e-4}
 workloads=${WORKLOADS:-big mid small}
+transport=${TRANSPORT:-tcp}
+case $transport in tcp|unix) ;; *) echo "TRANSPORT is tcp or unix" >&2; exit 2;; esac
 batchings=${BATCHING:-true false}
 read -r -a extra_server <<< "${EBZIPD_FLAGS:-}"
 read -r -a extra_load <<< "${LOAD_FLAGS:-}"
@@ -153,7 +158,7 @@ workload_params() {
 limit_fractions() {
   "$PY" - "$@" <<'PYEOF'
 import re, sys
-workload, load_path, limits_path = sys.argv[1:4]
+workload, load_path, limits_path, transport = sys.argv[1:5]
 load = open(load_path).read()
 limits = {}
 for m in re.finditer(r'^limit (\S+) (\S+) bytes=\d+ GB/s=(\S+)', open(limits_path).read(), re.M):
@@ -181,10 +186,13 @@ for op in ("compress", "decompress"):
     rate = streams * array / (p50_ms * 1e-3) * 1e-9
     # gRPC's own calls the way the array goes: up for compression, down
     # for decompression.
+    # over the transport ebzipd listened on.
     way = "up" if op == "compress" else "down"
+    grpc = ("grpc_" if transport == "tcp" else "grpc_uds_") + way
+    label = ("gRPC " if transport == "tcp" else "gRPC UDS ") + way
     print(f"{workload} {op}: {rate:.2f} GB/s ({streams} x {array} B / p50 {p50_ms:.1f} ms) = "
           f"{of(rate, 'tcp', channels, 'TCP')}, {of(rate, 'uds', channels, 'UDS')}, "
-          f"{of(rate, 'grpc_' + way, channels, 'gRPC ' + way)}")
+          f"{of(rate, grpc, channels, label)}")
 host = []
 wanted = [("memcpy", "threads=1", "memcpy 1 thread")]
 if streams > 1:
@@ -210,7 +218,7 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 if command -v nvidia-smi > /dev/null; then
   echo "gpu:     $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null | head -1)"
 fi
-echo "backend: $backend, method: $method, REL $rel"
+echo "backend: $backend, method: $method, REL $rel, transport $transport"
 echo "cores:   ebzipd ${SERVER_CPUS:-any}, ebzip_load ${LOAD_CPUS:-any}"
 
 # The limits, on this host in this run, before ebzipd starts: for each
@@ -222,8 +230,10 @@ if [[ $measure_limits != 0 && -n $limits_missing ]]; then
   measure_limits=0
 fi
 if [[ $measure_limits != 0 ]]; then
-  measure=tcp,uds,grpc,memcpy,cuda
-  [[ $backend == cpu ]] && measure=tcp,uds,grpc,memcpy
+  grpc=grpc
+  [[ $transport == unix ]] && grpc=grpc_uds
+  measure=tcp,uds,$grpc,memcpy,cuda
+  [[ $backend == cpu ]] && measure=tcp,uds,$grpc,memcpy
   for w in $workloads; do
     workload_params "$w"
     echo
@@ -242,12 +252,21 @@ status=0
 for batching in $batchings; do
   echo
   echo "==== ebzipd --batching=$batching"
-  "${ebzipd[@]}" --listen 127.0.0.1:0 --metrics_listen 127.0.0.1:0 --backend "$backend" \
+  listen=127.0.0.1:0
+  [[ $transport == unix ]] && listen=unix:$work/ebzipd.sock
+  "${ebzipd[@]}" --listen "$listen" --metrics_listen 127.0.0.1:0 --backend "$backend" \
       --batching="$batching" "${extra_server[@]}" 2> "$work/ebzipd.log" &
   server_pid=$!
   rm -f "$work/batches.prev"
-  if ! port=$(log_field "$work/ebzipd.log" port) ||
-     ! mport=$(log_field "$work/ebzipd.log" metrics_port); then
+  if ! mport=$(log_field "$work/ebzipd.log" metrics_port); then
+    cat "$work/ebzipd.log" >&2
+    exit 1
+  fi
+  if [[ $transport == unix ]]; then
+    target=$listen
+  elif port=$(log_field "$work/ebzipd.log" port); then
+    target=127.0.0.1:$port
+  else
     cat "$work/ebzipd.log" >&2
     exit 1
   fi
@@ -262,7 +281,7 @@ for batching in $batchings; do
     # tee: the table is also wanted for the fractions below (tee's CPU
     # time, a few kB copied, lands in ebzip_load's).
     set +e
-    "${load[@]}" --server "127.0.0.1:$port" --method "$method" --array_bytes "$bytes" \
+    "${load[@]}" --server "$target" --method "$method" --array_bytes "$bytes" \
         --requests "$n" --streams "$s" --warmup "$warm" --rel "$rel" --parts "$p" \
         "${extra_load[@]}" |
       tee "$work/load.out"
@@ -278,7 +297,7 @@ for batching in $batchings; do
         "$(awk -v a="$server_cpu0" -v b="$server_cpu1" 'BEGIN {print b - a}')" \
         "$(awk -v a="$(children_cpu "$work/times0")" -v b="$(children_cpu "$work/times1")" 'BEGIN {print b - a}')"
     if [[ $measure_limits != 0 ]]; then
-      limit_fractions "$w" "$work/load.out" "$work/limits-$w.txt" || true
+      limit_fractions "$w" "$work/load.out" "$work/limits-$w.txt" "$transport" || true
     fi
   done
   kill -TERM "$server_pid"

@@ -7,6 +7,7 @@
 //   uds      the same over N Unix-domain stream sockets
 //   grpc     the bytes moved by N gRPC streaming calls at once, a connection
 //            each, up (client to server) and down (bench/grpc_transfer.h)
+//   grpc_uds the same over a Unix-domain socket
 //   memcpy   host memcpy of the bytes, one thread and N threads (each a slice)
 //   cuda     when a CUDA device is visible: H2D and D2H of the bytes between
 //            device --device and pinned, then pageable, host memory
@@ -67,8 +68,8 @@ ABSL_FLAG(std::string, bytes, "1G",
 ABSL_FLAG(std::vector<std::string>, connections, std::vector<std::string>({"1", "2", "4", "8"}),
           "Socket connection counts to measure (memcpy also runs with each as its thread count)");
 ABSL_FLAG(std::vector<std::string>, measure,
-          std::vector<std::string>({"tcp", "uds", "grpc", "memcpy", "cuda"}),
-          "What to measure: any of tcp, uds, grpc, memcpy, cuda");
+          std::vector<std::string>({"tcp", "uds", "grpc", "grpc_uds", "memcpy", "cuda"}),
+          "What to measure: any of tcp, uds, grpc, grpc_uds, memcpy, cuda");
 ABSL_FLAG(int32_t, repeats, 3, "Timed repetitions per measurement (median and best reported)");
 ABSL_FLAG(std::string, send_bytes, "1M",
           "Bytes per send()/recv() call and per gRPC message (ebzip's default message size)");
@@ -496,7 +497,7 @@ void MaybeMeasureCuda(uint64_t bytes, int repeats, int device, Report* report) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ebzip_transfer_limits [--bytes=1G] [--connections=1,2,4,8] "
-      "[--measure=tcp,uds,grpc,memcpy,cuda]\n"
+      "[--measure=tcp,uds,grpc,grpc_uds,memcpy,cuda]\n"
       "Loopback socket, gRPC, memcpy and host<->device copy bandwidth: the limits the service's\n"
       "figures are read against (bench/README.md).");
   absl::ParseCommandLine(argc, argv);
@@ -513,15 +514,17 @@ int main(int argc, char** argv) {
       connections.push_back(n);
     }
   }
-  bool want_tcp = false, want_uds = false, want_grpc = false, want_memcpy = false,
-       want_cuda = false;
+  bool want_tcp = false, want_uds = false, want_memcpy = false, want_cuda = false;
+  std::vector<ebzip::bench::GrpcTransport> grpc_transports;
   for (const std::string& m : absl::GetFlag(FLAGS_measure)) {
     if (m == "tcp") {
       want_tcp = true;
     } else if (m == "uds") {
       want_uds = true;
     } else if (m == "grpc") {
-      want_grpc = true;
+      grpc_transports.push_back(ebzip::bench::GrpcTransport::kTcp);
+    } else if (m == "grpc_uds") {
+      grpc_transports.push_back(ebzip::bench::GrpcTransport::kUnix);
     } else if (m == "memcpy") {
       want_memcpy = true;
     } else if (m == "cuda") {
@@ -536,7 +539,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "ebzip_transfer_limits: --bytes >= the most connections, --send_bytes > 0, "
                  "--connections in 1..1024, --repeats >= 1 and --measure of tcp, uds, grpc, "
-                 "memcpy, cuda, please\n");
+                 "grpc_uds, memcpy, cuda, please\n");
     return 2;
   }
 
@@ -563,10 +566,13 @@ int main(int argc, char** argv) {
     }
   }
   // gRPC next: it forks its server before this process first uses gRPC.
-  if (want_grpc) {
+  if (!grpc_transports.empty()) {
     for (const ebzip::bench::GrpcRate& r : ebzip::bench::MeasureGrpc(
-             {*bytes, connections, repeats, *step})) {
-      const char* name = r.direction == ebzip::bench::GrpcDirection::kUp ? "grpc_up" : "grpc_down";
+             {*bytes, grpc_transports, connections, repeats, *step})) {
+      const bool up = r.direction == ebzip::bench::GrpcDirection::kUp;
+      const char* name = r.transport == ebzip::bench::GrpcTransport::kTcp
+                             ? (up ? "grpc_up" : "grpc_down")
+                             : (up ? "grpc_uds_up" : "grpc_uds_down");
       const std::string detail = absl::StrCat("connections=", r.connections);
       if (r.status.ok()) {
         report.Add(name, detail, *bytes, Summarize(r.gbps));

@@ -28,11 +28,11 @@ struct RunTokens {
   bool values = false;  // run-value tokens too; only with `enabled`
 
   // The tokens of a frame header's `lossless` stage.
-  static RunTokens ForStage(uint8_t lossless, uint32_t radius) {
+  EBZIP_HD static RunTokens ForStage(uint32_t lossless, uint32_t radius) {
     return {lossless != format::kLosslessHuffman, radius,
             lossless == format::kLosslessRunValues};
   }
-  uint8_t stage() const {
+  EBZIP_HD uint8_t stage() const {
     return !enabled ? format::kLosslessHuffman
                     : (values ? format::kLosslessRunValues : format::kLosslessZeroRuns);
   }

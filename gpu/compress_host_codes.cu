@@ -124,8 +124,11 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, b.histogram, uint64_t{S} * kAlphabet * 4,
                                          cudaMemcpyDeviceToDevice, st));
   }
-  CUDA_RETURN_IF_ERROR(
-      LaunchRunCounters(b.segments, S, plan->totals.chunks, b.symbols, b.run_counters, st));
+  if (plan->totals.chunks > b.slice_state_chunks) {
+    return absl::InternalError("more chunks than slice states planned");
+  }
+  CUDA_RETURN_IF_ERROR(LaunchRunCounters(b.segments, S, plan->totals.chunks, b.symbols,
+                                         b.run_counters, b.slice_states, st));
   CUDA_RETURN_IF_ERROR(LaunchTokenHistogram(b.segments, S, b.run_counters, zero_runs, run_values,
                                             b.extra_bits, st));
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, H, b.used, b.info, b.list, st));
@@ -206,7 +209,9 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
         (seg.positions == 0 || seg.positions > seg.geo.n)) {
       return absl::InternalError("interpolation frame with a symbol count out of range");
     }
+    const uint64_t counted_at = seg.slice_chunk_base;  // where the runs' slice states are
     PlaceSegment(&seg, &totals);
+    seg.slice_chunk_base = counted_at;
     format::FrameHeader h = FrameHeaderFor(f.params);
     h.predictor = f.config.predictor;
     h.order = f.config.order;

@@ -328,6 +328,9 @@ Buffers Carve(Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.build.sort_temp_bytes = cub_temp_bytes;
   if (plan.v2) {
     b.run_counters = d.Take<uint32_t>(S * kRunCountersPerSegment);
+    // Chunks as laid out before S is known: the most there are.
+    b.slice_state_chunks = plan.totals.chunks;
+    b.slice_states = d.Take<uint32_t>(b.slice_state_chunks * kSliceStatesPerChunk);
     b.extra_bits = d.Take<uint64_t>(S);
     b.interp_counts = d.Take<uint32_t>(2 * S);
     b.interp_scratch = d.Take<uint8_t>(plan.interp_scratch);

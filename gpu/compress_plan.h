@@ -135,6 +135,8 @@ struct Buffers {
   size_t cub_temp_bytes;
   // Version 2.
   uint32_t* run_counters;  // kRunCountersPerSegment per segment
+  uint32_t* slice_states;  // kSliceStatesPerChunk per chunk (gpu/run_kernels.h)
+  uint64_t slice_state_chunks;
   uint64_t* extra_bits;    // per segment: its tokens' extra bits (both stages')
   uint32_t* interp_counts;  // per segment: S and outliers of an interpolation frame
   uint8_t* interp_scratch;  // one batch of frames at a time

@@ -147,9 +147,14 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(b.cub_temp, temp, b.tile_counts,
                                                       b.tile_prefix, AddCounts(), SpecialCounts{},
                                                       t.mask_tiles, st));
-  const auto chunk_bits = any_runs ? LaunchRunChunkBits : LaunchChunkBits;
-  CUDA_RETURN_IF_ERROR(chunk_bits(b.segments, S, t.chunks, b.symbols, b.lengths, b.chunk_bits,
-                                  b.chunk_words, b.chunk_gaps, st));
+  if (any_runs) {
+    CUDA_RETURN_IF_ERROR(LaunchRunChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths,
+                                            b.slice_states, b.chunk_bits, b.chunk_words,
+                                            b.chunk_gaps, st));
+  } else {
+    CUDA_RETURN_IF_ERROR(LaunchChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths,
+                                         b.chunk_bits, b.chunk_words, b.chunk_gaps, st));
+  }
   temp = b.cub_temp_bytes;
   CUDA_RETURN_IF_ERROR(
       cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words, b.word_prefix, t.chunks, st));
@@ -172,10 +177,16 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
                                                    b.fill_workspace + f.fill_workspace_at,
                                                    f.fill_workspace_bytes, b.fill_mask_at + s, st));
   }
-  const auto encode = any_runs ? LaunchRunEncode : LaunchEncode;
-  CUDA_RETURN_IF_ERROR(encode(b.segments, S, t.chunks, t.max_chunk_symbols, t.max_code_length,
-                              b.items, b.layouts, b.symbols, b.lengths, b.codes, b.chunk_bits,
-                              b.word_prefix, b.gap_prefix, st));
+  if (any_runs) {
+    CUDA_RETURN_IF_ERROR(LaunchRunEncode(b.segments, S, t.chunks, t.max_chunk_symbols,
+                                         t.max_code_length, b.items, b.layouts, b.symbols,
+                                         b.lengths, b.codes, b.slice_states, b.chunk_bits,
+                                         b.word_prefix, b.gap_prefix, st));
+  } else {
+    CUDA_RETURN_IF_ERROR(LaunchEncode(b.segments, S, t.chunks, t.max_chunk_symbols,
+                                      t.max_code_length, b.items, b.layouts, b.symbols, b.lengths,
+                                      b.codes, b.chunk_bits, b.word_prefix, b.gap_prefix, st));
+  }
   mark("layout+encode");
   CUDA_RETURN_IF_ERROR(LaunchWriteSpecials(plan.elem_size, b.segments, S, t.mask_tiles, b.items,
                                            b.layouts, outlier_mask, verbatim_mask, fill_mask,

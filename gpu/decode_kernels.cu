@@ -81,7 +81,7 @@ __global__ void __launch_bounds__(kTableThreads)
   // With tokens (FORMAT.md §15.4, §15.4.1) the alphabet has the 12 run
   // classes after the residuals (and the 52 run-value tokens after them),
   // and a codeword and its extra bits fit 32 bits.
-  const RunTokens tokens = run_steps::TokensOf(seg.lossless, seg.radius);
+  const RunTokens tokens = RunTokens::ForStage(seg.lossless, seg.radius);
   const uint32_t alphabet = tokens.alphabet();
   const uint32_t run_base = seg.lossless ? tokens.base() : 0xFFFFFFFFu;
   if (seg.lossless && seg.max_code_length > format::kMaxCodeLengthWithRuns) {

@@ -459,7 +459,7 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
   // Run counters (each sample's own chunks), used symbols, counts; to the
   // host.
   CUDA_RETURN_IF_ERROR(
-      LaunchRunCounters(segments_, P, totals_.chunks, symbols_, run_counters_, st));
+      LaunchRunCounters(segments_, P, totals_.chunks, symbols_, run_counters_, nullptr, st));
   SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + P);
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(histogram_, P, used_, info_, list, st));
   SpecialCountsKernel<<<P, kCountThreads, 0, st>>>(segments_, masks_, masks_ + W, masks_ + 2 * W,

@@ -7,6 +7,12 @@
 // The walks count the runs both token histograms need, sum the chunk's
 // bits, and pack the bitstream and gap array as encode_kernels.cu does for
 // version 1.
+//
+// The three kernels cut a chunk the same way and hand each slice's state on
+// (run_kernels.h): the scan runs once, in the counters kernel, and the bits
+// kernel's per-slice sums spare the encoder a walk of its own before it
+// packs. Each of the three walks its symbols once (the counters kernel
+// twice: the scan needs each slice's trailing zeros first).
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -22,9 +28,21 @@ using run_steps::kRunCounters;
 using run_steps::kZeroRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
-constexpr int kCountThreads = 256;
-constexpr int kBitsThreads = 256;
-constexpr int kEncodeThreads = 1024;
+// Every kernel here cuts a chunk into this many slices, a thread each.
+constexpr int kSliceThreads = 1024;
+static_assert(kSliceThreads == kSliceStatesPerChunk);
+
+// A slice's state (run_kernels.h): the zeros directly before it (< a chunk,
+// <= 65535) in the low half, its bits (<= 64 positions * 32 bits) in the
+// high one.
+static_assert(kMaxGpuChunkSymbols <= 65536 &&
+              (kMaxGpuChunkSymbols + kSliceThreads - 1) / kSliceThreads * 32 < 65536);
+template <typename State>  // uint32_t or const uint32_t
+__device__ inline State& StateOf(State* states, const Segment& seg, uint64_t c) {
+  return states[(seg.slice_chunk_base + c) * kSliceThreads + threadIdx.x];
+}
+__device__ inline uint32_t BeforeOf(uint32_t state) { return state & 0xFFFFu; }
+__device__ inline uint32_t BitsOf(uint32_t state) { return state >> 16; }
 
 // The positions of segment `seg`: S (FORMAT.md §15.3).
 __device__ inline uint64_t ChunkPositions(const Segment& seg) { return seg.positions; }
@@ -86,20 +104,14 @@ struct Slice {
   }
 };
 
-// Cuts chunk `chunk` into kThreadsT slices and runs the zero-count scan (a
-// block-wide call: every thread must make it). `temp`: the block's scan
-// storage, free again on return. The slices own their runs as the segment's
-// stage has it, or with kCount (the counters, which count both stages of a
-// segment with any token stage from one walk) as lossless 2 does: lossless
-// 1's counts do not depend on which slice counts a run.
-template <int kThreadsT, class ScanT, bool kCount = false>
-__device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
-                              const uint16_t* symbols, uint64_t chunk,
-                              typename ScanT::TempStorage& temp, uint32_t* segment_out) {
-  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
-  const Segment& seg = segments[s];
-  *segment_out = s;
-  const uint64_t c = chunk - seg.chunk_base;
+// Cuts chunk c of segment `seg` into kSliceThreads slices and picks this
+// thread's, without its neighbours' part (ScanBefore or a slice state, then
+// FinishSlice). The slices own their runs as the segment's stage has it, or
+// with kCount (the counters, which count both stages of a segment with any
+// token stage from one walk) as lossless 2 does: lossless 1's counts do not
+// depend on which slice counts a run.
+template <bool kCount = false>
+__device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c) {
   const uint64_t first = c * seg.chunk_symbols;
   Slice sl;
   // A chunk past S (chunks planned for n before S was known) is empty.
@@ -111,10 +123,16 @@ __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
   sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
   sl.radius = seg.radius;
   sl.values = seg.lossless != 0 && (kCount || seg.lossless == format::kLosslessRunValues);
-  const uint32_t per = (sl.count + kThreadsT - 1) / kThreadsT;
+  const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
   sl.begin = min(sl.count, threadIdx.x * per);
   sl.end = min(sl.count, sl.begin + per);
-  if (sl.zero == run_steps::kNoZero) return sl;  // uniform across the block
+  return sl;
+}
+
+// The zero-count scan: sets sl.before (a block-wide call: every thread must
+// make it). `temp`: the block's scan storage, free again on return.
+template <class ScanT>
+__device__ void ScanBefore(Slice& sl, typename ScanT::TempStorage& temp) {
   uint32_t tail = 0;
   ForEachSymbol(sl.sym, sl.begin, sl.end,
                 [&](uint32_t sym) { tail = sym == sl.zero ? tail + 1 : 0; });
@@ -123,26 +141,35 @@ __device__ Slice PrepareSlice(const Segment* segments, uint32_t num_segments,
   ScanT(temp).ExclusiveScan(item, before, run_steps::kWholeSlice, ThenZerosOp());
   __syncthreads();  // temp is reused
   sl.before = before & run_steps::kZeroCountMask;
-  sl.continues = sl.end < sl.count &&
-                 run_steps::RunContinues(sl.zero, sl.radius, sl.values, sl.sym[sl.end]);
-  return sl;
 }
 
-__global__ void __launch_bounds__(kCountThreads)
+// With sl.before known: whether the run at the slice's end goes on.
+__device__ void FinishSlice(Slice& sl) {
+  sl.continues = sl.end < sl.count &&
+                 run_steps::RunContinues(sl.zero, sl.radius, sl.values, sl.sym[sl.end]);
+}
+
+__global__ void __launch_bounds__(kSliceThreads)
     RunCountersKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
-                      uint32_t* counters) {
-  using Scan = cub::BlockScan<uint32_t, kCountThreads>;
+                      uint32_t* counters, uint32_t* slice_states) {
+  using Scan = cub::BlockScan<uint32_t, kSliceThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ uint32_t block_counts[kRunCounters];
-  static_assert(kRunCounters <= kCountThreads);
+  static_assert(kRunCounters <= kSliceThreads);
   if (threadIdx.x < kRunCounters) block_counts[threadIdx.x] = 0;
-  uint32_t s;
-  const Slice sl = PrepareSlice<kCountThreads, Scan, true>(segments, num_segments, symbols,
-                                                           blockIdx.x, temp, &s);
+  const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
+  const Segment& seg = segments[s];
+  const uint64_t c = blockIdx.x - seg.chunk_base;
+  Slice sl = CutSlice<true>(seg, symbols, c);
+  if (sl.zero != run_steps::kNoZero) {  // uniform across the block
+    ScanBefore<Scan>(sl, temp);
+    FinishSlice(sl);
+  }
+  if (slice_states != nullptr) StateOf(slice_states, seg, c) = sl.before;
   if (sl.zero == run_steps::kNoZero) return;
   // Lossless 1's counters in registers: every run adds to one of them. A
   // run-value token, at most one per run and spread over 52 counters, goes
-  // straight to shared memory (PrepareSlice's barriers ordered the zeroing).
+  // straight to shared memory (ScanBefore's barrier ordered the zeroing).
   uint32_t mine[kZeroRunCounters] = {};
   sl.WalkRuns([&](uint32_t k, uint32_t next) {
     if (k == 0) return;
@@ -188,25 +215,27 @@ __global__ void TokenHistogramKernel(const Segment* segments, uint32_t num_segme
   extra_bits[s] = extra;
 }
 
-__global__ void __launch_bounds__(kBitsThreads)
+__global__ void __launch_bounds__(kSliceThreads)
     RunChunkBitsKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
-                       const uint8_t* lengths, uint32_t* chunk_bits, uint64_t* chunk_words,
-                       uint64_t* chunk_gaps) {
-  using Scan = cub::BlockScan<uint32_t, kBitsThreads>;
-  using Reduce = cub::BlockReduce<uint32_t, kBitsThreads>;
-  __shared__ union {
-    typename Scan::TempStorage scan;
-    typename Reduce::TempStorage reduce;
-  } temp;
-  uint32_t s;
-  const Slice sl =
-      PrepareSlice<kBitsThreads, Scan>(segments, num_segments, symbols, blockIdx.x, temp.scan, &s);
+                       const uint8_t* lengths, uint32_t* slice_states, uint32_t* chunk_bits,
+                       uint64_t* chunk_words, uint64_t* chunk_gaps) {
+  using Reduce = cub::BlockReduce<uint32_t, kSliceThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
+  const Segment& seg = segments[s];
+  const uint64_t c = blockIdx.x - seg.chunk_base;
+  Slice sl = CutSlice(seg, symbols, c);
+  uint32_t& state = StateOf(slice_states, seg, c);
+  if (sl.zero != run_steps::kNoZero) {
+    sl.before = BeforeOf(state);
+    FinishSlice(sl);
+  }
   const uint8_t* len = lengths + uint64_t{s} * kHistogramBins;
   uint32_t bits = 0;
   sl.Walk([&](uint32_t sym, int extra, uint32_t, uint32_t) { bits += len[sym] + extra; });
-  bits = Reduce(temp.reduce).Sum(bits);
+  state = sl.before | bits << 16;
+  bits = Reduce(temp).Sum(bits);
   if (threadIdx.x == 0) {
-    const Segment& seg = segments[s];
     chunk_bits[blockIdx.x] = bits;
     chunk_words[blockIdx.x] = (bits + 31) / 32;
     chunk_gaps[blockIdx.x] =
@@ -217,35 +246,37 @@ __global__ void __launch_bounds__(kBitsThreads)
 // encode_kernels.cu's EncodeKernel, walking tokens: a token is its codeword
 // and extra bits as one value of at most 32 bits (20 + 12), and no longer
 // than the shortest subsequence (32 bits), so the gap logic is unchanged.
-__global__ void __launch_bounds__(kEncodeThreads)
+__global__ void __launch_bounds__(kSliceThreads)
     RunEncodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                     const FrameLayout* layouts, const uint16_t* symbols, const uint8_t* lengths,
-                    const uint32_t* codes, const uint32_t* chunk_bits, const uint64_t* word_prefix,
+                    const uint32_t* codes, const uint32_t* slice_states,
+                    const uint32_t* chunk_bits, const uint64_t* word_prefix,
                     const uint64_t* gap_prefix) {
-  using Scan = cub::BlockScan<uint32_t, kEncodeThreads>;
+  using Scan = cub::BlockScan<uint32_t, kSliceThreads>;
   __shared__ typename Scan::TempStorage temp;
   extern __shared__ uint32_t words[];
 
   const uint64_t chunk = blockIdx.x;
-  const uint32_t s0 = SegmentOfChunk(segments, num_segments, chunk);
-  if (items[segments[s0].item].overflow) return;  // uniform across the block
-  uint32_t s;
-  const Slice sl =
-      PrepareSlice<kEncodeThreads, Scan>(segments, num_segments, symbols, chunk, temp, &s);
+  const uint32_t s = SegmentOfChunk(segments, num_segments, chunk);
   const Segment& seg = segments[s];
+  if (items[seg.item].overflow) return;  // uniform across the block
+  const uint64_t c = chunk - seg.chunk_base;
+  Slice sl = CutSlice(seg, symbols, c);
+  const uint32_t state = StateOf(slice_states, seg, c);
+  if (sl.zero != run_steps::kNoZero) {
+    sl.before = BeforeOf(state);
+    FinishSlice(sl);
+  }
   const FrameLayout& layout = layouts[s];
   uint8_t* archive = items[seg.item].archive;
-  const uint64_t c = chunk - seg.chunk_base;
   const uint8_t* len = lengths + uint64_t{s} * kHistogramBins;
   const uint32_t* code = codes + uint64_t{s} * kHistogramBins;
   const uint32_t total_bits = chunk_bits[chunk];
   const uint32_t total_words = (total_bits + 31) / 32;
 
-  for (uint32_t w = threadIdx.x; w < total_words; w += kEncodeThreads) words[w] = 0;
-  uint32_t my_bits = 0;
-  sl.Walk([&](uint32_t sym, int extra, uint32_t, uint32_t) { my_bits += len[sym] + extra; });
+  for (uint32_t w = threadIdx.x; w < total_words; w += kSliceThreads) words[w] = 0;
   uint32_t pos;
-  Scan(temp).ExclusiveSum(my_bits, pos);
+  Scan(temp).ExclusiveSum(BitsOf(state), pos);
   __syncthreads();  // words[] zeroed
 
   uint8_t* gaps = seg.gap_array ? archive + layout.section_offset[format::kGapArray] +
@@ -268,7 +299,7 @@ __global__ void __launch_bounds__(kEncodeThreads)
 
   uint32_t* out = reinterpret_cast<uint32_t*>(archive + layout.section_offset[format::kBitstream]) +
                   (word_prefix[chunk] - word_prefix[seg.chunk_base]);
-  for (uint32_t i = threadIdx.x; i < total_words; i += kEncodeThreads) out[i] = words[i];
+  for (uint32_t i = threadIdx.x; i < total_words; i += kSliceThreads) out[i] = words[i];
   if (threadIdx.x == 0) {
     uint8_t* index = archive + layout.section_offset[format::kChunkIndex];
     const uint64_t groups = (seg.num_chunks + seg.chunk_group - 1) / seg.chunk_group;
@@ -283,15 +314,16 @@ __global__ void __launch_bounds__(kEncodeThreads)
 }  // namespace
 
 cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
-                              const uint16_t* symbols, uint32_t* counters, cudaStream_t stream) {
+                              const uint16_t* symbols, uint32_t* counters, uint32_t* slice_states,
+                              cudaStream_t stream) {
   if (cudaError_t e = cudaMemsetAsync(
           counters, 0, uint64_t{num_segments} * kRunCounters * sizeof(uint32_t), stream);
       e != cudaSuccess) {
     return e;
   }
   if (num_chunks == 0) return cudaSuccess;
-  RunCountersKernel<<<num_chunks, kCountThreads, 0, stream>>>(segments, num_segments, symbols,
-                                                              counters);
+  RunCountersKernel<<<num_chunks, kSliceThreads, 0, stream>>>(segments, num_segments, symbols,
+                                                              counters, slice_states);
   return cudaGetLastError();
 }
 
@@ -306,11 +338,11 @@ cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
 
 cudaError_t LaunchRunChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                                const uint16_t* symbols, const uint8_t* lengths,
-                               uint32_t* chunk_bits, uint64_t* chunk_words, uint64_t* chunk_gaps,
-                               cudaStream_t stream) {
+                               uint32_t* slice_states, uint32_t* chunk_bits, uint64_t* chunk_words,
+                               uint64_t* chunk_gaps, cudaStream_t stream) {
   if (num_chunks == 0) return cudaSuccess;
-  RunChunkBitsKernel<<<num_chunks, kBitsThreads, 0, stream>>>(
-      segments, num_segments, symbols, lengths, chunk_bits, chunk_words, chunk_gaps);
+  RunChunkBitsKernel<<<num_chunks, kSliceThreads, 0, stream>>>(
+      segments, num_segments, symbols, lengths, slice_states, chunk_bits, chunk_words, chunk_gaps);
   return cudaGetLastError();
 }
 
@@ -318,8 +350,9 @@ cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint
                             uint32_t max_chunk_symbols, uint32_t max_code_length, const Item* items,
                             const FrameLayout* layouts, const uint16_t* symbols,
                             const uint8_t* lengths, const uint32_t* codes,
-                            const uint32_t* chunk_bits, const uint64_t* word_prefix,
-                            const uint64_t* gap_prefix, cudaStream_t stream) {
+                            const uint32_t* slice_states, const uint32_t* chunk_bits,
+                            const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                            cudaStream_t stream) {
   if (num_chunks == 0) return cudaSuccess;
   // A chunk's tokens take at most its positions' max_code_length bits each
   // (a token of class c covers 2^c positions, a run-value token 2^c + 1,
@@ -328,9 +361,9 @@ cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint
   cudaError_t e = cudaFuncSetAttribute(RunEncodeKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem));
   if (e != cudaSuccess) return e;
-  RunEncodeKernel<<<num_chunks, kEncodeThreads, smem, stream>>>(
-      segments, num_segments, items, layouts, symbols, lengths, codes, chunk_bits, word_prefix,
-      gap_prefix);
+  RunEncodeKernel<<<num_chunks, kSliceThreads, smem, stream>>>(
+      segments, num_segments, items, layouts, symbols, lengths, codes, slice_states, chunk_bits,
+      word_prefix, gap_prefix);
   return cudaGetLastError();
 }
 

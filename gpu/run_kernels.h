@@ -34,16 +34,29 @@ namespace ebzip::gpu {
 //   LaunchRunCounters -> LaunchTokenHistogram -> code lengths from the token
 //   histogram (max_code_length <= 20) -> LaunchRunChunkBits -> scans ->
 //   LaunchLayout -> LaunchRunEncode.
+//
+// Slice states: the three kernels cut each chunk into kSliceStatesPerChunk
+// slices, and each leaves the next what it learned of each slice in
+// `slice_states`, kSliceStatesPerChunk words per chunk, chunk c of a segment
+// at Segment::slice_chunk_base + c: the zeros directly before the slice
+// (LaunchRunCounters), then also the slice's bits (LaunchRunChunkBits). So
+// LaunchRunCounters must have run over the same symbols, with states, before
+// LaunchRunChunkBits, and that before LaunchRunEncode. Between the first
+// two, a segment's stage and S may change (Segment::lossless, positions,
+// chunk_base): the states do not depend on the stage, and slice_chunk_base
+// keeps their place.
+inline constexpr uint32_t kSliceStatesPerChunk = 1024;
 
 // Per segment, run_steps::kRunCounters counters (zeroed here first) of its
 // runs, from which both token stages' histograms follow (gpu/run_steps.h):
 // [0] the zero symbols (radius) that lossless 1 leaves as symbols, [c] its
 // run tokens of class c, then the run-value tokens. Every segment with
 // Segment::lossless != 0 is counted for both stages; the others are left
-// at 0.
+// at 0. `slice_states` (null: none kept) as above.
 inline constexpr uint32_t kRunCountersPerSegment = 65;
 cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
-                              const uint16_t* symbols, uint32_t* counters, cudaStream_t stream);
+                              const uint16_t* symbols, uint32_t* counters, uint32_t* slice_states,
+                              cudaStream_t stream);
 // Turns copies of each segment's symbol histogram (65536 bins per segment)
 // into its token histograms in place: `zero_runs` lossless 1's where
 // Segment::lossless >= 1, `run_values` lossless 2's where it is 2 (either
@@ -58,17 +71,19 @@ cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
                                  const uint32_t* counters, uint32_t* zero_runs,
                                  uint32_t* run_values, uint64_t* extra_bits, cudaStream_t stream);
 // LaunchChunkBits and LaunchEncode (gpu/kernels.h) with tokens: the same
-// arguments and outputs; `lengths` and `codes` cover the token alphabet.
+// arguments and outputs, and the slice states; `lengths` and `codes` cover
+// the token alphabet.
 cudaError_t LaunchRunChunkBits(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                                const uint16_t* symbols, const uint8_t* lengths,
-                               uint32_t* chunk_bits, uint64_t* chunk_words, uint64_t* chunk_gaps,
-                               cudaStream_t stream);
+                               uint32_t* slice_states, uint32_t* chunk_bits, uint64_t* chunk_words,
+                               uint64_t* chunk_gaps, cudaStream_t stream);
 cudaError_t LaunchRunEncode(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                             uint32_t max_chunk_symbols, uint32_t max_code_length, const Item* items,
                             const FrameLayout* layouts, const uint16_t* symbols,
                             const uint8_t* lengths, const uint32_t* codes,
-                            const uint32_t* chunk_bits, const uint64_t* word_prefix,
-                            const uint64_t* gap_prefix, cudaStream_t stream);
+                            const uint32_t* slice_states, const uint32_t* chunk_bits,
+                            const uint64_t* word_prefix, const uint64_t* gap_prefix,
+                            cudaStream_t stream);
 
 // --- decode_kernels.cu: LaunchDecode (gpu/kernels.h) for launches where some
 // segment has tokens: the same decoders, arguments and errors, tokens

@@ -42,12 +42,6 @@ inline constexpr uint32_t kNoZero = 0xFFFFFFFFu;
 
 EBZIP_HD inline uint32_t ZeroSymbol(bool runs, uint32_t radius) { return runs ? radius : kNoZero; }
 
-// The tokens of FORMAT.md §15.2's `lossless` stage (RunTokens::ForStage,
-// usable on the device).
-EBZIP_HD inline RunTokens TokensOf(uint32_t lossless, uint32_t radius) {
-  return {lossless != format::kLosslessHuffman, radius, lossless == format::kLosslessRunValues};
-}
-
 // The tokens of a run of k >= 1 zero symbols (radius), in order (§15.8: while
 // k >= 8192, a class-12 token of 8191 positions; then one token of class
 // floor(log2 k) for k >= 2, or the symbol itself for k = 1). With `value`

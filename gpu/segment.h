@@ -66,6 +66,10 @@ struct Segment {
   uint64_t mask_tiles;
   uint64_t chunk_base;
   uint64_t num_chunks;
+  // Compression with tokens: chunk c's slice states are chunk
+  // slice_chunk_base + c's (gpu/run_kernels.h), the chunk_base the runs were
+  // counted under, before S was known and the chunks laid out again.
+  uint64_t slice_chunk_base;
   uint64_t tile_base;  // first prediction tile
   uint64_t tiles;
   uint64_t blocks_per_tile;

@@ -75,6 +75,7 @@ void PlaceSegment(Segment* seg, BatchTotals* t) {
   if (seg->positions == 0) seg->positions = g.n;
   seg->num_chunks = (seg->positions + seg->chunk_symbols - 1) / seg->chunk_symbols;
   seg->chunk_base = t->chunks;
+  seg->slice_chunk_base = seg->chunk_base;
   t->chunks += seg->num_chunks;
 
   const uint64_t words = (g.n + 31) / 32;

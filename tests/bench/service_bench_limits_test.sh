@@ -30,6 +30,18 @@ done
 grep -qE "^big host limits: memcpy 1 thread $num GB/s, memcpy 2 threads $num GB/s, no H2D/D2H copies measured$" \
   "$out" || fail "no host limits line"
 
+# Over a Unix-domain socket: the same lines, gRPC's limit over such sockets.
+TRANSPORT=unix EBZIP_BACKEND=cpu WORKLOADS=big BATCHING=true BIG_BYTES=$((1 << 20)) BIG_REQUESTS=2 \
+  BIG_STREAMS=2 bash "$bench" "$build" > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "TRANSPORT=unix: exit $rc"
+grep -q '^backend: cpu, method: both, REL 1e-4, transport unix$' "$out" || fail "no transport line"
+for op in compress decompress; do
+  way=up; [[ $op == decompress ]] && way=down
+  grep -qE "^big $op: $num GB/s \(2 x 1048576 B / p50 $num ms\) = $num % of TCP x2 $num GB/s, $num % of UDS x2 $num GB/s, $num % of gRPC UDS $way x2 $num GB/s$" \
+    "$out" || fail "TRANSPORT=unix: no fraction line for $op"
+done
+
 LIMITS=0 EBZIP_BACKEND=cpu WORKLOADS=big BATCHING=true BIG_BYTES=$((1 << 20)) BIG_REQUESTS=2 \
   bash "$bench" "$build" > "$out" 2>&1
 rc=$?

@@ -10,12 +10,14 @@ fail() { echo "FAIL: $*"; echo "--- output"; cat "$out"; exit 1; }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-"$tool" --bytes=4M --connections=1,2 --measure=tcp,uds,grpc,memcpy > "$out" 2>&1
+"$tool" --bytes=4M --connections=1,2 --measure=tcp,uds,grpc,grpc_uds,memcpy > "$out" 2>&1
 rc=$?
 [[ $rc == 0 ]] || fail "exit $rc"
 for want in "tcp connections=1" "tcp connections=2" "uds connections=1" "uds connections=2" \
             "grpc_up connections=1" "grpc_up connections=2" "grpc_down connections=1" \
-            "grpc_down connections=2" "memcpy threads=1" "memcpy threads=2"; do
+            "grpc_down connections=2" "grpc_uds_up connections=1" "grpc_uds_up connections=2" \
+            "grpc_uds_down connections=1" "grpc_uds_down connections=2" "memcpy threads=1" \
+            "memcpy threads=2"; do
   line=$(grep -E "^limit $want bytes=4194304 GB/s=[0-9.]+ best=[0-9.]+$" "$out") ||
     fail "no machine-readable line for $want"
   awk -v l="$line" 'BEGIN {
@@ -24,7 +26,7 @@ for want in "tcp connections=1" "tcp connections=2" "uds connections=1" "uds con
   read -r what detail <<< "$want"
   grep -qE "^$what +$detail +[0-9.]+ +[0-9.]+$" "$out" || fail "no table row for $want"
 done
-[[ $(grep -c '^limit ' "$out") == 10 ]] || fail "expected exactly 10 limit lines"
+[[ $(grep -c '^limit ' "$out") == 14 ]] || fail "expected exactly 14 limit lines"
 grep -q "cuda" "$out" && fail "cuda measured though not asked for"
 
 # Bad flags: exit 2, nothing measured.

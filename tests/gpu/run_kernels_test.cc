@@ -221,6 +221,12 @@ Batch MakeBatch(const std::vector<FrameSpec>& frames) {
   }
   b.word_prefix = ExclusiveScan(b.word_prefix);
   b.gap_prefix = ExclusiveScan(b.gap_prefix);
+  // The slice states in the reverse order of the chunks, as compression may
+  // have them once S is known (gpu/run_kernels.h): the kernels must find
+  // them by slice_chunk_base, not chunk_base.
+  for (Segment& seg : b.segments) {
+    seg.slice_chunk_base = b.totals.chunks - seg.chunk_base - seg.num_chunks;
+  }
   b.archive.assign(at, 0xAB);
   for (size_t f = 0; f < frames.size(); ++f) {
     const FrameLayout& l = b.layouts[f];
@@ -307,11 +313,12 @@ void CheckEncode(const std::vector<FrameSpec>& frames) {
     for (uint16_t v : frames[s].stream->symbols) ++histograms[s * kBins + v];
   }
   DeviceArray<uint32_t> zero_runs, run_values, counters(S * kRunCountersPerSegment);
+  DeviceArray<uint32_t> slice_states(chunks * kSliceStatesPerChunk);
   DeviceArray<uint64_t> extra_bits(S);
   CUDA_ASSERT(zero_runs.Upload(histograms));
   CUDA_ASSERT(run_values.Upload(histograms));
-  CUDA_ASSERT(
-      LaunchRunCounters(d.segments.get(), S, chunks, d.symbols.get(), counters.get(), nullptr));
+  CUDA_ASSERT(LaunchRunCounters(d.segments.get(), S, chunks, d.symbols.get(), counters.get(),
+                                slice_states.get(), nullptr));
   CUDA_ASSERT(LaunchTokenHistogram(d.segments.get(), S, counters.get(), zero_runs.get(),
                                    run_values.get(), extra_bits.get(), nullptr));
   CUDA_ASSERT(cudaDeviceSynchronize());
@@ -345,7 +352,8 @@ void CheckEncode(const std::vector<FrameSpec>& frames) {
   DeviceArray<uint32_t> chunk_bits(chunks);
   DeviceArray<uint64_t> chunk_words(chunks), chunk_gaps(chunks);
   CUDA_ASSERT(LaunchRunChunkBits(d.segments.get(), S, chunks, d.symbols.get(), d.lengths.get(),
-                                 chunk_bits.get(), chunk_words.get(), chunk_gaps.get(), nullptr));
+                                 slice_states.get(), chunk_bits.get(), chunk_words.get(),
+                                 chunk_gaps.get(), nullptr));
   CUDA_ASSERT(cudaDeviceSynchronize());
   const std::vector<uint32_t> got_bits = chunk_bits.Download();
   for (uint32_t s = 0; s < S; ++s) {
@@ -363,8 +371,8 @@ void CheckEncode(const std::vector<FrameSpec>& frames) {
   CUDA_ASSERT(d.gap_prefix.Upload(ExclusiveScan(gaps)));
   CUDA_ASSERT(LaunchRunEncode(d.segments.get(), S, chunks, b.totals.max_chunk_symbols,
                               b.totals.max_code_length, d.items.get(), d.layouts.get(),
-                              d.symbols.get(), d.lengths.get(), d.codes.get(), chunk_bits.get(),
-                              d.word_prefix.get(), d.gap_prefix.get(), nullptr));
+                              d.symbols.get(), d.lengths.get(), d.codes.get(), slice_states.get(),
+                              chunk_bits.get(), d.word_prefix.get(), d.gap_prefix.get(), nullptr));
   CUDA_ASSERT(cudaDeviceSynchronize());
   const std::vector<uint8_t> got = d.archive.Download();
   std::vector<bool> written(got.size(), false);
@@ -881,20 +889,22 @@ void TokenThroughput(const std::vector<SymbolStream>& streams, uint8_t stage) {
   for (auto& e : ev) CUDA_ASSERT(cudaEventCreate(&e));
 
   DeviceArray<uint32_t> counters(S * kRunCountersPerSegment), chunk_bits(chunks);
+  DeviceArray<uint32_t> slice_states(chunks * kSliceStatesPerChunk);
   DeviceArray<uint64_t> chunk_words(chunks), chunk_gaps(chunks);
   CUDA_ASSERT(cudaEventRecord(ev[0]));
-  CUDA_ASSERT(
-      LaunchRunCounters(d.segments.get(), S, chunks, d.symbols.get(), counters.get(), nullptr));
+  CUDA_ASSERT(LaunchRunCounters(d.segments.get(), S, chunks, d.symbols.get(), counters.get(),
+                                slice_states.get(), nullptr));
   CUDA_ASSERT(cudaEventRecord(ev[1]));
   CUDA_ASSERT(LaunchRunChunkBits(d.segments.get(), S, chunks, d.symbols.get(), d.lengths.get(),
-                                 chunk_bits.get(), chunk_words.get(), chunk_gaps.get(), nullptr));
+                                 slice_states.get(), chunk_bits.get(), chunk_words.get(),
+                                 chunk_gaps.get(), nullptr));
   CUDA_ASSERT(cudaEventRecord(ev[2]));
   CUDA_ASSERT(d.archive.Fill(0));
   CUDA_ASSERT(cudaEventRecord(ev[3]));
   CUDA_ASSERT(LaunchRunEncode(d.segments.get(), S, chunks, b.totals.max_chunk_symbols,
                               b.totals.max_code_length, d.items.get(), d.layouts.get(),
-                              d.symbols.get(), d.lengths.get(), d.codes.get(), chunk_bits.get(),
-                              d.word_prefix.get(), d.gap_prefix.get(), nullptr));
+                              d.symbols.get(), d.lengths.get(), d.codes.get(), slice_states.get(),
+                              chunk_bits.get(), d.word_prefix.get(), d.gap_prefix.get(), nullptr));
   CUDA_ASSERT(cudaEventRecord(ev[4]));
   CUDA_ASSERT(cudaDeviceSynchronize());
   const std::vector<uint8_t> encoded = d.archive.Download();
