@@ -28,8 +28,14 @@ using run_steps::kRunCounters;
 using run_steps::kZeroRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
-// Every kernel here cuts a chunk into this many slices, a thread each.
+// Every kernel here cuts a chunk into this many slices, a thread each in the
+// bits and encode kernels. The counters kernel gives a thread kCountSlices
+// neighbouring slices, walked as one: with a quarter of the threads it keeps
+// its counters in registers (at 1024 threads a block, 64 registers a thread,
+// they spilled).
 constexpr int kSliceThreads = 1024;
+constexpr int kCountSlices = 4;
+constexpr int kCountThreads = kSliceThreads / kCountSlices;
 static_assert(kSliceThreads == kSliceStatesPerChunk);
 
 // A slice's state (run_kernels.h): the zeros directly before it (< a chunk,
@@ -38,8 +44,9 @@ static_assert(kSliceThreads == kSliceStatesPerChunk);
 static_assert(kMaxGpuChunkSymbols <= 65536 &&
               (kMaxGpuChunkSymbols + kSliceThreads - 1) / kSliceThreads * 32 < 65536);
 template <typename State>  // uint32_t or const uint32_t
-__device__ inline State& StateOf(State* states, const Segment& seg, uint64_t c) {
-  return states[(seg.slice_chunk_base + c) * kSliceThreads + threadIdx.x];
+__device__ inline State& StateOf(State* states, const Segment& seg, uint64_t c,
+                                 uint32_t slice = threadIdx.x) {
+  return states[(seg.slice_chunk_base + c) * kSliceThreads + slice];
 }
 __device__ inline uint32_t BeforeOf(uint32_t state) { return state & 0xFFFFu; }
 __device__ inline uint32_t BitsOf(uint32_t state) { return state >> 16; }
@@ -104,14 +111,16 @@ struct Slice {
   }
 };
 
-// Cuts chunk c of segment `seg` into kSliceThreads slices and picks this
-// thread's, without its neighbours' part (ScanBefore or a slice state, then
-// FinishSlice). The slices own their runs as the segment's stage has it, or
-// with kCount (the counters, which count both stages of a segment with any
-// token stage from one walk) as lossless 2 does: lossless 1's counts do not
-// depend on which slice counts a run.
+// Cuts chunk c of segment `seg` into kSliceThreads slices and picks slices
+// [slice, slice + slices) as this thread's, without its neighbours' part
+// (the counters' scan or a slice state, then FinishSlice). The slices own
+// their runs as the segment's stage has it, or with kCount (the counters,
+// which count both stages of a segment with any token stage from one walk)
+// as lossless 2 does: lossless 1's counts do not depend on which slice
+// counts a run.
 template <bool kCount = false>
-__device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c) {
+__device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c,
+                          uint32_t slice = threadIdx.x, uint32_t slices = 1) {
   const uint64_t first = c * seg.chunk_symbols;
   Slice sl;
   // A chunk past S (chunks planned for n before S was known) is empty.
@@ -124,23 +133,32 @@ __device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t 
   sl.radius = seg.radius;
   sl.values = seg.lossless != 0 && (kCount || seg.lossless == format::kLosslessRunValues);
   const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
-  sl.begin = min(sl.count, threadIdx.x * per);
-  sl.end = min(sl.count, sl.begin + per);
+  sl.begin = min(sl.count, slice * per);
+  sl.end = min(sl.count, (slice + slices) * per);
   return sl;
 }
 
-// The zero-count scan: sets sl.before (a block-wide call: every thread must
-// make it). `temp`: the block's scan storage, free again on return.
+// The zero-count scan over the kCountSlices slices that make up each
+// thread's `sl` (a block-wide call: every thread must make it): the zeros
+// directly before each, in before[], and sl.before. `temp`: the block's scan
+// storage, free again on return.
 template <class ScanT>
-__device__ void ScanBefore(Slice& sl, typename ScanT::TempStorage& temp) {
-  uint32_t tail = 0;
-  ForEachSymbol(sl.sym, sl.begin, sl.end,
-                [&](uint32_t sym) { tail = sym == sl.zero ? tail + 1 : 0; });
-  const uint32_t item = tail == sl.end - sl.begin ? (run_steps::kWholeSlice | tail) : tail;
-  uint32_t before;
-  ScanT(temp).ExclusiveScan(item, before, run_steps::kWholeSlice, ThenZerosOp());
+__device__ void ScanBefore(Slice& sl, uint32_t (&before)[kCountSlices],
+                           typename ScanT::TempStorage& temp) {
+  const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
+  uint32_t items[kCountSlices];
+#pragma unroll
+  for (int k = 0; k < kCountSlices; ++k) {
+    const uint32_t begin = min(sl.end, sl.begin + k * per), end = min(sl.end, begin + per);
+    uint32_t tail = 0;
+    ForEachSymbol(sl.sym, begin, end, [&](uint32_t sym) { tail = sym == sl.zero ? tail + 1 : 0; });
+    items[k] = tail == end - begin ? (run_steps::kWholeSlice | tail) : tail;
+  }
+  ScanT(temp).ExclusiveScan(items, before, run_steps::kWholeSlice, ThenZerosOp());
   __syncthreads();  // temp is reused
-  sl.before = before & run_steps::kZeroCountMask;
+#pragma unroll
+  for (int k = 0; k < kCountSlices; ++k) before[k] &= run_steps::kZeroCountMask;
+  sl.before = before[0];
 }
 
 // With sl.before known: whether the run at the slice's end goes on.
@@ -149,23 +167,29 @@ __device__ void FinishSlice(Slice& sl) {
                  run_steps::RunContinues(sl.zero, sl.radius, sl.values, sl.sym[sl.end]);
 }
 
-__global__ void __launch_bounds__(kSliceThreads)
+__global__ void __launch_bounds__(kCountThreads)
     RunCountersKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
                       uint32_t* counters, uint32_t* slice_states) {
-  using Scan = cub::BlockScan<uint32_t, kSliceThreads>;
+  using Scan = cub::BlockScan<uint32_t, kCountThreads>;
   __shared__ typename Scan::TempStorage temp;
   __shared__ uint32_t block_counts[kRunCounters];
-  static_assert(kRunCounters <= kSliceThreads);
+  static_assert(kRunCounters <= kCountThreads);
   if (threadIdx.x < kRunCounters) block_counts[threadIdx.x] = 0;
   const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   const uint64_t c = blockIdx.x - seg.chunk_base;
-  Slice sl = CutSlice<true>(seg, symbols, c);
+  const uint32_t first_slice = threadIdx.x * kCountSlices;
+  Slice sl = CutSlice<true>(seg, symbols, c, first_slice, kCountSlices);
+  uint32_t before[kCountSlices] = {};
   if (sl.zero != run_steps::kNoZero) {  // uniform across the block
-    ScanBefore<Scan>(sl, temp);
+    ScanBefore<Scan>(sl, before, temp);
     FinishSlice(sl);
   }
-  if (slice_states != nullptr) StateOf(slice_states, seg, c) = sl.before;
+  if (slice_states != nullptr) {
+    static_assert(kCountSlices == 4);  // one 16-byte store
+    reinterpret_cast<uint4&>(StateOf(slice_states, seg, c, first_slice)) =
+        make_uint4(before[0], before[1], before[2], before[3]);
+  }
   if (sl.zero == run_steps::kNoZero) return;
   // Lossless 1's counters in registers: every run adds to one of them. A
   // run-value token, at most one per run and spread over 52 counters, goes
@@ -322,7 +346,7 @@ cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, ui
     return e;
   }
   if (num_chunks == 0) return cudaSuccess;
-  RunCountersKernel<<<num_chunks, kSliceThreads, 0, stream>>>(segments, num_segments, symbols,
+  RunCountersKernel<<<num_chunks, kCountThreads, 0, stream>>>(segments, num_segments, symbols,
                                                               counters, slice_states);
   return cudaGetLastError();
 }
