@@ -19,9 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/grpcpp.h"
-#include "grpcpp/impl/codegen/client_unary_call.h"
-#include "grpcpp/impl/codegen/sync_stream.h"
 #include "grpcpp/resource_quota.h"
+#include "proto/raw_stream.h"
 
 namespace ebzip::bench {
 namespace {
@@ -176,16 +175,6 @@ int Serve(const GrpcTransferPlan& plan, const std::string& unix_path, int port_f
 
 // ---------------------------------------------------------------- client
 
-using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
-
-std::unique_ptr<RawStream> Open(grpc::Channel& channel, const char* method,
-                                grpc::ClientContext* context) {
-  return std::unique_ptr<RawStream>(
-      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-          &channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::BIDI_STREAMING),
-          context));
-}
-
 absl::Status Check(const grpc::Status& s, const char* what) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
@@ -194,7 +183,7 @@ absl::Status Check(const grpc::Status& s, const char* what) {
 
 absl::Status Upload(grpc::Channel& channel, const char* p, uint64_t n, uint64_t message_bytes) {
   grpc::ClientContext context;
-  auto stream = Open(channel, kUpload, &context);
+  auto stream = OpenRawStream(channel, kUpload, &context);
   for (uint64_t at = 0; at < n; at += message_bytes) {
     if (!stream->Write(View(p + at, std::min(message_bytes, n - at)))) break;  // Finish says why
   }
@@ -211,7 +200,7 @@ absl::Status Upload(grpc::Channel& channel, const char* p, uint64_t n, uint64_t 
 
 absl::Status Download(grpc::Channel& channel, uint64_t offset, uint64_t n) {
   grpc::ClientContext context;
-  auto stream = Open(channel, kDownload, &context);
+  auto stream = OpenRawStream(channel, kDownload, &context);
   stream->Write(Words(offset, n));
   stream->WritesDone();
   grpc::ByteBuffer in;

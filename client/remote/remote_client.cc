@@ -20,6 +20,7 @@
 #include "client/remote/retry.h"
 #include "codec/archive_parts.h"
 #include "proto/payload.h"
+#include "proto/raw_stream.h"
 #include "ebzip/v1/ebzip.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -43,18 +44,9 @@ constexpr RetryPolicy kRetryPolicy;
 // only bulk bytes (proto/payload.h) is sent from the caller's memory and read
 // where gRPC received it, skipping protobuf's two copies each way; the rest
 // goes through protobuf (Serialize, Parse). The method names are static:
-// gRPC keeps a pointer to them for the call's life.
+// gRPC keeps a pointer to them for the call's life (proto/raw_stream.h).
 constexpr char kCompressMethod[] = "/ebzip.v1.Compressor/Compress";
 constexpr char kDecompressMethod[] = "/ebzip.v1.Compressor/Decompress";
-using RawStream = grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>;
-
-std::unique_ptr<RawStream> OpenRawStream(grpc::Channel& channel, const char* method,
-                                         grpc::ClientContext* context) {
-  return std::unique_ptr<RawStream>(
-      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
-          &channel, grpc::internal::RpcMethod(method, grpc::internal::RpcMethod::BIDI_STREAMING),
-          context));
-}
 
 template <class Message>
 grpc::ByteBuffer Serialize(const Message& message) {
