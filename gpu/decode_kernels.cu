@@ -29,7 +29,7 @@ namespace {
 constexpr int kLookupBits = 12;
 // Lookup entries of prefixes of longer codes: the flag and the shortest such length.
 constexpr uint32_t kLongCode = 0x80;
-// Multi-symbol entries: every codeword that fits whole in an 11-bit prefix,
+// Multi-symbol entries, without tokens: every codeword that fits whole in an 11-bit prefix,
 // up to 7, whose symbols lie within 256 of a base near the alphabet's middle
 // (where a smooth field's symbols crowd): bits 0-3 the bits they take (0:
 // none, take the single-symbol path), 4-6 their number, then a byte each,
@@ -40,6 +40,20 @@ constexpr int kMultiBits = 11;
 constexpr int kMultiMax = 7;
 __host__ __device__ constexpr uint32_t MultiBase(uint32_t radius) {
   return radius > 128 ? radius - 128 : 1;  // never symbol 0, an outlier's
+}
+// With tokens (a segment whose stage is 1 or 2) an entry holds whole tokens,
+// their extra bits included, as up to 3 items of a symbol and how many
+// positions it fills: bits 0-3 the bits taken, 4-5 the items, then 19 bits
+// an item (the symbol minus the base, then the count, 1..2047: a class-c
+// run with its c extra bits takes at most 2^(c+1) - 1 positions, and c
+// <= 10 leaves a codeword bit in 11). A run-value token is two items, its
+// zeros and its value. At REL 1e-4 on a smooth field most runs are short,
+// and the entries of symbols alone ended at every run token.
+constexpr int kMultiItems = 3;
+constexpr int kItemBits = 19;
+constexpr int kItemsAt = 6;
+__device__ inline uint64_t MultiItem(uint32_t offset, uint32_t count, uint32_t k) {
+  return (uint64_t{count} << 8 | offset) << (kItemsAt + kItemBits * k);
 }
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
@@ -232,7 +246,41 @@ __global__ void __launch_bounds__(kTableThreads)
   __syncthreads();
   const uint32_t base = MultiBase(seg.radius);
   uint64_t* multi = t.multi + uint64_t{s} * (1 << kMultiBits);
-  for (uint32_t e = threadIdx.x; e < (1u << kMultiBits); e += kTableThreads) {
+  for (uint32_t e = threadIdx.x; run_base != 0xFFFFFFFFu && e < (1u << kMultiBits);
+       e += kTableThreads) {
+    const uint32_t window = e << (32 - kMultiBits);
+    uint64_t items = 0;
+    uint32_t used = 0, n = 0;
+    while (n < kMultiItems) {
+      const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
+      const uint32_t l = entry & 0xFF;
+      uint32_t sym = entry >> 8, count = 1, value = kNoRunValue;
+      if ((entry & kLongCode) || l == 0 || used + l > kMultiBits) break;
+      uint32_t bits = l;
+      if (sym >= run_base) {  // DecodeToken's reading of a token
+        const RunTokenShape shape = ShapeOf(sym, seg.radius);
+        const int c = shape.klass;
+        if (!shape.valid || used + l + c > kMultiBits) break;
+        count = (1u << c) + (c == 0 ? 0 : (window << (used + l)) >> (32 - c));
+        sym = seg.radius;
+        value = shape.value;
+        bits += c;
+      }
+      // Symbols outside the base's 256 end the entry, as does a run-value
+      // token without room for both its items.
+      if (sym < base || sym - base > 0xFF ||
+          (value != kNoRunValue &&
+           (value < base || value - base > 0xFF || n + 2 > kMultiItems))) {
+        break;
+      }
+      items |= MultiItem(sym - base, count, n++);
+      if (value != kNoRunValue) items |= MultiItem(value - base, 1, n++);
+      used += bits;
+    }
+    multi[e] = items | n << 4 | used;
+  }
+  for (uint32_t e = threadIdx.x; run_base == 0xFFFFFFFFu && e < (1u << kMultiBits);
+       e += kTableThreads) {
     const uint32_t window = e << (32 - kMultiBits);
     uint64_t symbols = 0;
     uint32_t used = 0, n = 0;
@@ -241,10 +289,9 @@ __global__ void __launch_bounds__(kTableThreads)
       const uint32_t l = entry & 0xFF;
       const uint32_t sym = entry >> 8;
       // Codes past the prefix's bits, long codes (flagged, never <= 11 bits
-      // with the flag), symbols outside the base's 256 and run tokens (their
-      // extra bits follow) end the entry.
+      // with the flag) and symbols outside the base's 256 end the entry.
       if ((entry & kLongCode) || l == 0 || used + l > kMultiBits || sym < base ||
-          sym - base > 0xFF || sym >= run_base) {
+          sym - base > 0xFF) {
         break;
       }
       symbols |= uint64_t{sym - base} << (8 * n);
@@ -520,13 +567,33 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
       const uint64_t m = __ldg(&table.multi[in.Window() >> (32 - kMultiBits)]);
       const uint32_t used = m & 0xF;
       if (used != 0 && pos + used <= last) {
-        const uint32_t count = (m >> 4) & 0x7;
-        if constexpr (kEmit) {
-          for (uint32_t i = 0; i < count; ++i) {
-            out->Put(static_cast<uint16_t>(table.base + ((m >> (8 + 8 * i)) & 0xFF)));
+        if (kRuns && runs.base != 0xFFFFFFFFu) {  // tokens: items (uniform across the warp)
+          const uint32_t items = (m >> 4) & 0x3;
+#pragma unroll
+          for (uint32_t k = 0; k < kMultiItems; ++k) {
+            if (k >= items) break;
+            const uint32_t item = static_cast<uint32_t>(m >> (kItemsAt + kItemBits * k));
+            const uint32_t count = (item >> 8) & 0x7FF;
+            if constexpr (kEmit) {
+              // (As DecodeToken's path: a run's positions stop at the chunk's end.)
+              const auto sym = static_cast<uint16_t>(table.base + (item & 0xFF));
+              if (count == 1) {
+                out->Put(sym);
+              } else {
+                out->PutRun(sym, count, out_end);
+              }
+            }
+            n += count;
           }
+        } else {
+          const uint32_t count = (m >> 4) & 0x7;
+          if constexpr (kEmit) {
+            for (uint32_t i = 0; i < count; ++i) {
+              out->Put(static_cast<uint16_t>(table.base + ((m >> (8 + 8 * i)) & 0xFF)));
+            }
+          }
+          n += count;
         }
-        n += count;
         pos += used;
         in.Skip(used);
         continue;
