@@ -505,8 +505,11 @@ Phase RunPhase(std::vector<std::unique_ptr<Compressor::Stub>>& stubs,
           mine.compress.array_bytes += bytes;
           mine.compress.archive_bytes += archive.size();
           mine.compress.latency_ms.push_back(absl::ToDoubleMilliseconds(t1 - t0));
-          mine.compress.queue_ms.push_back(summary.queue_seconds() * 1e3);
-          mine.compress.compute_ms.push_back(summary.compute_seconds() * 1e3);
+          // The client library's split calls return no server timings.
+          if (cfg.parts == 0) {
+            mine.compress.queue_ms.push_back(summary.queue_seconds() * 1e3);
+            mine.compress.compute_ms.push_back(summary.compute_seconds() * 1e3);
+          }
           to_decompress = &archive;
           if (method == Method::kCompress) continue;
         }
