@@ -129,7 +129,8 @@ absl::Status ChoosePredictors(absl::Span<const CompressTask> tasks, Plan* plan, 
     seg.order = f.config.order;
     seg.geo = GeometryFor(f.params, f.config);
     // Runs are counted wherever tokens are allowed; the stage is picked later.
-    seg.lossless = HighestStage(f.params);
+    seg.highest_lossless = HighestStage(f.params);
+    seg.lossless = 0;
     seg.fill_coding = format::kFillCodingRuns;
     seg.positions = 0;
     if (seg.predictor == format::kPredictorInterp) {

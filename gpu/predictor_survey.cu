@@ -251,7 +251,7 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
     SetCodingParams(p, &seg);
     seg.predictor = c.predictor;
     seg.order = c.order;
-    seg.lossless = HighestStage(p);  // runs counted wherever tokens may be chosen
+    seg.highest_lossless = HighestStage(p);  // runs counted wherever tokens may be chosen
     seg.positions = 0;               // n; S once the encoder has run
     PlaceSegment(&seg, &sv.totals_);
     f.pseudo[k] = static_cast<uint32_t>(sv.pseudo_.size());

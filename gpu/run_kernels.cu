@@ -129,9 +129,11 @@ __device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t 
                  ? static_cast<uint32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
                  : 0;
   sl.sym = symbols + seg.symbol_base + first;
-  sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
+  // The counters count up to the highest stage allowed, before the pick.
+  const uint32_t stage = kCount ? seg.highest_lossless : seg.lossless;
+  sl.zero = run_steps::ZeroSymbol(stage != 0, seg.radius);
   sl.radius = seg.radius;
-  sl.values = seg.lossless != 0 && (kCount || seg.lossless == format::kLosslessRunValues);
+  sl.values = stage != 0 && (kCount || stage == format::kLosslessRunValues);
   const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
   sl.begin = min(sl.count, slice * per);
   sl.end = min(sl.count, (slice + slices) * per);
@@ -226,12 +228,12 @@ __global__ void TokenHistogramKernel(const Segment* segments, uint32_t num_segme
   const Segment& seg = segments[s];
   const uint32_t* count = counters + uint64_t{s} * kRunCounters;
   uint64_t extra = 0;
-  if (zero_runs && seg.lossless != 0) {
+  if (zero_runs && seg.highest_lossless != 0) {
     extra = run_steps::PatchTokenHistogram(count, seg.radius, false,
                                            zero_runs + uint64_t{s} * kHistogramBins);
   }
   // (The radius check only keeps a wrong table inside its histogram.)
-  if (run_values && seg.lossless == format::kLosslessRunValues &&
+  if (run_values && seg.highest_lossless == format::kLosslessRunValues &&
       seg.radius <= format::kMaxRadiusWithRunValues) {
     extra = run_steps::PatchTokenHistogram(count, seg.radius, true,
                                            run_values + uint64_t{s} * kHistogramBins);

@@ -51,18 +51,16 @@ inline constexpr uint32_t kSliceStatesPerChunk = 1024;
 // runs, from which both token stages' histograms follow (gpu/run_steps.h):
 // [0] the zero symbols (radius) that lossless 1 leaves as symbols, [c] its
 // run tokens of class c, then the run-value tokens. Every segment with
-// Segment::lossless != 0 is counted for both stages; the others are left
-// at 0. `slice_states` (null: none kept) as above.
+// Segment::highest_lossless != 0 is counted for both stages; the others are
+// left at 0. `slice_states` (null: none kept) as above.
 inline constexpr uint32_t kRunCountersPerSegment = 65;
 cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, uint64_t num_chunks,
                               const uint16_t* symbols, uint32_t* counters, uint32_t* slice_states,
                               cudaStream_t stream);
 // Turns copies of each segment's symbol histogram (65536 bins per segment)
 // into its token histograms in place: `zero_runs` lossless 1's where
-// Segment::lossless >= 1, `run_values` lossless 2's where it is 2 (either
-// may be null; a compressor sets lossless to the highest stage a frame may
-// use before it picks one, and with 2 the radius leaves room for the
-// tokens). The zero symbol's bin becomes the zeros left alone, the run
+// Segment::highest_lossless >= 1, `run_values` lossless 2's where it is 2
+// (either may be null; with 2 the radius leaves room for the tokens). The zero symbol's bin becomes the zeros left alone, the run
 // tokens' bins (none in a symbol histogram) their counts, and run-value
 // tokens take their residuals' counts, so the result is TokenHistogram's.
 // extra_bits[s]: the segment's extra bits, the same for both stages (0

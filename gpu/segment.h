@@ -94,8 +94,12 @@ struct Segment {
   // The lossless stage (§15.2, gpu/run_kernels.h): 0 plain symbols; 1 runs
   // of the zero residual are class tokens (§15.4), alphabet 2 * radius + 12;
   // 2 also run-value tokens (§15.4.1), alphabet 2 * radius + 64. Compression
-  // sets it to the highest stage the frame may use until it picks one.
+  // sets it once it has picked the stage (0 until then).
   uint32_t lossless;
+  // Compression: the highest stage the frame may use (HighestStage), up to
+  // which the run counters count and token histograms are made before the
+  // pick.
+  uint32_t highest_lossless;
   uint32_t fill_coding;  // 1: fill mask (§15.6) instead of fill runs
   uint32_t order;        // interpolation: 1 or 3
   // Symbol positions S (§15.3): chunks cover these. n unless fill_coding = 1.

@@ -19,8 +19,8 @@ Geometry MakeGeometry(absl::Span<const uint64_t> shape, absl::Span<const uint16_
 void SetCodingParams(const FrameParams& p, Segment* seg);
 
 // The highest lossless stage (FORMAT.md §15.2's id) a frame of `p` may use
-// (AllowedStages): Segment::lossless until the compressor picks the stage,
-// so that runs are counted and token histograms made up to it.
+// (AllowedStages): Segment::highest_lossless, up to which runs are counted
+// and token histograms made before the compressor picks the stage.
 uint32_t HighestStage(const FrameParams& p);
 
 // UNIMPLEMENTED for what the kernels cannot stage in shared memory.

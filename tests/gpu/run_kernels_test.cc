@@ -190,6 +190,7 @@ Batch MakeBatch(const std::vector<FrameSpec>& frames) {
     seg.max_code_length = static_cast<uint32_t>(max_length);
     seg.frame_index = static_cast<uint32_t>(f);
     seg.lossless = spec.stage;
+    seg.highest_lossless = spec.stage;  // what the counters count, as compression sets it
     PlaceSegment(&seg, &b.totals);
     const EncodedSymbols& e = b.cpu.back();
     FrameLayout layout{};
