@@ -262,7 +262,10 @@ TEST(ServerAbuse, StalledUploadsAreEndedAfterTheIdleTimeout) {
   // 4 MiB: the test does not hang on the working-memory figure to the byte).
   TestArray big = SmoothArray({DType::kFloat32, {1 << 10, 1 << 12}}, 4);
   auto options = TestServerOptions();
-  options.idle_timeout = absl::Seconds(1);
+  // Long enough for the third call's header to be refused before the
+  // stalled ones time out: with 1 s, a loaded 2-core CI machine once took
+  // 1.2 s to get there, and the third call was admitted instead.
+  options.idle_timeout = absl::Seconds(3);
   options.max_queued_bytes = CompressCost(big.spec.shape) + (12 << 20);
   START_TEST_SERVER(server, options);
   auto stub = StubFor(*server);
