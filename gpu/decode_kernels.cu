@@ -76,6 +76,62 @@ struct ThenMapOp {
   }
 };
 
+// The multi-symbol entry of an 11-bit prefix `window` (its bits at the top)
+// without tokens, read off the lookup table: codes past the prefix's bits,
+// long codes (flagged, never <= 11 bits with the flag) and symbols outside
+// the base's 256 end it.
+__device__ uint64_t SymbolsEntry(const uint32_t* lookup, uint32_t window, uint32_t base) {
+  uint64_t symbols = 0;
+  uint32_t used = 0, n = 0;
+  while (n < kMultiMax) {
+    const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
+    const uint32_t l = entry & 0xFF;
+    const uint32_t sym = entry >> 8;
+    if ((entry & kLongCode) || l == 0 || used + l > kMultiBits || sym < base ||
+        sym - base > 0xFF) {
+      break;
+    }
+    symbols |= uint64_t{sym - base} << (8 * n);
+    used += l;
+    ++n;
+  }
+  return symbols << 8 | n << 4 | used;
+}
+
+// The same with tokens (their symbols from run_base on, FORMAT.md §15.4 and
+// §15.4.1): whole tokens, extra bits included, as items. Symbols outside the
+// base's 256 end it, as does a run-value token without room for both its
+// items.
+__device__ uint64_t TokensEntry(const uint32_t* lookup, uint32_t window, uint32_t base,
+                                uint32_t radius, uint32_t run_base) {
+  uint64_t items = 0;
+  uint32_t used = 0, n = 0;
+  while (n < kMultiItems) {
+    const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
+    const uint32_t l = entry & 0xFF;
+    uint32_t sym = entry >> 8, count = 1, value = kNoRunValue;
+    if ((entry & kLongCode) || l == 0 || used + l > kMultiBits) break;
+    uint32_t bits = l;
+    if (sym >= run_base) {  // DecodeToken's reading of a token
+      const RunTokenShape shape = ShapeOf(sym, radius);
+      const int c = shape.klass;
+      if (!shape.valid || used + l + c > kMultiBits) break;
+      count = (1u << c) + (c == 0 ? 0 : (window << (used + l)) >> (32 - c));
+      sym = radius;
+      value = shape.value;
+      bits += c;
+    }
+    if (sym < base || sym - base > 0xFF ||
+        (value != kNoRunValue && (value < base || value - base > 0xFF || n + 2 > kMultiItems))) {
+      break;
+    }
+    items |= MultiItem(sym - base, count, n++);
+    if (value != kNoRunValue) items |= MultiItem(value - base, 1, n++);
+    used += bits;
+  }
+  return items | n << 4 | used;
+}
+
 __global__ void __launch_bounds__(kTableThreads)
     BuildTablesKernel(const Segment* segments, const Item* items, DecodeTables t,
                       DeviceStatus* status) {
@@ -246,59 +302,10 @@ __global__ void __launch_bounds__(kTableThreads)
   __syncthreads();
   const uint32_t base = MultiBase(seg.radius);
   uint64_t* multi = t.multi + uint64_t{s} * (1 << kMultiBits);
-  for (uint32_t e = threadIdx.x; run_base != 0xFFFFFFFFu && e < (1u << kMultiBits);
-       e += kTableThreads) {
+  for (uint32_t e = threadIdx.x; e < (1u << kMultiBits); e += kTableThreads) {
     const uint32_t window = e << (32 - kMultiBits);
-    uint64_t items = 0;
-    uint32_t used = 0, n = 0;
-    while (n < kMultiItems) {
-      const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
-      const uint32_t l = entry & 0xFF;
-      uint32_t sym = entry >> 8, count = 1, value = kNoRunValue;
-      if ((entry & kLongCode) || l == 0 || used + l > kMultiBits) break;
-      uint32_t bits = l;
-      if (sym >= run_base) {  // DecodeToken's reading of a token
-        const RunTokenShape shape = ShapeOf(sym, seg.radius);
-        const int c = shape.klass;
-        if (!shape.valid || used + l + c > kMultiBits) break;
-        count = (1u << c) + (c == 0 ? 0 : (window << (used + l)) >> (32 - c));
-        sym = seg.radius;
-        value = shape.value;
-        bits += c;
-      }
-      // Symbols outside the base's 256 end the entry, as does a run-value
-      // token without room for both its items.
-      if (sym < base || sym - base > 0xFF ||
-          (value != kNoRunValue &&
-           (value < base || value - base > 0xFF || n + 2 > kMultiItems))) {
-        break;
-      }
-      items |= MultiItem(sym - base, count, n++);
-      if (value != kNoRunValue) items |= MultiItem(value - base, 1, n++);
-      used += bits;
-    }
-    multi[e] = items | n << 4 | used;
-  }
-  for (uint32_t e = threadIdx.x; run_base == 0xFFFFFFFFu && e < (1u << kMultiBits);
-       e += kTableThreads) {
-    const uint32_t window = e << (32 - kMultiBits);
-    uint64_t symbols = 0;
-    uint32_t used = 0, n = 0;
-    while (n < kMultiMax) {
-      const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
-      const uint32_t l = entry & 0xFF;
-      const uint32_t sym = entry >> 8;
-      // Codes past the prefix's bits, long codes (flagged, never <= 11 bits
-      // with the flag) and symbols outside the base's 256 end the entry.
-      if ((entry & kLongCode) || l == 0 || used + l > kMultiBits || sym < base ||
-          sym - base > 0xFF) {
-        break;
-      }
-      symbols |= uint64_t{sym - base} << (8 * n);
-      used += l;
-      ++n;
-    }
-    multi[e] = symbols << 8 | n << 4 | used;
+    multi[e] = run_base == 0xFFFFFFFFu ? SymbolsEntry(lookup, window, base)
+                                       : TokensEntry(lookup, window, base, seg.radius, run_base);
   }
 }
 
