@@ -76,6 +76,12 @@ struct ThenMapOp {
   }
 };
 
+// The zeros of a token of class c (a run, or a run-value token's run part)
+// whose extra bits are the top c bits of `after`: 2^c plus those bits.
+__device__ __forceinline__ uint32_t RunZeros(int c, uint32_t after) {
+  return (1u << c) + (c == 0 ? 0 : after >> (32 - c));
+}
+
 // The multi-symbol entry of an 11-bit prefix `window` (its bits at the top)
 // without tokens, read off the lookup table: codes past the prefix's bits,
 // long codes (flagged, never <= 11 bits with the flag) and symbols outside
@@ -116,7 +122,7 @@ __device__ uint64_t TokensEntry(const uint32_t* lookup, uint32_t window, uint32_
       const RunTokenShape shape = ShapeOf(sym, radius);
       const int c = shape.klass;
       if (!shape.valid || used + l + c > kMultiBits) break;
-      count = (1u << c) + (c == 0 ? 0 : (window << (used + l)) >> (32 - c));
+      count = RunZeros(c, window << (used + l));
       sym = radius;
       value = shape.value;
       bits += c;
@@ -409,8 +415,7 @@ __device__ __forceinline__ int DecodeToken(const Table& table, const RunCode& ru
       const RunTokenShape shape = ShapeOf(*symbol, runs.zero);
       if (!shape.valid) return 0;  // a value that is no symbol (radius 1 or 2)
       const int c = shape.klass;
-      *positions = (1u << c) + (c == 0 ? 0 : (window << l) >> (32 - c)) +
-                   (shape.value != kNoRunValue);
+      *positions = RunZeros(c, window << l) + (shape.value != kNoRunValue);
       *symbol = runs.zero;
       *value = shape.value;
       l += c;
