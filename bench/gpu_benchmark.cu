@@ -5,8 +5,9 @@
 //
 // usage: ebzip_bench_gpu [--quick] [--small_batch]
 //                        [--codec=v1|auto|auto-runs|auto-values|lorenzo|interp ...]
-//                        [--field=NAME.nc:VAR ...]
+//                        [--field=NAME.nc:VAR ...] [--rel=R ...]
 //   --codec: the format and predictor (default: v1 and auto, each in turn)
+//   --rel: the relative bounds (default 1e-2, 1e-3, 1e-4 and 1e-5)
 //   --small_batch: only where a batch of small (256 KiB) arrays spends its time
 //                  (version 1, or each --codec given)
 //   default fields: a generated 1 GiB float32 3-D smooth field, and every
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -472,6 +474,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   bool small_batch = false;  // only the small-batch tables
   std::vector<std::string> real, codecs;
+  std::vector<double> rels;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") quick = true;
@@ -483,6 +486,14 @@ int main(int argc, char** argv) {
       }
     }
     if (a.rfind("--field=", 0) == 0) real.push_back(a.substr(8));
+    if (a.rfind("--rel=", 0) == 0) {
+      char* end = nullptr;
+      rels.push_back(std::strtod(a.c_str() + 6, &end));
+      if (*end != '\0' || !(rels.back() > 0 && rels.back() < 1)) {
+        std::fprintf(stderr, "--rel takes a bound between 0 and 1\n");
+        return 2;
+      }
+    }
     if (a == "--small_batch") small_batch = true;
   }
   auto desc = gpu::DeviceDescription(0);
@@ -532,8 +543,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (codecs.empty()) codecs = {"v1", "auto"};
+  if (rels.empty()) rels = {1e-2, 1e-3, 1e-4, 1e-5};
   for (const Field& f : fields) {
-    for (double rel : {1e-2, 1e-3, 1e-4, 1e-5}) {
+    for (double rel : rels) {
       for (const std::string& codec : codecs) Run(f, rel, bw, quick ? 2 : 5, codec);
     }
   }

@@ -93,19 +93,49 @@ __host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& 
   return l;
 }
 
+// How a tile's barrier is named. kComputed passes the id in a register, and
+// ptxas then reserves all 16 of a block's barriers, which allows 4 blocks an
+// SM (Nsight Compute's "Block Limit Barriers"); kConstant picks id 1 to 4 by
+// a switch (tiles of 64 threads or more, at most 4 a block; a one-warp tile
+// syncs its warp), and 5 are reserved. Decoding kernels take kConstant: with
+// 6 blocks an SM a 1 GiB decode's tiles ran 11 % faster on the H100. The
+// encoding kernel measured 8 % slower with it (its 59 registers allow 4
+// blocks either way) and keeps kComputed.
+enum class BarrierIds { kComputed, kConstant };
+
 // A tile's threads: lane, barrier (named, one per tile of the block, so the
 // tiles of a block never wait for each other), exclusive sum, atomics.
+template <BarrierIds kIds = BarrierIds::kComputed>
 struct SubBlock {
   uint32_t lane;
   uint32_t threads;
-  uint32_t barrier;
+  uint32_t barrier;     // 1 + the tile's place in the block
   uint32_t* warp_sums;  // threads / 32 words of shared memory
 
   __host__ __device__ uint32_t Lane() const { return lane; }
   __host__ __device__ uint32_t Threads() const { return threads; }
   __host__ __device__ void Sync() const {
 #ifdef __CUDA_ARCH__
-    __barrier_sync_count(barrier, threads);
+    if constexpr (kIds == BarrierIds::kComputed) {
+      __barrier_sync_count(barrier, threads);
+    } else if (threads == 32) {
+      __syncwarp();
+    } else {
+      switch (barrier) {
+        case 1:
+          __barrier_sync_count(1, threads);
+          break;
+        case 2:
+          __barrier_sync_count(2, threads);
+          break;
+        case 3:
+          __barrier_sync_count(3, threads);
+          break;
+        default:
+          __barrier_sync_count(4, threads);
+          break;
+      }
+    }
 #endif
   }
   __host__ __device__ uint32_t ExclusiveSum(uint32_t v, uint32_t* total) const {
@@ -152,11 +182,13 @@ struct SubBlock {
 extern __shared__ __align__(16) unsigned char interp_smem[];
 
 // This thread's tile slot in the block, its sub-block and its shared memory.
-__device__ inline SubBlock MakeSubBlock(const Geometry& g, uint32_t bytes, unsigned char** base) {
+template <BarrierIds kIds = BarrierIds::kComputed>
+__device__ inline SubBlock<kIds> MakeSubBlock(const Geometry& g, uint32_t bytes,
+                                              unsigned char** base) {
   const uint32_t sub = threadIdx.x / g.tile_threads;
   *base = interp_smem + uint64_t{sub} * bytes;
-  return SubBlock{threadIdx.x % g.tile_threads, g.tile_threads, sub + 1,
-                  reinterpret_cast<uint32_t*>(*base)};
+  return SubBlock<kIds>{threadIdx.x % g.tile_threads, g.tile_threads, sub + 1,
+                        reinterpret_cast<uint32_t*>(*base)};
 }
 
 // ---------------------------------------------------------------------------
@@ -213,7 +245,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
     CountKernel(Geometry g, const KeyHeader* headers, const uint8_t* fill, uint32_t* counts,
                 uint32_t bytes, uint64_t fill_step, uint64_t counts_step) {
   unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, bytes, &base);
+  auto sb = MakeSubBlock(g, bytes, &base);
   fill += blockIdx.y * fill_step;
   counts += blockIdx.y * counts_step;
   if (blockIdx.x == 0 && threadIdx.x == 0) counts[g.num_tiles] = 0;
@@ -277,7 +309,7 @@ __device__ inline interp::FrameBound TakeFrame(const Geometry& g, const BatchSte
 template <typename T, bool kPerFrame>
 __global__ void AnchorQuantizeKernel(Geometry g, const T* x, const uint8_t* fill, int32_t* q,
                                      uint8_t* quantized, uint32_t* verbatim_mask, BatchStep step) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   const uint64_t f = blockIdx.y;
   const interp::FrameBound bound = TakeFrame<kPerFrame>(g, step, f, &x);
   if (fill != nullptr) fill += f * step.fill;
@@ -349,7 +381,7 @@ __global__ void AnchorLoadKernel(Geometry g, const uint16_t* sym_elem, int32_t* 
 __global__ void ApplyOutliersKernel(Geometry g, const uint32_t* index, const int32_t* value,
                                     uint64_t count, const uint16_t* sym_elem, int32_t* q,
                                     uint32_t* error) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   EBZIP_FOR_EACH(j, count) {
     interp::AnchorApplyOutlier(sb, g, j, index, value, sym_elem, q, error);
   }
@@ -367,13 +399,13 @@ __global__ void AnchorDequantizeKernel(Geometry g, const int32_t* q, T* anchor_w
 // Without a fill mask, from symbol order (no scatter): the anchors' checks,
 // residuals and outliers.
 __global__ void AnchorLoadDirectKernel(Geometry g, interp::DirectArgs args, int32_t* q) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   EBZIP_FOR_EACH(t, g.num_tiles) { interp::AnchorLoadDirect(sb, g, t, args, q); }
 }
 
 __global__ void ApplyOutliersDirectKernel(Geometry g, const uint32_t* index, const int32_t* value,
                                           uint64_t count, interp::DirectArgs args, int32_t* q) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   EBZIP_FOR_EACH(j, count) {
     interp::AnchorApplyOutlierDirect(sb, g, j, index, value, args, q);
   }
@@ -410,7 +442,7 @@ __global__ void ZeroBatchKernel(const InterpDecodeFrame* frames, uint32_t count,
 __global__ void AnchorLoadBatchKernel(Geometry g, const InterpDecodeFrame* frames,
                                       const uint32_t* tile_start, uint32_t* anchor_zeros,
                                       int32_t* q) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   const uint64_t f = blockIdx.y;
   const interp::DirectArgs args = FrameArgs(frames[f], tile_start, anchor_zeros + f);
   q += f * g.num_tiles;
@@ -420,7 +452,7 @@ __global__ void AnchorLoadBatchKernel(Geometry g, const InterpDecodeFrame* frame
 __global__ void ApplyOutliersBatchKernel(Geometry g, const InterpDecodeFrame* frames,
                                          const uint32_t* tile_start, uint32_t* anchor_zeros,
                                          int32_t* q) {
-  SubBlock sb{0, 1, 0, nullptr};
+  SubBlock<> sb{0, 1, 0, nullptr};
   const uint64_t f = blockIdx.y;
   const InterpDecodeFrame& fr = frames[f];
   const interp::DirectArgs args = FrameArgs(fr, tile_start, anchor_zeros + f);
@@ -476,7 +508,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
   args.symbols += f * step.symbols;
   args.verbatim_mask += f * step.verbatim;
   unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  auto sb = MakeSubBlock(g, layout.bytes, &base);
   const interp::EncodeTileSmem<T> sm{
       reinterpret_cast<T*>(base + layout.box), kFill ? base + layout.fbox : nullptr,
       kFill ? reinterpret_cast<uint16_t*>(base + layout.srank) : nullptr,
@@ -493,7 +525,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
     ScatterKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                   interp::ScatterArgs args, SubLayout layout) {
   unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  auto sb = MakeSubBlock<BarrierIds::kConstant>(g, layout.bytes, &base);
   const interp::ScatterSmem sm{reinterpret_cast<uint16_t*>(base + layout.box),
                                kFill ? base + layout.fbox : nullptr};
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
@@ -509,7 +541,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
                       const uint64_t* boxes, const uint16_t* sym_elem, const T* anchor_w, T* out,
                       SubLayout layout, interp::TileSpan span) {
   unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  auto sb = MakeSubBlock<BarrierIds::kConstant>(g, layout.bytes, &base);
   T* box = reinterpret_cast<T*>(base + layout.box);
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t i = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
@@ -526,7 +558,7 @@ __device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
                                   const interp::DirectArgs& args, const T* anchor_w, T* out,
                                   const SubLayout& layout, const interp::TileSpan& span) {
   unsigned char* base;
-  SubBlock sb = MakeSubBlock(g, layout.bytes, &base);
+  auto sb = MakeSubBlock<BarrierIds::kConstant>(g, layout.bytes, &base);
   const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
                                  reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
@@ -537,10 +569,10 @@ __device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
   }
 }
 
-// 48 registers, 5 blocks of 256 threads an SM: forcing 6 or 8 (spilling)
-// measured slower on the H100.
+// 40 registers for 6 blocks of 256 threads an SM (8 bytes spilled; 44
+// unbounded, 5 blocks): a 1 GiB decode's tiles 5-7 % faster on the H100.
 template <typename T>
-__global__ void __launch_bounds__(kInterpBlockThreads)
+__global__ void __launch_bounds__(kInterpBlockThreads, 6)
     DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                             const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
                             T* out, SubLayout layout, interp::TileSpan span) {
@@ -550,7 +582,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 // Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above):
 // frame blockIdx.y, every tile (`all`).
 template <typename T>
-__global__ void __launch_bounds__(kInterpBlockThreads)
+__global__ void __launch_bounds__(kInterpBlockThreads, 6)
     DecodeTilesBatchKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                            const uint64_t* boxes, const InterpDecodeFrame* frames,
                            const uint32_t* tile_start, uint32_t* anchor_zeros, const T* anchor_w,
