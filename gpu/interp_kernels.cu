@@ -98,7 +98,7 @@ __host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& 
 // SM (Nsight Compute's "Block Limit Barriers"); kConstant picks id 1 to 4 by
 // a switch (tiles of 64 threads or more, at most 4 a block; a one-warp tile
 // syncs its warp), and 5 are reserved. Decoding kernels take kConstant: with
-// 6 blocks an SM a 1 GiB decode's tiles ran 11 % faster on the H100. The
+// 8 blocks an SM a 1 GiB decode's tiles ran 14 % faster on the H100. The
 // encoding kernel measured 8 % slower with it (its 59 registers allow 4
 // blocks either way) and keeps kComputed.
 enum class BarrierIds { kComputed, kConstant };
@@ -569,10 +569,11 @@ __device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
   }
 }
 
-// 40 registers for 6 blocks of 256 threads an SM (8 bytes spilled; 44
-// unbounded, 5 blocks): a 1 GiB decode's tiles 5-7 % faster on the H100.
+// 32 registers for 8 blocks of 256 threads an SM (40 bytes spilled; 44
+// unbounded, 5 blocks): on the H100 a 1 GiB decode's tiles ran 5-7 % faster
+// at 6 blocks than at 5, and 3-4 % faster again at 8.
 template <typename T>
-__global__ void __launch_bounds__(kInterpBlockThreads, 6)
+__global__ void __launch_bounds__(kInterpBlockThreads, 8)
     DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                             const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
                             T* out, SubLayout layout, interp::TileSpan span) {
@@ -581,8 +582,12 @@ __global__ void __launch_bounds__(kInterpBlockThreads, 6)
 
 // Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above):
 // frame blockIdx.y, every tile (`all`).
+// Unbounded (54 registers, 4 blocks an SM): bounded to 32 registers it
+// spills 40 bytes, and small batches showed no clear gain on the H100 (one
+// run each: the decode stage of 8 arrays of 256 KiB 15 % slower, of 32
+// arrays 9 % faster).
 template <typename T>
-__global__ void __launch_bounds__(kInterpBlockThreads, 6)
+__global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesBatchKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
                            const uint64_t* boxes, const InterpDecodeFrame* frames,
                            const uint32_t* tile_start, uint32_t* anchor_zeros, const T* anchor_w,
