@@ -14,7 +14,6 @@
 #include "codec/frame_codec.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
-#include "codec/run_tokens.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/kernels.h"
@@ -148,22 +147,16 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   std::vector<uint8_t> stage(S);
   auto build = [&](uint64_t s) {
     const Segment& seg = plan->segments[s];
-    const uint8_t allowed = AllowedStages(plan->frames[s].params);
-    const int max_length = static_cast<int>(seg.max_code_length);
-    bool have = false;
-    for (uint8_t id : {format::kLosslessHuffman, format::kLosslessZeroRuns,
-                       format::kLosslessRunValues}) {
-      if (!(allowed >> id & 1)) continue;
+    StageLists lists;
+    for (uint8_t id = 0; id < kStages; ++id) {
       const UsedSymbols u = b.host_info[id * uint64_t{S} + s];
-      HostCode code = BuildHostCode({b.host_list + u.offset, u.count},
-                                    RunTokens::ForStage(id, seg.radius).alphabet(), max_length,
-                                    id == format::kLosslessHuffman ? 0 : b.host_extra_bits[s]);
-      if (!have || code.bits < chosen[s].bits) {  // the lower stage of equal ones
-        chosen[s] = std::move(code);
-        stage[s] = id;
-      }
-      have = true;
+      lists.used[id] = {b.host_list + u.offset, u.count};
+      lists.extra_bits[id] = id == format::kLosslessHuffman ? 0 : b.host_extra_bits[s];
     }
+    StageCode best = SmallestStageCode(lists, AllowedStages(plan->frames[s].params), seg.radius,
+                                       static_cast<int>(seg.max_code_length));
+    stage[s] = best.stage;
+    chosen[s] = std::move(best.code);
   };
   if (S <= 2) {
     for (uint32_t s = 0; s < S; ++s) build(s);

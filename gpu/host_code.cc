@@ -2,6 +2,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
+#include <utility>
+
 #include "gpu/cuda_status.h"
 
 namespace ebzip::gpu {
@@ -19,9 +22,50 @@ HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, in
   return code;
 }
 
+double CodeFloor(absl::Span<const SymbolCount> used, uint64_t extra_bits) {
+  double total = 0, sum = 0;
+  for (const SymbolCount& u : used) {
+    total += u.count;
+    sum += u.count * std::log2(static_cast<double>(u.count));
+  }
+  return (total > 0 ? total * std::log2(total) - sum : 0) + static_cast<double>(extra_bits);
+}
+
+StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,
+                            int max_length) {
+  uint8_t order[3];
+  double floor[3];
+  int m = 0;
+  for (uint8_t id = 0; id < 3; ++id) {
+    if (!(allowed >> id & 1)) continue;
+    const double f = CodeFloor(lists.used[id], lists.extra_bits[id]);
+    int i = m++;
+    for (; i > 0 && floor[i - 1] > f; --i) {
+      order[i] = order[i - 1];
+      floor[i] = floor[i - 1];
+    }
+    order[i] = id;
+    floor[i] = f;
+  }
+  StageCode best;
+  bool have = false;
+  for (int i = 0; i < m; ++i) {
+    const uint8_t id = order[i];
+    if (have && FloorBeyond(floor[i], best.code.bits)) continue;
+    HostCode code = BuildHostCode(lists.used[id], RunTokens::ForStage(id, radius).alphabet(),
+                                  max_length, lists.extra_bits[id]);
+    if (!have || code.bits < best.code.bits || (code.bits == best.code.bits && id < best.stage)) {
+      best.stage = id;
+      best.code = std::move(code);
+    }
+    have = true;
+  }
+  return best;
+}
+
 absl::StatusOr<uint64_t> CopyRestOfLists(const UsedSymbols* host_info, SymbolCount* host_list,
-                                         const SymbolCount* list, uint64_t lists,
-                                         uint64_t capacity, cudaStream_t stream) {
+                                         const SymbolCount* list, uint64_t lists, uint64_t capacity,
+                                         cudaStream_t stream) {
   const uint64_t listed = host_info[lists - 1].offset + host_info[lists - 1].count;
   if (listed > capacity) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_list + capacity, list + capacity,

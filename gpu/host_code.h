@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/huffman_code.h"
+#include "codec/run_tokens.h"
 #include "gpu/kernels.h"
 
 namespace ebzip::gpu {
@@ -39,14 +40,42 @@ struct HostCode {
 HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
                        uint64_t extra_bits);
 
+// A lower bound of BuildHostCode(used, ..., extra_bits).bits: the
+// histogram's entropy (Gibbs: no prefix code takes fewer bits) plus
+// extra_bits. It lets a caller skip the codes that cannot win.
+double CodeFloor(absl::Span<const SymbolCount> used, uint64_t extra_bits);
+
+// Whether a code with CodeFloor `floor` takes more than `bits`: the floor
+// passes them by far more than its arithmetic's rounding.
+inline bool FloorBeyond(double floor, uint64_t bits) {
+  return floor * (1 - 1e-9) - 1 > static_cast<double>(bits);
+}
+
+// The lossless stages' used-symbol lists of one frame (FORMAT.md §15.4):
+// stage id's list and the extra bits of its tokens (0 for stage 0).
+struct StageLists {
+  absl::Span<const SymbolCount> used[3];
+  uint64_t extra_bits[3] = {0, 0, 0};
+};
+struct StageCode {
+  uint8_t stage = 0;
+  HostCode code;
+};
+// The smallest code among the stages whose bit is set in `allowed`, the
+// lower stage of equal ones (§15.9), as building every one would pick; the
+// codes are built in the order of their floors, and a stage whose floor
+// passes the best so far is not built.
+StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,
+                            int max_length);
+
 // The host's copy of `lists` histograms' used-symbol lists (LaunchListUsedSymbols:
 // `host_info` holds their UsedSymbols, `host_list` the first `capacity`
 // entries, both already copied and waited for): copies the rest from the
 // device's `list` when there is more, waits, and returns how many entries
 // the lists hold.
 absl::StatusOr<uint64_t> CopyRestOfLists(const UsedSymbols* host_info, SymbolCount* host_list,
-                                         const SymbolCount* list, uint64_t lists,
-                                         uint64_t capacity, cudaStream_t stream);
+                                         const SymbolCount* list, uint64_t lists, uint64_t capacity,
+                                         cudaStream_t stream);
 
 }  // namespace ebzip::gpu
 

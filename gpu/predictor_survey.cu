@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -538,25 +537,11 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
                                        : 8 * host_specials[3 * p + 2];
     return 64 * outliers + 8 * (4 + DTypeSize(params[fi].dtype)) * verbatim + 8 * fill_bytes;
   };
-  // A bound far above the rounding of a floor's arithmetic: a code whose
-  // floor passes `bits` by it cannot take fewer.
-  auto beyond = [](double floor, uint64_t bits) {
-    return floor * (1 - 1e-9) - 1 > static_cast<double>(bits);
-  };
-
-  // A lower bound of each estimate first (Gibbs: no prefix code of a
-  // histogram takes fewer bits than its entropy), so that the codes of a
-  // candidate that cannot win are never built.
+  // A lower bound of each estimate first, so that the codes of a candidate
+  // that cannot win are never built.
   std::vector<double> code_floor(H, 0);
   auto floor_of = [&](uint64_t k) {
-    if (!needed(k)) return;
-    double total = 0, sum = 0;
-    for (const SymbolCount& u : used(k)) {
-      total += u.count;
-      sum += u.count * std::log2(static_cast<double>(u.count));
-    }
-    code_floor[k] = (total > 0 ? total * std::log2(total) - sum : 0) +
-                    static_cast<double>(extra(k));
+    if (needed(k)) code_floor[k] = CodeFloor(used(k), extra(k));
   };
   // Its allowed stages in order of their floors.
   auto stages_of = [&](uint64_t p, uint32_t order[kStages]) {
@@ -595,7 +580,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     size_t best = m;
     uint64_t best_bits = 0;
     for (size_t c : order) {
-      if (best < m && beyond(floor[c], best_bits)) break;
+      if (best < m && FloorBeyond(floor[c], best_bits)) break;
       const uint64_t p = f.pseudo[c];
       const Segment& seg = pseudo_[p];
       // The stage with the lowest floor first; the others only where they
@@ -605,7 +590,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
       uint64_t entropy = ~uint64_t{0};
       for (uint32_t i = 0; i < stages; ++i) {
         const uint64_t k = stage_order[i] * uint64_t{P} + p;
-        if (i > 0 && beyond(code_floor[k], entropy)) continue;
+        if (i > 0 && FloorBeyond(code_floor[k], entropy)) continue;
         const uint32_t alphabet = RunTokens::ForStage(stage_order[i], seg.radius).alphabet();
         entropy = std::min(
             entropy,
