@@ -102,6 +102,7 @@ __host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& 
 // encoding kernel measured 8 % slower with it (its 59 registers allow 4
 // blocks either way) and keeps kComputed.
 enum class BarrierIds { kComputed, kConstant };
+static_assert(kInterpBlockThreads / 64 <= 4, "kConstant names a block's tiles barriers 1 to 4");
 
 // A tile's threads: lane, barrier (named, one per tile of the block, so the
 // tiles of a block never wait for each other), exclusive sum, atomics.
