@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "codec/run_tokens.h"
 #include "gpu/cuda_status.h"
 
 namespace ebzip::gpu {

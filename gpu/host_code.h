@@ -13,7 +13,6 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "codec/huffman_code.h"
-#include "codec/run_tokens.h"
 #include "gpu/kernels.h"
 
 namespace ebzip::gpu {

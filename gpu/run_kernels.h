@@ -60,9 +60,10 @@ cudaError_t LaunchRunCounters(const Segment* segments, uint32_t num_segments, ui
 // Turns copies of each segment's symbol histogram (65536 bins per segment)
 // into its token histograms in place: `zero_runs` lossless 1's where
 // Segment::highest_lossless >= 1, `run_values` lossless 2's where it is 2
-// (either may be null; with 2 the radius leaves room for the tokens). The zero symbol's bin becomes the zeros left alone, the run
-// tokens' bins (none in a symbol histogram) their counts, and run-value
-// tokens take their residuals' counts, so the result is TokenHistogram's.
+// (either may be null; with 2 the radius leaves room for the tokens). The
+// zero symbol's bin becomes the zeros left alone, the run tokens' bins (none
+// in a symbol histogram) their counts, and run-value tokens take their
+// residuals' counts, so the result is TokenHistogram's.
 // extra_bits[s]: the segment's extra bits, the same for both stages (0
 // without tokens).
 cudaError_t LaunchTokenHistogram(const Segment* segments, uint32_t num_segments,
