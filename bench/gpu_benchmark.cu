@@ -5,9 +5,11 @@
 //
 // usage: ebzip_bench_gpu [--quick] [--small_batch]
 //                        [--codec=v1|auto|auto-runs|auto-values|lorenzo|interp ...]
-//                        [--field=NAME.nc:VAR ...] [--rel=R ...]
+//                        [--field=NAME.nc:VAR ...] [--rel=R ...] [--reps=N]
 //   --codec: the format and predictor (default: v1 and auto, each in turn)
 //   --rel: the relative bounds (default 1e-2, 1e-3, 1e-4 and 1e-5)
+//   --reps: timed runs after the warm-up (default 5; 2 with --quick); 1 for a
+//           profiler, which would otherwise see every kernel six times
 //   --small_batch: only where a batch of small (256 KiB) arrays spends its time
 //                  (version 1, or each --codec given)
 //   default fields: a generated 1 GiB float32 3-D smooth field, and every
@@ -473,6 +475,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a long run shows its progress
   bool quick = false;
   bool small_batch = false;  // only the small-batch tables
+  int reps = 0;              // 0: the default for --quick or not
   std::vector<std::string> real, codecs;
   std::vector<double> rels;
   for (int i = 1; i < argc; ++i) {
@@ -495,6 +498,13 @@ int main(int argc, char** argv) {
       }
     }
     if (a == "--small_batch") small_batch = true;
+    if (a.rfind("--reps=", 0) == 0) {
+      reps = std::atoi(a.c_str() + 7);
+      if (reps < 1 || reps > 100) {
+        std::fprintf(stderr, "--reps takes 1 to 100\n");
+        return 2;
+      }
+    }
   }
   auto desc = gpu::DeviceDescription(0);
   CHECK_OK(desc.status());
@@ -546,7 +556,7 @@ int main(int argc, char** argv) {
   if (rels.empty()) rels = {1e-2, 1e-3, 1e-4, 1e-5};
   for (const Field& f : fields) {
     for (double rel : rels) {
-      for (const std::string& codec : codecs) Run(f, rel, bw, quick ? 2 : 5, codec);
+      for (const std::string& codec : codecs) Run(f, rel, bw, reps > 0 ? reps : quick ? 2 : 5, codec);
     }
   }
   return 0;
