@@ -512,17 +512,13 @@ struct BitStream {
 
 // Stores a lane's symbols at consecutive positions, four at a time where
 // the position is 8-byte aligned: a warp's lanes write 32 separate runs, and
-// 2-byte stores would each cost a sector. `runs_written`: the output already
-// holds the run symbol everywhere (FillWarp), so a run's positions are only
-// passed over; otherwise a run writes its own.
+// 2-byte stores would each cost a sector.
 struct SymbolWriter {
   uint16_t* out;
   uint64_t packed = 0;
   uint32_t held = 0;
-  bool runs_written = false;
 
-  __device__ explicit SymbolWriter(uint16_t* at, bool runs_written = false)
-      : out(at), runs_written(runs_written) {}
+  __device__ explicit SymbolWriter(uint16_t* at) : out(at) {}
   __device__ void Put(uint16_t sym) {
     if (held == 0 && (reinterpret_cast<uintptr_t>(out) & 7) != 0) {
       *out++ = sym;
@@ -546,28 +542,25 @@ struct SymbolWriter {
     const int64_t room = (end - out) - static_cast<int64_t>(held);
     if (room <= 0) return;
     if (static_cast<int64_t>(k) > room) k = static_cast<uint32_t>(room);
-    if (runs_written) {
-      Flush();
-      out += held + k;
-      packed = 0;
-      held = 0;
-      return;
-    }
     for (; k > 0 && (held != 0 || (reinterpret_cast<uintptr_t>(out) & 7) != 0); --k) Put(sym);
     const uint64_t pattern = 0x0001000100010001ull * sym;
     for (; k >= 4; k -= 4, out += 4) *reinterpret_cast<uint64_t*>(out) = pattern;
     for (; k > 0; --k) Put(sym);
+  }
+  // `count` copies of sym: a multi-symbol entry's item.
+  __device__ void PutItem(uint16_t sym, uint32_t count, const uint16_t* end) {
+    if (count == 1) {
+      Put(sym);
+    } else {
+      PutRun(sym, count, end);
+    }
   }
   // A token's positions (DecodeToken's): PutRun's, then a run-value token's
   // value, which stays before `end` too.
   __device__ void PutToken(uint16_t sym, uint32_t positions, uint32_t value,
                            const uint16_t* end) {
     if (value == kNoRunValue) {
-      if (positions == 1) {
-        Put(sym);
-      } else {
-        PutRun(sym, positions, end);
-      }
+      PutItem(sym, positions, end);
       return;
     }
     PutRun(sym, positions - 1, end);
@@ -575,11 +568,8 @@ struct SymbolWriter {
   }
 };
 
-// A warp writes `sym` at out[0, count): a chunk's run symbol before its
-// lanes write the rest (SymbolWriter::runs_written). With run tokens the
-// lanes' run lengths differ, and writing runs lane by lane left ~5 of 32
-// threads active for most of the decode (Nsight Compute, 1 GiB REL 1e-4);
-// 16-byte stores by the whole warp take a few dozen instructions a chunk.
+// A warp writes `sym` at out[0, count): a chunk's run symbol, before its
+// lanes write the rest through RunFilledWriter.
 __device__ void FillWarp(uint16_t* out, uint32_t count, uint16_t sym, uint32_t lane) {
   const uint32_t misaligned = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(out) & 15);
   const uint32_t head = min(count, ((16 - misaligned) & 15) / 2);
@@ -592,14 +582,39 @@ __device__ void FillWarp(uint16_t* out, uint32_t count, uint16_t sym, uint32_t l
   __syncwarp();
 }
 
+// SymbolWriter's interface over an output that already holds the run
+// symbol everywhere (FillWarp): a run only moves the position, and any
+// other symbol is one 2-byte store, none at or past `end`. With run tokens
+// the lanes' runs differ in length, and SymbolWriter's run loops and
+// packing branches left 5-9 of a warp's 32 threads active for most of the
+// gap-array decode (Nsight Compute, 1 GiB REL 1e-4); here a token costs the
+// same few instructions on every lane.
+struct RunFilledWriter {
+  uint16_t* out;
+  const uint16_t* end;
+  uint16_t run;
+
+  __device__ void Put(uint16_t sym) {
+    if (sym != run && out < end) *out = sym;
+    ++out;
+  }
+  __device__ void PutItem(uint16_t sym, uint32_t count, const uint16_t*) {
+    out += count - 1;
+    Put(sym);
+  }
+  __device__ void PutToken(uint16_t sym, uint32_t positions, uint32_t value, const uint16_t*) {
+    PutItem(static_cast<uint16_t>(value == kNoRunValue ? sym : value), positions, nullptr);
+  }
+};
+
 // Counts (and with kEmit writes, counting zeros) the symbols of the codewords
 // from `pos` starting before `stop`, through a BitStream.
 // With kMulti, where the codewords of a multi-symbol entry all start before
 // `stop`, they go in one step (none is symbol 0: zeros are counted on the
 // other path).
-template <bool kEmit, bool kMulti, bool kRuns>
+template <bool kEmit, bool kMulti, bool kRuns, typename Writer>
 __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in, uint32_t& pos,
-                          uint32_t stop, uint32_t bits, uint32_t& n, SymbolWriter* out,
+                          uint32_t stop, uint32_t bits, uint32_t& n, Writer* out,
                           uint32_t& zeros, const uint16_t* out_end) {
   [[maybe_unused]] const uint32_t last = min(stop, bits);
   while (pos < stop) {
@@ -616,12 +631,7 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
             const uint32_t count = (item >> 8) & 0x7FF;
             if constexpr (kEmit) {
               // (As DecodeToken's path: a run's positions stop at the chunk's end.)
-              const auto sym = static_cast<uint16_t>(table.base + (item & 0xFF));
-              if (count == 1) {
-                out->Put(sym);
-              } else {
-                out->PutRun(sym, count, out_end);
-              }
+              out->PutItem(static_cast<uint16_t>(table.base + (item & 0xFF)), count, out_end);
             }
             n += count;
           }
@@ -671,10 +681,10 @@ constexpr uint32_t kMultiMaxBitsPerSymbol = 3;
 __device__ bool UseMulti(uint32_t bits, uint32_t symbols) {
   return uint64_t{bits} < uint64_t{kMultiMaxBitsPerSymbol} * symbols;
 }
-template <bool kEmit, bool kRuns>
+template <bool kEmit, bool kRuns, typename Writer = SymbolWriter>
 __device__ bool StreamRun(bool multi, const Table& table, const RunCode& runs, BitStream& in,
                           uint32_t& pos, uint32_t stop, uint32_t bits, uint32_t& n,
-                          SymbolWriter* out, uint32_t& zeros, const uint16_t* out_end) {
+                          Writer* out, uint32_t& zeros, const uint16_t* out_end) {
   return multi ? StreamRun<kEmit, true, kRuns>(table, runs, in, pos, stop, bits, n, out, zeros,
                                                out_end)
                : StreamRun<kEmit, false, kRuns>(table, runs, in, pos, stop, bits, n, out, zeros,
@@ -826,15 +836,21 @@ __global__ void __launch_bounds__(kThreads)
     if (lane == 0) ReportError(status, kErrBitstream, v.s);
     return;
   }
+  // With tokens the chunk gets its run symbol first and runs are passed over.
   const bool tokens = kRuns && runs.base != 0xFFFFFFFFu;
   if (tokens) FillWarp(v.out, v.count, static_cast<uint16_t>(runs.zero), lane);
   if (active && ok) {
     uint32_t p = start, m = 0;
     BitStream in(v.reader, p);
-    SymbolWriter out(v.out + rank, tokens);
-    StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros,
-                           v.out + v.count);
-    out.Flush();
+    const uint16_t* out_end = v.out + v.count;
+    if (tokens) {
+      RunFilledWriter out{v.out + rank, out_end, static_cast<uint16_t>(runs.zero)};
+      StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros, out_end);
+    } else {
+      SymbolWriter out(v.out + rank);
+      StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros, out_end);
+      out.Flush();
+    }
     // The same path as the count's: a disagreement is this kernel's fault.
     if (kRuns && m != n) ReportError(status, kErrBitstream, v.s);
   }
