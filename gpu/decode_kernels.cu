@@ -337,10 +337,8 @@ struct Table {
         max_length(static_cast<int>(seg.max_code_length)) {}
 
   // Points the table's small parts at copies in shared memory (a block's
-  // decoders make a lookup per symbol, each a dependent load).
-  // The multi-symbol table stays in global memory, read through L1: staged,
-  // its 16 KiB per block took L1 from the bitstream's words and slowed the
-  // chunks that do not use it by 7-12 %.
+  // decoders make a lookup per symbol, each a dependent load). The
+  // multi-symbol table is staged by GapArrayWarpKernel alone (StageMulti).
   __device__ void Stage(uint32_t* shared_lookup, uint32_t* shared_lengths) {
     for (uint32_t i = threadIdx.x; i < (1u << kLookupBits); i += blockDim.x) {
       shared_lookup[i] = lookup[i];
@@ -354,6 +352,20 @@ struct Table {
     first = shared_lengths;
     count = shared_lengths + 32;
     offset = shared_lengths + 64;
+  }
+  // The multi-symbol table (16 KiB) too, for a segment with run tokens:
+  // their chunks step through it at every token, and read through L1 it
+  // competed with the bitstream's words and the scattered stores (1 GiB REL
+  // 1e-4 on the H100: decompression 197-199 -> 209-213 GB/s). Without
+  // tokens it stays in global memory: staged, it took L1 from the
+  // bitstream's words and slowed the chunks that do not use it by 7-12 %
+  // (format version 1).
+  __device__ void StageMulti(uint64_t* shared_multi) {
+    if (multi == nullptr) return;
+    for (uint32_t i = threadIdx.x; i < (1u << kMultiBits); i += blockDim.x) {
+      shared_multi[i] = multi[i];
+    }
+    multi = shared_multi;
   }
 
   // Length of the codeword at the top of `window` (0 if none) and its symbol.
@@ -619,7 +631,9 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
   [[maybe_unused]] const uint32_t last = min(stop, bits);
   while (pos < stop) {
     if constexpr (kMulti) {
-      const uint64_t m = __ldg(&table.multi[in.Window() >> (32 - kMultiBits)]);
+      // (Staged in shared memory for segments with tokens: a generic load.)
+      const uint64_t* entry = &table.multi[in.Window() >> (32 - kMultiBits)];
+      const uint64_t m = kRuns ? *entry : __ldg(entry);
       const uint32_t used = m & 0xF;
       if (used != 0 && pos + used <= last) {
         if (kRuns && runs.base != 0xFFFFFFFFu) {  // tokens: items (uniform across the warp)
@@ -771,6 +785,7 @@ __global__ void __launch_bounds__(kThreads)
                        uint64_t* zero_symbols, DeviceStatus* status) {
   __shared__ uint32_t shared_lookup[1u << kLookupBits];
   __shared__ uint32_t shared_lengths[96];
+  __shared__ uint64_t shared_multi[kRuns ? 1u << kMultiBits : 1];  // see Table::StageMulti
   constexpr unsigned kAll = 0xFFFFFFFFu;
   // A block's chunks nearly always share a segment: its table is staged once
   // and warps of another segment's chunks read theirs in place.
@@ -778,6 +793,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t s0 = SegmentOfChunk(segments, num_segments, chunks.At(first));
   Table staged(tables, segments[s0], s0);
   staged.Stage(shared_lookup, shared_lengths);
+  if (kRuns && segments[s0].lossless != 0) staged.StageMulti(shared_multi);
   __syncthreads();
 
   const uint64_t i = first + threadIdx.x / 32;
