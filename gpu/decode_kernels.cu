@@ -595,23 +595,70 @@ __device__ void FillWarp(uint16_t* out, uint32_t count, uint16_t sym, uint32_t l
 }
 
 // SymbolWriter's interface over an output that already holds the run
-// symbol everywhere (FillWarp): a run only moves the position, and any
-// other symbol is one 2-byte store, none at or past `end`. With run tokens
-// the lanes' runs differ in length, and SymbolWriter's run loops and
+// symbol everywhere (FillWarp): a run only moves the position. Any other
+// symbol goes into the lane's copy of its 32-byte sector in shared memory,
+// and a sector holding one goes out whole (two 16-byte stores) when the
+// lane moves past it, or, at the ends of the lane's positions [lo, hi),
+// which it shares with its neighbours, position by position. With run
+// tokens the lanes' runs differ in length, and SymbolWriter's run loops and
 // packing branches left 5-9 of a warp's 32 threads active for most of the
-// gap-array decode (Nsight Compute, 1 GiB REL 1e-4); here a token costs the
-// same few instructions on every lane.
+// gap-array decode (Nsight Compute, 1 GiB REL 1e-4); one 2-byte store per
+// symbol then kept them busier but sent ~5 partial sectors to L2 for every
+// sector of output, which is what held the kernel back with several blocks
+// an SM.
 struct RunFilledWriter {
-  uint16_t* out;
-  const uint16_t* end;
+  static constexpr int kSector = 16;  // positions
+  uint16_t* base;                     // the chunk's first position
+  uint4* slot;                        // 2 x 16 bytes of shared memory
+  int pos, lo, hi;                    // positions within the chunk
+  int sector = kNone;                 // the first position of what slot holds
+  int skew;                           // base's place in its sector
   uint16_t run;
+  static constexpr int kNone = -(1 << 30);
 
+  __device__ RunFilledWriter(uint16_t* chunk, uint32_t first, uint32_t end, uint16_t run_symbol,
+                             uint4* lane_slot)
+      : base(chunk),
+        slot(lane_slot),
+        pos(static_cast<int>(first)),
+        lo(static_cast<int>(first)),
+        hi(static_cast<int>(end)),
+        skew(static_cast<int>(reinterpret_cast<uintptr_t>(chunk) / 2 % kSector)),
+        run(run_symbol) {
+    Clear();
+  }
+  __device__ void Clear() {
+    const uint32_t pair = 0x00010001u * run;
+    slot[0] = slot[1] = make_uint4(pair, pair, pair, pair);
+  }
   __device__ void Put(uint16_t sym) {
-    if (sym != run && out < end) *out = sym;
-    ++out;
+    if (sym != run && pos < hi) {
+      const int at = ((pos + skew) & ~(kSector - 1)) - skew;
+      if (at != sector) {
+        Flush();
+        sector = at;
+      }
+      reinterpret_cast<uint16_t*>(slot)[pos - at] = sym;
+    }
+    ++pos;
+  }
+  __device__ void Flush() {
+    if (sector == kNone) return;
+    if (sector >= lo && sector + kSector <= hi) {
+      uint4* to = reinterpret_cast<uint4*>(base + sector);
+      to[0] = slot[0];
+      to[1] = slot[1];
+    } else {
+      const uint16_t* held = reinterpret_cast<const uint16_t*>(slot);
+      for (int i = max(0, lo - sector); i < min(kSector, hi - sector); ++i) {
+        if (held[i] != run) base[sector + i] = held[i];
+      }
+    }
+    Clear();
+    sector = kNone;
   }
   __device__ void PutItem(uint16_t sym, uint32_t count, const uint16_t*) {
-    out += count - 1;
+    pos += static_cast<int>(count) - 1;
     Put(sym);
   }
   __device__ void PutToken(uint16_t sym, uint32_t positions, uint32_t value, const uint16_t*) {
@@ -786,6 +833,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t shared_lookup[1u << kLookupBits];
   __shared__ uint32_t shared_lengths[96];
   __shared__ uint64_t shared_multi[kRuns ? 1u << kMultiBits : 1];  // see Table::StageMulti
+  __shared__ uint4 shared_sectors[kRuns ? 2 * kThreads : 1];        // see RunFilledWriter
   constexpr unsigned kAll = 0xFFFFFFFFu;
   // A block's chunks nearly always share a segment: its table is staged once
   // and warps of another segment's chunks read theirs in place.
@@ -860,8 +908,10 @@ __global__ void __launch_bounds__(kThreads)
     BitStream in(v.reader, p);
     const uint16_t* out_end = v.out + v.count;
     if (tokens) {
-      RunFilledWriter out{v.out + rank, out_end, static_cast<uint16_t>(runs.zero)};
+      RunFilledWriter out(v.out, rank, min(v.count, rank + counted),
+                          static_cast<uint16_t>(runs.zero), &shared_sectors[2 * threadIdx.x]);
       StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros, out_end);
+      out.Flush();
     } else {
       SymbolWriter out(v.out + rank);
       StreamRun<true, kRuns>(multi, table, runs, in, p, stop, v.bits, m, &out, zeros, out_end);
