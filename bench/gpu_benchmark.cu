@@ -556,7 +556,9 @@ int main(int argc, char** argv) {
   if (rels.empty()) rels = {1e-2, 1e-3, 1e-4, 1e-5};
   for (const Field& f : fields) {
     for (double rel : rels) {
-      for (const std::string& codec : codecs) Run(f, rel, bw, reps > 0 ? reps : quick ? 2 : 5, codec);
+      for (const std::string& codec : codecs) {
+        Run(f, rel, bw, reps > 0 ? reps : quick ? 2 : 5, codec);
+      }
     }
   }
   return 0;

@@ -820,7 +820,9 @@ __global__ void ChunkParallelKernel(const Segment* segments, uint32_t num_segmen
 // into place. At common bounds a chunk has ~20-100 subsequences, so the block
 // form below leaves most of its 256 threads idle, and its staged bits and
 // symbols (48 KiB) hold an SM to 3 chunks at a time; with thousands of
-// chunks, 8 warps per block of 16 KiB keep ~10 times more runs going.
+// chunks, 8 warps per block keep ~10 times more runs going (16 KiB of
+// shared memory a block; 41 KiB with tokens, whose multi-symbol table and
+// sectors of output are staged too: 3 blocks an SM, by their 80 registers).
 
 constexpr uint32_t kChunksPerBlock = kThreads / 32;
 
