@@ -93,6 +93,22 @@ free_port() {
   "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+# make_requests OUT: tests/metrics/make_requests.py's requests to the
+# started ebzipd, its accounting into OUT. Its calls have deadlines, but a
+# client stuck elsewhere (channel, interpreter) would otherwise run into
+# ctest's timeout with nothing said: after 120 s it fails here, with
+# ebzipd's log.
+make_requests() {
+  local rc=0
+  timeout -k 5 120 "$PY" "$(dirname "${BASH_SOURCE[0]}")/make_requests.py" \
+      "127.0.0.1:$GRPC_PORT" --rounds 2 > "$1" || rc=$?
+  if [[ $rc != 0 ]]; then
+    echo "FAIL: make_requests.py exited $rc (124: still running after 120 s); ebzipd's log:" >&2
+    tail -40 "$WORK/ebzipd.log" >&2
+    return 1
+  fi
+}
+
 http_get() {
   "$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' "$1"
 }

@@ -36,7 +36,7 @@ http_get "http://127.0.0.1:$METRICS_PORT/metrics" > "$WORK/before.txt"
 "$PROMTOOL" check metrics < "$WORK/before.txt" > "$WORK/promtool_before.txt" 2>&1 || {
   echo "FAIL: promtool (exit $?) before any request:"; cat "$WORK/promtool_before.txt"; exit 1; }
 
-"$PY" "$here/make_requests.py" "127.0.0.1:$GRPC_PORT" --rounds 2 > "$WORK/acct.json"
+make_requests "$WORK/acct.json"
 echo "client: $(cat "$WORK/acct.json")"
 
 "$PY" "$here/check_exposition.py" --url "http://127.0.0.1:$METRICS_PORT/metrics" \

@@ -66,7 +66,7 @@ YML
 }
 start_prometheus
 
-"$PY" "$here/make_requests.py" "127.0.0.1:$GRPC_PORT" --rounds 2 > "$WORK/acct.json"
+make_requests "$WORK/acct.json"
 echo "client: $(cat "$WORK/acct.json")"
 
 # Poll the HTTP API until Prometheus has stored what the client did.
