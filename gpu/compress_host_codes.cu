@@ -115,7 +115,6 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   const uint32_t S = static_cast<uint32_t>(plan->segments.size());
   // Histogram (and list) k * S + s: segment s's of stage k (the symbols'
   // for 0, each token stage's copy of them patched for 1 and 2).
-  constexpr uint32_t kStages = 3;
   const uint32_t H = kStages * S;
   uint32_t* zero_runs = b.histogram + uint64_t{S} * kAlphabet;
   uint32_t* run_values = b.histogram + 2 * uint64_t{S} * kAlphabet;

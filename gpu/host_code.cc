@@ -34,10 +34,10 @@ double CodeFloor(absl::Span<const SymbolCount> used, uint64_t extra_bits) {
 
 StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,
                             int max_length) {
-  uint8_t order[3];
-  double floor[3];
+  uint8_t order[kStages];
+  double floor[kStages];
   int m = 0;
-  for (uint8_t id = 0; id < 3; ++id) {
+  for (uint8_t id = 0; id < kStages; ++id) {
     if (!(allowed >> id & 1)) continue;
     const double f = CodeFloor(lists.used[id], lists.extra_bits[id]);
     int i = m++;
@@ -52,7 +52,7 @@ StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t r
   bool have = false;
   for (int i = 0; i < m; ++i) {
     const uint8_t id = order[i];
-    if (have && FloorBeyond(floor[i], best.code.bits)) continue;
+    if (have && FloorBeyond(floor[i], best.code.bits)) break;  // so are the floors after it
     HostCode code = BuildHostCode(lists.used[id], RunTokens::ForStage(id, radius).alphabet(),
                                   max_length, lists.extra_bits[id]);
     if (!have || code.bits < best.code.bits || (code.bits == best.code.bits && id < best.stage)) {

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "codec/format.h"
 #include "codec/huffman_code.h"
 #include "gpu/kernels.h"
 
@@ -50,11 +51,15 @@ inline bool FloorBeyond(double floor, uint64_t bits) {
   return floor * (1 - 1e-9) - 1 > static_cast<double>(bits);
 }
 
+// The lossless stages (FORMAT.md §15.2): plain Huffman, zero-run tokens,
+// run-value tokens.
+inline constexpr uint32_t kStages = format::kLosslessRunValues + 1;
+
 // The lossless stages' used-symbol lists of one frame (FORMAT.md §15.4):
 // stage id's list and the extra bits of its tokens (0 for stage 0).
 struct StageLists {
-  absl::Span<const SymbolCount> used[3];
-  uint64_t extra_bits[3] = {0, 0, 0};
+  absl::Span<const SymbolCount> used[kStages];
+  uint64_t extra_bits[kStages] = {};
 };
 struct StageCode {
   uint8_t stage = 0;

@@ -52,8 +52,7 @@ bool SameConfig(const PredictorConfig& a, const PredictorConfig& b) {
 // follow on the host from it and the segment's run counters, which change
 // only the counts of the zero residual and of -2 .. +2 and add the tokens
 // (TokenList): copying and listing whole 256 KiB histograms per stage cost
-// small arrays more than their data.
-constexpr uint32_t kStages = 3;
+// small arrays more than their data. kStages: gpu/host_code.h.
 
 // A pseudo-segment's stage-`stage` list of used symbols (ascending), from
 // its symbols' list `symbols` and its run counters (gpu/run_steps.h), as
