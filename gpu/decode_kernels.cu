@@ -55,6 +55,16 @@ constexpr int kItemsAt = 6;
 __device__ inline uint64_t MultiItem(uint32_t offset, uint32_t count, uint32_t k) {
   return (uint64_t{count} << 8 | offset) << (kItemsAt + kItemBits * k);
 }
+// The positions a tokens entry's items fill together: an entry's unused
+// items are zero (TokensEntry), so the three counts add without a branch.
+__device__ __forceinline__ uint32_t ItemPositions(uint64_t entry) {
+  uint32_t positions = 0;
+#pragma unroll
+  for (int k = 0; k < kMultiItems; ++k) {
+    positions += static_cast<uint32_t>(entry >> (kItemsAt + kItemBits * k + 8)) & 0x7FF;
+  }
+  return positions;
+}
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
@@ -684,17 +694,19 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
       const uint32_t used = m & 0xF;
       if (used != 0 && pos + used <= last) {
         if (kRuns && runs.base != 0xFFFFFFFFu) {  // tokens: items (uniform across the warp)
-          const uint32_t items = (m >> 4) & 0x3;
+          if constexpr (kEmit) {
+            const uint32_t items = (m >> 4) & 0x3;
 #pragma unroll
-          for (uint32_t k = 0; k < kMultiItems; ++k) {
-            if (k >= items) break;
-            const uint32_t item = static_cast<uint32_t>(m >> (kItemsAt + kItemBits * k));
-            const uint32_t count = (item >> 8) & 0x7FF;
-            if constexpr (kEmit) {
+            for (uint32_t k = 0; k < kMultiItems; ++k) {
+              if (k >= items) break;
+              const uint32_t item = static_cast<uint32_t>(m >> (kItemsAt + kItemBits * k));
+              const uint32_t count = (item >> 8) & 0x7FF;
               // (As DecodeToken's path: a run's positions stop at the chunk's end.)
               out->PutItem(static_cast<uint16_t>(table.base + (item & 0xFF)), count, out_end);
+              n += count;
             }
-            n += count;
+          } else {
+            n += ItemPositions(m);
           }
         } else {
           const uint32_t count = (m >> 4) & 0x7;
