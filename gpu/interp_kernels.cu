@@ -27,6 +27,10 @@ constexpr uint32_t kSmallThreads = 256;  // the per-anchor and per-entry kernels
 // thread in a tile's largest pass region, so small tiles (1-D 256) share a
 // thread block with others and large ones (64x64, 16^3) get all 256 threads.
 constexpr uint32_t kElementsPerThread = 8;
+// The encoder's tile kernel takes 4 times as many: 16^3 tiles run 128
+// threads each, two a block. On the H100 that encoded a 1 GiB field's tiles
+// 12-15 % faster (its compression 4-7 %), where the decoder ran 3 % slower.
+constexpr uint32_t kEncodeElementsPerThread = 32;
 constexpr uint32_t kMinTileThreads = 32;  // a warp: the scans are warp-based
 
 uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
@@ -677,6 +681,13 @@ cudaError_t AllowShared(Kernel kernel, size_t bytes) {
 }
 
 uint32_t TileGrid(const Geometry& g) { return GridFor(g.num_tiles, g.tiles_per_block); }
+// The geometry the encoder's tile kernel runs with: its own launch policy.
+Geometry ForEncoding(const Geometry& g) {
+  Geometry e = g;
+  e.tile_threads = g.encode_tile_threads;
+  e.tiles_per_block = g.encode_tiles_per_block;
+  return e;
+}
 uint32_t TileBlockThreads(const Geometry& g) { return g.tile_threads * g.tiles_per_block; }
 uint32_t SpanGrid(const Geometry& g, const interp::TileSpan& span) {
   return GridFor(span.total, g.tiles_per_block);
@@ -811,13 +822,14 @@ absl::Status EncodeT(const InterpPlan& plan, const InterpEncodeBatch& batch, con
   const interp::EncodeTileArgs<T> args{
       interp::BoundOf(g), x, fill, s.tile_start, anchor_w, s.anchor_sym, out.symbols,
       out.verbatim_mask};
-  const SubLayout l = LayoutFor(TileKernel::kEncode, g, sizeof(T), fill != nullptr);
-  const size_t shared = size_t{l.bytes} * g.tiles_per_block;
-  const dim3 tile_grid(TileGrid(g), frames);
+  const Geometry ge = ForEncoding(g);
+  const SubLayout l = LayoutFor(TileKernel::kEncode, ge, sizeof(T), fill != nullptr);
+  const size_t shared = size_t{l.bytes} * ge.tiles_per_block;
+  const dim3 tile_grid(TileGrid(ge), frames);
   auto launch = [&](auto kernel) -> absl::Status {
     CUDA_RETURN_IF_ERROR(AllowShared(kernel, shared));
-    kernel<<<tile_grid, TileBlockThreads(g), shared, stream>>>(g, s.headers, s.entries, s.boxes,
-                                                               args, l, step);
+    kernel<<<tile_grid, TileBlockThreads(ge), shared, stream>>>(ge, s.headers, s.entries,
+                                                                s.boxes, args, l, step);
     return absl::OkStatus();
   };
   absl::Status launched =
@@ -932,7 +944,8 @@ uint32_t NextPowerOfTwo(uint64_t x) {
 InterpSharedBytes InterpShared(const interp::Geometry& g, int elem_size, bool has_fill) {
   const uint32_t e = static_cast<uint32_t>(elem_size);
   InterpSharedBytes b;
-  b.encode = size_t{LayoutFor(TileKernel::kEncode, g, e, has_fill).bytes} * g.tiles_per_block;
+  b.encode =
+      size_t{LayoutFor(TileKernel::kEncode, g, e, has_fill).bytes} * g.encode_tiles_per_block;
   b.decode = size_t{LayoutFor(TileKernel::kDecode, g, e, has_fill).bytes} * g.tiles_per_block;
   b.scatter = size_t{LayoutFor(TileKernel::kScatter, g, e, has_fill).bytes} * g.tiles_per_block;
   b.count = size_t{LayoutFor(TileKernel::kCount, g, e, has_fill).bytes} * g.tiles_per_block;
@@ -1010,19 +1023,26 @@ absl::StatusOr<interp::Geometry> MakeInterpGeometry(const InterpParams& p, bool 
 
   // Policy: threads per tile from the tile's size, then as many tiles per
   // block of kInterpBlockThreads as shared memory allows.
-  g.tile_threads = std::clamp<uint32_t>(NextPowerOfTwo(CeilDiv(own, kElementsPerThread)),
-                                        kMinTileThreads, kInterpBlockThreads);
+  auto threads_for = [&](uint32_t per_thread) {
+    return std::clamp<uint32_t>(NextPowerOfTwo(CeilDiv(own, per_thread)), kMinTileThreads,
+                                kInterpBlockThreads);
+  };
+  g.tile_threads = threads_for(kElementsPerThread);
   g.tiles_per_block = kInterpBlockThreads / g.tile_threads;
+  g.encode_tile_threads = threads_for(kEncodeElementsPerThread);
+  g.encode_tiles_per_block = kInterpBlockThreads / g.encode_tile_threads;
   const int elem = static_cast<int>(DTypeSize(p.dtype));
   for (;;) {
     const InterpSharedBytes b = InterpShared(g, elem, has_fill);
-    const size_t most = std::max({b.encode, b.decode, b.scatter, b.count});
-    if (most <= max_shared_bytes) break;
-    if (g.tiles_per_block == 1) {
+    const bool fits = std::max({b.decode, b.scatter, b.count}) <= max_shared_bytes;
+    const bool encode_fits = b.encode <= max_shared_bytes;
+    if (fits && encode_fits) break;
+    if ((!fits && g.tiles_per_block == 1) || (!encode_fits && g.encode_tiles_per_block == 1)) {
       return absl::UnimplementedError(
           "interpolation on the GPU: a tile's closed box does not fit shared memory");
     }
-    g.tiles_per_block /= 2;
+    if (!fits) g.tiles_per_block /= 2;
+    if (!encode_fits) g.encode_tiles_per_block /= 2;
   }
   return g;
 }

@@ -91,9 +91,12 @@ struct Geometry {
   uint32_t cubic;
   double abs_bound;
   double step;
-  // Launch policy: threads per tile and tiles per thread block.
+  // Launch policy: threads per tile and tiles per thread block, of every
+  // tile kernel but the encoder's, which has its own (MakeInterpGeometry).
   uint32_t tile_threads;
   uint32_t tiles_per_block;
+  uint32_t encode_tile_threads;
+  uint32_t encode_tiles_per_block;
 };
 
 // Per tile shape: extents and pass layout of its table.

@@ -1415,10 +1415,11 @@ void TimeField(const std::vector<uint64_t>& shape, const std::vector<uint16_t>& 
       "[interp timing] %s f32 (%.2f GB) tile %s cubic on %s: encode %.3f ms = %.1f GB/s, "
       "decode %.3f ms = %.1f GB/s; %u outliers, %" PRIu64
       " verbatim; %u tile threads x %u "
-      "tiles per block\n",
+      "tiles per block (encoder %u x %u)\n",
       ShapeToString(shape).c_str(), gb, tile_text.c_str(), device.ok() ? device->c_str() : "?",
       encode_ms, gb / (encode_ms / 1e3), decode_ms, gb / (decode_ms / 1e3), c[1], verbatim_count,
-      plan->geo.tile_threads, plan->geo.tiles_per_block);
+      plan->geo.tile_threads, plan->geo.tiles_per_block, plan->geo.encode_tile_threads,
+      plan->geo.encode_tiles_per_block);
 }
 
 TEST(InterpKernels, TimingLargeSmoothFloat32Fields) {
