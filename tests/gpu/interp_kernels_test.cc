@@ -1292,6 +1292,63 @@ TEST(InterpGeometry, BoxesThatDoNotFitAreUnimplemented) {
   }
 }
 
+// Each tile kernel's launch policy (the decoders' and the encoder's, chosen
+// apart) fits the shared memory it was planned for, and the encoder's gives
+// a thread at least as many elements: a kernel launched past its block's
+// shared memory fails on the device, where these tests run without one.
+TEST(InterpGeometry, EachLaunchPolicyFitsItsSharedMemory) {
+  InterpParams p;
+  p.abs_bound = 1e-3;
+  p.quant_step = 2e-3;
+  int encode_halved = 0;
+  for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    p.dtype = dtype;
+    const int elem = static_cast<int>(DTypeSize(dtype));
+    for (const Case& c : std::vector<Case>{{{4096}, {256}},
+                                           {{512, 512}, {32, 32}},
+                                           {{512, 512}, {64, 64}},
+                                           {{64, 64, 64}, {16, 16, 16}},
+                                           {{8, 64, 64, 64}, {1, 16, 16, 16}}}) {
+      p.shape = c.shape;
+      p.tile = {};
+      for (size_t d = 0; d < c.tile.size(); ++d) p.tile[d] = c.tile[d];
+      for (bool fill : {false, true}) {
+        auto full = MakeInterpGeometry(p, fill, 232448);
+        ASSERT_TRUE(full.ok()) << ShapeToString(c.shape);
+        // One encoding tile's bytes: a limit that holds one but not two
+        // must halve the encoder's tiles a block and nothing else.
+        const InterpSharedBytes b = InterpShared(*full, elem, fill);
+        const size_t one_encode = b.encode / full->encode_tiles_per_block;
+        const size_t others = std::max({b.decode, b.scatter, b.count});
+        for (size_t limit : {size_t{232448}, size_t{100} * 1024, size_t{48} * 1024,
+                             std::max(one_encode, others)}) {
+          auto g = MakeInterpGeometry(p, fill, limit);
+          if (!g.ok()) {
+            EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+            continue;
+          }
+          const std::string what = ShapeToString(c.shape) + (fill ? " fill" : "") +
+                                   " limit " + std::to_string(limit);
+          const InterpSharedBytes s = InterpShared(*g, elem, fill);
+          EXPECT_LE(std::max({s.encode, s.decode, s.scatter, s.count}), limit) << what;
+          EXPECT_LE(g->tile_threads * g->tiles_per_block, kInterpBlockThreads) << what;
+          EXPECT_LE(g->encode_tile_threads * g->encode_tiles_per_block, kInterpBlockThreads)
+              << what;
+          EXPECT_GE(g->encode_tile_threads, 32u) << what;
+          EXPECT_LE(g->encode_tile_threads, g->tile_threads) << what;
+          if (limit == std::max(one_encode, others) && full->encode_tiles_per_block > 1 &&
+              2 * one_encode > limit) {
+            EXPECT_LT(g->encode_tiles_per_block, full->encode_tiles_per_block) << what;
+            EXPECT_EQ(g->tiles_per_block, full->tiles_per_block) << what;
+            ++encode_halved;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(encode_halved, 0);  // the halving above was exercised
+}
+
 // ---------------------------------------------------------------------------
 // Timing (printed, not asserted): a large smooth float32 field, 2-D and 3-D,
 // device-resident, default tiles, cubic.
