@@ -1127,6 +1127,15 @@ std::vector<Corruption> Corruptions() {
        interp::kErrAlphabet},
       {"symbol 0 at a non-anchor", [](InterpEncoded& e, const Frame&) { e.symbols[1] = 0; },
        interp::kErrZeroAtNonAnchor},
+      // The frame's last symbol is its last tile's, of the finest level:
+      // the direct decoder reads those in its passes, the others before.
+      {"last symbol beyond the alphabet",
+       [](InterpEncoded& e, const Frame& f) {
+         e.symbols.back() = static_cast<uint16_t>(2 * f.p.radius);
+       },
+       interp::kErrAlphabet},
+      {"last symbol 0", [](InterpEncoded& e, const Frame&) { e.symbols.back() = 0; },
+       interp::kErrZeroAtNonAnchor},
       {"outlier at a non-anchor",
        [](InterpEncoded& e, const Frame&) {
          e.symbols[0] = 0;
