@@ -55,16 +55,11 @@ constexpr int kItemsAt = 6;
 __device__ inline uint64_t MultiItem(uint32_t offset, uint32_t count, uint32_t k) {
   return (uint64_t{count} << 8 | offset) << (kItemsAt + kItemBits * k);
 }
-// The positions a tokens entry's items fill together: an entry's unused
-// items are zero (TokensEntry), so the three counts add without a branch.
-__device__ __forceinline__ uint32_t ItemPositions(uint64_t entry) {
-  uint32_t positions = 0;
-#pragma unroll
-  for (int k = 0; k < kMultiItems; ++k) {
-    positions += static_cast<uint32_t>(entry >> (kItemsAt + kItemBits * k + 8)) & 0x7FF;
-  }
-  return positions;
-}
+// The gap-array count pass's entry of an 11-bit prefix with tokens (a
+// span): the bits its whole tokens take (0: none), then the positions they
+// fill. Counting needs no symbol, so a span goes on where TokensEntry stops
+// at its three items or at a symbol far from the base.
+constexpr int kSpanPositionsAt = 4;
 // Bitstream words a decoding block copies to shared memory: 16 KiB, a chunk
 // of 16384 symbols at up to 8 bits each. Longer chunks are read in place.
 constexpr uint32_t kStagedWords = 4096;
@@ -146,6 +141,29 @@ __device__ uint64_t TokensEntry(const uint32_t* lookup, uint32_t window, uint32_
     used += bits;
   }
   return items | n << 4 | used;
+}
+
+// The span of an 11-bit prefix `window` (its bits at the top) with tokens:
+// long codes, invalid run-value tokens and tokens past the prefix end it.
+__device__ uint32_t TokensSpan(const uint32_t* lookup, uint32_t window, uint32_t radius,
+                               uint32_t run_base) {
+  uint32_t used = 0, positions = 0;
+  while (true) {
+    const uint32_t entry = lookup[(window << used) >> (32 - kLookupBits)];
+    const uint32_t l = entry & 0xFF;
+    if ((entry & kLongCode) || l == 0 || used + l > kMultiBits) break;
+    uint32_t bits = l, count = 1;
+    if ((entry >> 8) >= run_base) {  // DecodeToken's reading of a token
+      const RunTokenShape shape = ShapeOf(entry >> 8, radius);
+      const int c = shape.klass;
+      if (!shape.valid || used + l + c > kMultiBits) break;
+      count = RunZeros(c, window << (used + l)) + (shape.value != kNoRunValue);
+      bits += c;
+    }
+    positions += count;
+    used += bits;
+  }
+  return positions << kSpanPositionsAt | used;
 }
 
 __global__ void __launch_bounds__(kTableThreads)
@@ -318,10 +336,15 @@ __global__ void __launch_bounds__(kTableThreads)
   __syncthreads();
   const uint32_t base = MultiBase(seg.radius);
   uint64_t* multi = t.multi + uint64_t{s} * (1 << kMultiBits);
+  uint32_t* spans = t.spans + uint64_t{s} * (1 << kMultiBits);
   for (uint32_t e = threadIdx.x; e < (1u << kMultiBits); e += kTableThreads) {
     const uint32_t window = e << (32 - kMultiBits);
-    multi[e] = run_base == 0xFFFFFFFFu ? SymbolsEntry(lookup, window, base)
-                                       : TokensEntry(lookup, window, base, seg.radius, run_base);
+    if (run_base == 0xFFFFFFFFu) {
+      multi[e] = SymbolsEntry(lookup, window, base);
+    } else {
+      multi[e] = TokensEntry(lookup, window, base, seg.radius, run_base);
+      spans[e] = TokensSpan(lookup, window, seg.radius, run_base);
+    }
   }
 }
 
@@ -329,7 +352,8 @@ __global__ void __launch_bounds__(kTableThreads)
 struct Table {
   const uint32_t* lookup;
   const uint64_t* multi;
-  uint32_t base;  // of multi's symbols
+  const uint32_t* spans;  // with tokens, beside multi
+  uint32_t base;          // of multi's symbols
   const uint32_t* first;
   const uint32_t* count;
   const uint32_t* offset;
@@ -339,6 +363,7 @@ struct Table {
   __device__ Table(const DecodeTables& t, const Segment& seg, uint32_t s)
       : lookup(t.lookup + uint64_t{s} * (1 << kLookupBits)),
         multi(t.multi ? t.multi + uint64_t{s} * (1 << kMultiBits) : nullptr),
+        spans(t.spans ? t.spans + uint64_t{s} * (1 << kMultiBits) : nullptr),
         base(MultiBase(seg.radius)),
         first(t.first_code + uint64_t{s} * 32),
         count(t.count + uint64_t{s} * 32),
@@ -370,12 +395,15 @@ struct Table {
   // tokens it stays in global memory: staged, it took L1 from the
   // bitstream's words and slowed the chunks that do not use it by 7-12 %
   // (format version 1).
-  __device__ void StageMulti(uint64_t* shared_multi) {
+  // The spans as well, which the count pass steps through instead.
+  __device__ void StageMulti(uint64_t* shared_multi, uint32_t* shared_spans) {
     if (multi == nullptr) return;
     for (uint32_t i = threadIdx.x; i < (1u << kMultiBits); i += blockDim.x) {
       shared_multi[i] = multi[i];
+      shared_spans[i] = spans[i];
     }
     multi = shared_multi;
+    spans = shared_spans;
   }
 
   // Length of the codeword at the top of `window` (0 if none) and its symbol.
@@ -688,13 +716,23 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
   [[maybe_unused]] const uint32_t last = min(stop, bits);
   while (pos < stop) {
     if constexpr (kMulti) {
-      // (Staged in shared memory for segments with tokens: a generic load.)
-      const uint64_t* entry = &table.multi[in.Window() >> (32 - kMultiBits)];
-      const uint64_t m = kRuns ? *entry : __ldg(entry);
-      const uint32_t used = m & 0xF;
-      if (used != 0 && pos + used <= last) {
-        if (kRuns && runs.base != 0xFFFFFFFFu) {  // tokens: items (uniform across the warp)
-          if constexpr (kEmit) {
+      const uint32_t prefix = in.Window() >> (32 - kMultiBits);
+      // Tokens (uniform across the warp), counted: the prefix's span.
+      if (kRuns && !kEmit && runs.base != 0xFFFFFFFFu) {
+        const uint32_t span = table.spans[prefix];
+        const uint32_t used = span & 0xF;
+        if (used != 0 && pos + used <= last) {
+          n += span >> kSpanPositionsAt;
+          pos += used;
+          in.Skip(used);
+          continue;
+        }
+      } else {
+        // (Staged in shared memory for segments with tokens: a generic load.)
+        const uint64_t m = kRuns ? table.multi[prefix] : __ldg(&table.multi[prefix]);
+        const uint32_t used = m & 0xF;
+        if (used != 0 && pos + used <= last) {
+          if (kRuns && runs.base != 0xFFFFFFFFu) {  // tokens, emitted: items
             const uint32_t items = (m >> 4) & 0x3;
 #pragma unroll
             for (uint32_t k = 0; k < kMultiItems; ++k) {
@@ -702,24 +740,24 @@ __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in
               const uint32_t item = static_cast<uint32_t>(m >> (kItemsAt + kItemBits * k));
               const uint32_t count = (item >> 8) & 0x7FF;
               // (As DecodeToken's path: a run's positions stop at the chunk's end.)
-              out->PutItem(static_cast<uint16_t>(table.base + (item & 0xFF)), count, out_end);
+              if constexpr (kEmit) {
+                out->PutItem(static_cast<uint16_t>(table.base + (item & 0xFF)), count, out_end);
+              }
               n += count;
             }
           } else {
-            n += ItemPositions(m);
-          }
-        } else {
-          const uint32_t count = (m >> 4) & 0x7;
-          if constexpr (kEmit) {
-            for (uint32_t i = 0; i < count; ++i) {
-              out->Put(static_cast<uint16_t>(table.base + ((m >> (8 + 8 * i)) & 0xFF)));
+            const uint32_t count = (m >> 4) & 0x7;
+            if constexpr (kEmit) {
+              for (uint32_t i = 0; i < count; ++i) {
+                out->Put(static_cast<uint16_t>(table.base + ((m >> (8 + 8 * i)) & 0xFF)));
+              }
             }
+            n += count;
           }
-          n += count;
+          pos += used;
+          in.Skip(used);
+          continue;
         }
-        pos += used;
-        in.Skip(used);
-        continue;
       }
     }
     uint32_t sym, positions, value;
@@ -847,6 +885,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ uint32_t shared_lookup[1u << kLookupBits];
   __shared__ uint32_t shared_lengths[96];
   __shared__ uint64_t shared_multi[kRuns ? 1u << kMultiBits : 1];  // see Table::StageMulti
+  extern __shared__ uint32_t shared_spans[];  // 2048 with kRuns (past the static 48 KiB)
   __shared__ uint4 shared_sectors[kRuns ? 2 * kThreads : 1];        // see RunFilledWriter
   constexpr unsigned kAll = 0xFFFFFFFFu;
   // A block's chunks nearly always share a segment: its table is staged once
@@ -855,7 +894,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t s0 = SegmentOfChunk(segments, num_segments, chunks.At(first));
   Table staged(tables, segments[s0], s0);
   staged.Stage(shared_lookup, shared_lengths);
-  if (kRuns && segments[s0].lossless != 0) staged.StageMulti(shared_multi);
+  if (kRuns && segments[s0].lossless != 0) staged.StageMulti(shared_multi, shared_spans);
   __syncthreads();
 
   const uint64_t i = first + threadIdx.x / 32;
@@ -1202,8 +1241,15 @@ cudaError_t LaunchDecoders(GpuDecoder decoder, const Segment* segments, uint32_t
     return cudaGetLastError();
   }
   if (DecodesByWarps(decoder, chunks.batch_chunks)) {
+    const size_t spans = kRuns ? (size_t{1} << kMultiBits) * sizeof(uint32_t) : 0;
+    if (cudaError_t e = cudaFuncSetAttribute(GapArrayWarpKernel<kRuns>,
+                                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(spans));
+        e != cudaSuccess) {
+      return e;
+    }
     GapArrayWarpKernel<kRuns>
-        <<<(count + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, 0, stream>>>(
+        <<<(count + kChunksPerBlock - 1) / kChunksPerBlock, kThreads, spans, stream>>>(
             segments, num_segments, chunks, items, tables, chunk_bits, word_prefix, gap_prefix,
             symbols, zero_symbols, status);
     return cudaGetLastError();

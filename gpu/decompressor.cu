@@ -421,8 +421,9 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   b.piece_prefix = d.Take<uint64_t>(plan.piece_prefix.size());
   b.job_crcs = d.Take<uint32_t>(plan.crc_jobs.size());
   b.tables.lookup = d.Take<uint32_t>(S * 4096);
-  b.tables.multi =
-      DecodesByWarps(plan.decoder, plan.totals.chunks) ? d.Take<uint64_t>(S * 2048) : nullptr;
+  const bool by_warps = DecodesByWarps(plan.decoder, plan.totals.chunks);
+  b.tables.multi = by_warps ? d.Take<uint64_t>(S * 2048) : nullptr;
+  b.tables.spans = by_warps ? d.Take<uint32_t>(S * 2048) : nullptr;
   b.tables.sorted = d.Take<uint16_t>(S * 65536);
   b.tables.first_code = d.Take<uint32_t>(S * 32);
   b.tables.count = d.Take<uint32_t>(S * 32);

@@ -164,6 +164,8 @@ struct DecodeTables {
   uint32_t* lookup;      // 4096 per segment: (symbol << 8) | length; see decode_kernels.cu
   uint64_t* multi;       // 2048 per segment: the short codewords of an 11-bit prefix;
                          // null: not built (no decoder of the launch reads it)
+  uint32_t* spans;       // 2048 per segment with multi, built for segments with tokens:
+                         // the bits and positions of an 11-bit prefix's whole tokens
   uint16_t* sorted;      // 65536 per segment: symbols by (length, symbol)
   uint32_t* first_code;  // 32 per segment: canonical first code of each length
   uint32_t* count;       // 32 per segment

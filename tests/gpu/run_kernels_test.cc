@@ -439,7 +439,7 @@ DecoderKind CpuKind(GpuDecoder d) {
 }
 
 struct DeviceTables {
-  DeviceArray<uint32_t> lookup, first_code, count, offset;
+  DeviceArray<uint32_t> lookup, first_code, count, offset, spans;
   DeviceArray<uint64_t> multi;
   DeviceArray<uint16_t> sorted;
   explicit DeviceTables(uint32_t S)
@@ -447,10 +447,12 @@ struct DeviceTables {
         first_code(S * 32),
         count(S * 32),
         offset(S * 32),
+        spans(S * 2048),
         multi(S * 2048),
         sorted(S * 65536) {}
   DecodeTables Get() const {
-    return {lookup.get(), multi.get(), sorted.get(), first_code.get(), count.get(), offset.get()};
+    return {lookup.get(), multi.get(),       spans.get(), sorted.get(),
+            first_code.get(), count.get(), offset.get()};
   }
 };
 
