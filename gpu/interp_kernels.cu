@@ -48,7 +48,7 @@ uint32_t GridFor(uint64_t threads, uint32_t per_block) {
 enum class TileKernel { kEncode, kDecode, kScatter, kCount, kDecodeDirect };
 
 struct SubLayout {
-  uint32_t box = 0, fbox = 0, srank = 0, keep = 0, nb = 0;  // byte offsets
+  uint32_t box = 0, fbox = 0, srank = 0, keep = 0, nb = 0, passes = 0;  // byte offsets
   uint32_t bytes = 0;                               // per tile
 };
 
@@ -92,6 +92,8 @@ __host__ __device__ inline SubLayout LayoutFor(TileKernel kind, const Geometry& 
       at = Align16(at + uint64_t{elem} * g.box_volume);
       l.nb = at;
       at = Align16(at + sizeof(interp::Neighbors));
+      l.passes = at;
+      at = Align16(at + sizeof(interp::PassTable));
       break;
   }
   l.bytes = at;
@@ -213,7 +215,10 @@ __global__ void CopyHeadersKernel(const HeaderTable table, KeyHeader* headers) {
   for (uint32_t w = threadIdx.x; w < sizeof(HeaderTable) / 4; w += blockDim.x) to[w] = from[w];
 }
 
-__global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* entries) {
+// The pass tables and, beside each far-face entry, the direct decoder's
+// FarEntry (own entries' places in `far` stay unwritten).
+__global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* entries,
+                              uint32_t* far) {
   const KeyHeader& h = headers[blockIdx.y];
   const uint32_t p = blockIdx.x;
   if (!h.exists || p >= g.num_passes) return;
@@ -223,6 +228,9 @@ __global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* en
     uint32_t slot, value;
     interp::TableEntry(g, h, p, j, &slot, &value);
     list[slot] = value;
+    if (slot >= h.pass_own[p]) {
+      far[h.entries_begin + h.pass_entry[p] + slot] = interp::FarEntry(g, h, p, value & 0xFFFFu);
+    }
   }
 }
 
@@ -560,18 +568,20 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 // The direct decoder's tiles of one frame: a sub-block a tile.
 template <typename T>
 __device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
-                                  const uint32_t* entries, const uint64_t* boxes,
+                                  const uint32_t* entries, const uint32_t* far,
+                                  const uint64_t* boxes,
                                   const interp::DirectArgs& args, const T* anchor_w, T* out,
                                   const SubLayout& layout, const interp::TileSpan& span) {
   unsigned char* base;
   auto sb = MakeSubBlock<BarrierIds::kConstant>(g, layout.bytes, &base);
   const interp::DirectSmem<T> sm{reinterpret_cast<T*>(base + layout.box),
-                                 reinterpret_cast<interp::Neighbors*>(base + layout.nb)};
+                                 reinterpret_cast<interp::Neighbors*>(base + layout.nb),
+                                 reinterpret_cast<interp::PassTable*>(base + layout.passes)};
   const uint64_t stride = uint64_t{gridDim.x} * g.tiles_per_block;
   for (uint64_t i = uint64_t{blockIdx.x} * g.tiles_per_block + threadIdx.x / g.tile_threads;
        i < span.total; i += stride) {
     const uint64_t t = span.Tile(g, static_cast<uint32_t>(i));
-    interp::DecodeTileDirect<T>(sb, g, headers, entries, boxes, t, args, anchor_w, out, sm);
+    interp::DecodeTileDirect<T>(sb, g, headers, entries, far, boxes, t, args, anchor_w, out, sm);
   }
 }
 
@@ -581,9 +591,9 @@ __device__ void DecodeDirectTiles(const Geometry& g, const KeyHeader* headers,
 template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads, 8)
     DecodeTilesDirectKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                            const uint64_t* boxes, interp::DirectArgs args, const T* anchor_w,
-                            T* out, SubLayout layout, interp::TileSpan span) {
-  DecodeDirectTiles<T>(g, headers, entries, boxes, args, anchor_w, out, layout, span);
+                            const uint32_t* far, const uint64_t* boxes, interp::DirectArgs args,
+                            const T* anchor_w, T* out, SubLayout layout, interp::TileSpan span) {
+  DecodeDirectTiles<T>(g, headers, entries, far, boxes, args, anchor_w, out, layout, span);
 }
 
 // Decode batches' tiles (LaunchInterpDecodeBatch; their anchors above):
@@ -595,12 +605,13 @@ __global__ void __launch_bounds__(kInterpBlockThreads, 8)
 template <typename T>
 __global__ void __launch_bounds__(kInterpBlockThreads)
     DecodeTilesBatchKernel(Geometry g, const KeyHeader* headers, const uint32_t* entries,
-                           const uint64_t* boxes, const InterpDecodeFrame* frames,
+                           const uint32_t* far, const uint64_t* boxes,
+                           const InterpDecodeFrame* frames,
                            const uint32_t* tile_start, uint32_t* anchor_zeros, const T* anchor_w,
                            SubLayout layout, interp::TileSpan all) {
   const uint64_t f = blockIdx.y;
   const InterpDecodeFrame& fr = frames[f];
-  DecodeDirectTiles<T>(g, headers, entries, boxes, FrameArgs(fr, tile_start, anchor_zeros + f),
+  DecodeDirectTiles<T>(g, headers, entries, far, boxes, FrameArgs(fr, tile_start, anchor_zeros + f),
                        anchor_w + f * g.num_tiles, static_cast<T*>(fr.output), layout, all);
 }
 
@@ -611,6 +622,7 @@ __global__ void __launch_bounds__(kInterpBlockThreads)
 struct Scratch {
   KeyHeader* headers = nullptr;
   uint32_t* entries = nullptr;
+  uint32_t* far = nullptr;  // FarEntry, beside the far-face entries
   uint64_t* boxes = nullptr;
   uint32_t* tile_start = nullptr;
   uint32_t* counts = nullptr;  // per tile, with a fill mask (then scanned)
@@ -642,6 +654,7 @@ Scratch Carve(const InterpPlan& plan, bool decode, WorkspaceCarver& c, uint64_t 
   Scratch s;
   s.headers = c.Take<KeyHeader>(interp::kMaxKeys);
   s.entries = c.Take<uint32_t>(plan.table_entries);
+  s.far = c.Take<uint32_t>(plan.table_entries);
   s.boxes = c.Take<uint64_t>(plan.box_entries);
   s.tile_start = c.Take<uint32_t>((tiles + 1) * (plan.has_fill ? f : 1));
   if (plan.has_fill) s.counts = c.Take<uint32_t>((tiles + 1) * f);
@@ -701,7 +714,7 @@ cudaError_t LaunchTables(const Geometry& g, const Scratch& s, cudaStream_t strea
   interp::ComputeHeaders(g, table.h);
   CopyHeadersKernel<<<1, 256, 0, stream>>>(table, s.headers);
   EntriesKernel<<<dim3(std::max<uint32_t>(g.num_passes, 1), interp::kMaxKeys), kSmallThreads, 0,
-                  stream>>>(g, s.headers, s.entries);
+                  stream>>>(g, s.headers, s.entries, s.far);
   BoxesKernel<<<dim3(GridFor(g.box_volume, kSmallThreads), interp::kMaxKeys), kSmallThreads, 0,
                 stream>>>(g, s.headers, s.boxes);
   return cudaGetLastError();
@@ -878,7 +891,7 @@ absl::Status DecodeDirectT(const InterpPlan& plan, const InterpDecodeInputs& in,
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesDirectKernel<T>, shared));
   DecodeTilesDirectKernel<T><<<SpanGrid(g, span), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.boxes, args, anchor_w, output, l, span);
+      g, s.headers, s.entries, s.far, s.boxes, args, anchor_w, output, l, span);
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();
 }
@@ -1199,7 +1212,7 @@ absl::Status DecodeBatchT(const InterpPlan& plan, const InterpDecodeFrame* frame
   const size_t shared = size_t{l.bytes} * g.tiles_per_block;
   CUDA_RETURN_IF_ERROR(AllowShared(DecodeTilesBatchKernel<T>, shared));
   DecodeTilesBatchKernel<T><<<dim3(TileGrid(g), count), TileBlockThreads(g), shared, stream>>>(
-      g, s.headers, s.entries, s.boxes, frames, s.tile_start, s.anchor_zeros, anchor_w, l,
+      g, s.headers, s.entries, s.far, s.boxes, frames, s.tile_start, s.anchor_zeros, anchor_w, l,
       interp::AllTiles(g));
   CUDA_RETURN_IF_ERROR(cudaGetLastError());
   return absl::OkStatus();

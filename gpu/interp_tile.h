@@ -828,16 +828,18 @@ EBZIP_HD void ScatterTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
 // The passes (FORMAT.md §15.5.2) over a tile's box, once every slot holds
 // its element's residual and the corners their working values: each slot,
 // in its pass, becomes its working value from the prediction. Block-wide.
+// `table`: the key's pass table (entries + entries_begin), `pass_entry` its
+// KeyHeader's, or a copy.
 template <typename T, class Exec>
-EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const KeyHeader& h, const uint32_t* entries,
-                        T* box, double step) {
+EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const uint32_t* table,
+                        const uint32_t* pass_entry, T* box, double step) {
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
   const bool cubic = g.cubic != 0;
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
-    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
-    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
+    const uint32_t* list = table + pass_entry[p];
+    const uint32_t count = pass_entry[p + 1] - pass_entry[p];
     for (uint32_t j = lane; j < count; j += threads) {
       const uint32_t entry = list[j];
       const uint32_t o = entry & 0xFFFFu;
@@ -888,7 +890,7 @@ EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
     }
   }
   ex.Sync();
-  RunPasses<T>(ex, g, h, entries, box, g.step);
+  RunPasses<T>(ex, g, entries + h.entries_begin, h.pass_entry, box, g.step);
   WriteOwn(ex, g, h, box_table, v.anchor, box, out);
 }
 
@@ -928,10 +930,62 @@ EBZIP_HD inline uint32_t LatticeCountPow2(uint32_t extent, uint32_t first, uint3
   return extent > first ? (extent - first + (1u << shift) - 1) >> shift : 0;
 }
 
+// A far-face element at in-box coordinates c, E along the positions of w
+// (a bit each), is the own element of the same pass (position pos, h =
+// 2^log2h) of the neighbour tile along w, at coordinate 0 there (a
+// multiple of 2h, as E is). Its symbol-order rank within that pass is its
+// C-order index in the neighbour's own lattice of the pass, whose extents
+// are `own` (the neighbour's own extents).
+EBZIP_HD inline uint32_t FarRank(const Geometry& g, const uint32_t* c, uint32_t w,
+                                 const uint32_t* own, uint32_t pos, uint32_t log2h) {
+  uint32_t at = 0, stride = 1;
+  EBZIP_UNROLL
+  for (int e = kIDims - 1; e >= 0; --e) {
+    const uint32_t u = static_cast<uint32_t>(e);
+    if (u >= g.k) continue;
+    // Lattice along e: first h at the pass's position, else 0; step h
+    // before it, else 2h.
+    const uint32_t first_e = u == pos ? 1u << log2h : 0;
+    const uint32_t shift = u < pos ? log2h : log2h + 1;
+    if (((w >> e) & 1) == 0) at += ((c[e] - first_e) >> shift) * stride;
+    stride *= LatticeCountPow2(own[e], first_e, shift);
+  }
+  return at;
+}
+
+// Key h's far-face entry of pass p at box offset o, as the direct decoder
+// reads it beside the pass table (the same index): w, and the rank FarRank
+// gives when the neighbour is not the last along any position of w. Its
+// own extents are then this tile's: E along w (this tile has a far face
+// there, so it is not the last either), this tile's along every other
+// position (it sits beside it). Ranks stay below 2^16, a tile's elements;
+// w is never 0.
+inline constexpr uint32_t kFarMask = 0xF;
+inline constexpr uint32_t kFarRankShift = 4;
+EBZIP_HD inline uint32_t FarEntry(const Geometry& g, const KeyHeader& h, uint32_t p, uint32_t o) {
+  uint32_t c[kIDims];
+  BoxCoords(g, o, c);
+  uint32_t w = 0;
+  for (uint32_t e = 0; e < g.k; ++e) {
+    if (c[e] == g.E) w |= 1u << e;
+  }
+  const uint32_t level = p / g.k;
+  return w | FarRank(g, c, w, h.own, p % g.k, g.log2E - level - 1) << kFarRankShift;
+}
+
+// A tile's pass layout (its KeyHeader's), copied to shared memory: both
+// sweeps read it at every pass.
+struct PassTable {
+  uint32_t entry[kMaxPasses + 1];
+  uint32_t own[kMaxPasses];
+  uint32_t rank[kMaxPasses];
+};
+
 template <typename T>
 struct DirectSmem {
   T* box;        // box_volume values: residuals, then working values
   Neighbors* nb;
+  PassTable* passes;
 };
 
 // Tile t from symbol order and the anchors' working values, with the
@@ -939,10 +993,15 @@ struct DirectSmem {
 // them (the anchor's by AnchorLoadDirect). First every symbol the box needs
 // goes in, as its residual, to its slot (one sweep over the passes' entries
 // with no barrier, so the global loads overlap), then the passes run on
-// shared memory alone, as DecodeTile's.
+// shared memory alone, as DecodeTile's. A far-face symbol's position is
+// its neighbour's first position, the pass's rank there and its FarRank,
+// read from `far` (FarEntry, beside each pass table entry) unless that
+// neighbour is the last along w: computing it took ~170 instructions at a
+// third of a warp's threads, 6 % of the kernel's (Nsight Compute, H100).
 template <typename T, class Exec>
 EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* headers,
-                               const uint32_t* entries, const uint64_t* boxes, uint64_t t,
+                               const uint32_t* entries, const uint32_t* far,
+                               const uint64_t* boxes, uint64_t t,
                                const DirectArgs& a, const T* anchor_w, T* out,
                                const DirectSmem<T>& sm) {
   const TileView v = MakeTile(g, t);
@@ -968,14 +1027,23 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
     sm.nb->start[m] = a.tile_start[u];
     sm.nb->key[m] = MakeTile(g, u).key;
   }
+  for (uint32_t p = lane; p <= g.num_passes; p += threads) {
+    sm.passes->entry[p] = h.pass_entry[p];
+    if (p < g.num_passes) {
+      sm.passes->own[p] = h.pass_own[p];
+      sm.passes->rank[p] = h.pass_rank[p];
+    }
+  }
   ex.Sync();
   uint32_t error = 0;
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t log2h = g.log2E - level - 1;
-    const uint32_t* list = entries + h.entries_begin + h.pass_entry[p];
-    const uint32_t count = h.pass_entry[p + 1] - h.pass_entry[p];
-    const uint32_t own = h.pass_own[p];
-    const uint32_t first = start + h.pass_rank[p];
+    const PassTable& pt = *sm.passes;
+    const uint32_t* list = entries + h.entries_begin + pt.entry[p];
+    const uint32_t* far_list = far + h.entries_begin + pt.entry[p];
+    const uint32_t count = pt.entry[p + 1] - pt.entry[p];
+    const uint32_t own = pt.own[p];
+    const uint32_t first = start + pt.rank[p];
     for (uint32_t j = lane; j < count; j += threads) {
       const uint32_t o = list[j] & 0xFFFFu;
       uint16_t sym;
@@ -986,31 +1054,17 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
         if (sym >= alphabet) error |= kErrAlphabet;
         if (sym == 0) error |= kErrZeroAtNonAnchor;
       } else {
-        // A far-face element, coordinate E along the positions of w: the
-        // neighbour's own element of this pass at coordinate 0 there (a
-        // multiple of 2h, as E is); its rank is the C-order index in the
-        // neighbour's own lattice. The neighbour checks its symbol.
-        uint32_t c[kIDims];
-        BoxCoords(g, o, c);
-        uint32_t w = 0;
-        EBZIP_UNROLL
-        for (int e = 0; e < kIDims; ++e) {
-          if (static_cast<uint32_t>(e) < g.k && c[e] == g.E) w |= 1u << e;
+        const uint32_t f = far_list[j];
+        const uint32_t w = f & kFarMask;
+        const uint32_t key = sm.nb->key[w];
+        const KeyHeader& hn = headers[key];
+        uint32_t rank = f >> kFarRankShift;
+        if ((key & w) != 0) {  // a last neighbour: its own extents along w are its own
+          uint32_t c[kIDims];
+          BoxCoords(g, o, c);
+          rank = FarRank(g, c, w, hn.own, pos, log2h);
         }
-        const KeyHeader& hn = headers[sm.nb->key[w]];
-        uint32_t at = sm.nb->start[w] + hn.pass_rank[p];
-        uint32_t stride = 1;
-        EBZIP_UNROLL
-        for (int e = kIDims - 1; e >= 0; --e) {
-          const uint32_t u = static_cast<uint32_t>(e);
-          if (u >= g.k) continue;
-          // Lattice along e: first h at the pass's position, else 0; step
-          // h before it, else 2h.
-          const uint32_t first_e = u == pos ? 1u << log2h : 0;
-          const uint32_t shift = u < pos ? log2h : log2h + 1;
-          if (((w >> e) & 1) == 0) at += ((c[e] - first_e) >> shift) * stride;
-          stride *= LatticeCountPow2(hn.own[e], first_e, shift);
-        }
+        const uint32_t at = sm.nb->start[w] + hn.pass_rank[p] + rank;
         sym = SymbolAt(a, at, zero_residual);
       }
       sm.box[o] = static_cast<T>(static_cast<int32_t>(sym) - g.radius);
@@ -1022,7 +1076,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
   }
   if (error != 0) ex.AtomicOr(a.error, error);
   ex.Sync();
-  RunPasses<T>(ex, g, h, entries, sm.box, a.step);
+  RunPasses<T>(ex, g, entries + h.entries_begin, sm.passes->entry, sm.box, a.step);
   WriteOwn(ex, g, h, boxes + h.boxes_begin, v.anchor, sm.box, out);
 }
 

@@ -386,6 +386,7 @@ struct HostTables {
   Geometry g{};
   std::vector<KeyHeader> headers;
   std::vector<uint32_t> entries;
+  std::vector<uint32_t> far;  // FarEntry beside far-face entries
   std::vector<uint64_t> boxes;
   std::vector<uint32_t> tile_start;
 };
@@ -504,6 +505,40 @@ HostTables MakeTables(const InterpParams& p, const uint8_t* fill, uint32_t lanes
         EXPECT_EQ(e, 0xFFFFFFFFu) << "key " << key << " pass " << pass << " entry " << j
                                   << " lands on slot " << slot << ", taken";
         e = value;
+      }
+    }
+  }
+  // FarEntry of each far-face entry: the rank it gives must be where the
+  // element sits among the own entries of the same pass of the neighbour
+  // along w, searched here by box offset. That neighbour, not the last
+  // along w, has this tile's key.
+  ht.far.assign(ht.entries.size(), 0);
+  for (uint32_t key = 0; key < interp::kMaxKeys; ++key) {
+    const KeyHeader& h = ht.headers[key];
+    if (!h.exists) continue;
+    for (uint32_t pass = 0; pass < ht.g.num_passes; ++pass) {
+      const uint32_t* list = &ht.entries[h.entries_begin + h.pass_entry[pass]];
+      const uint32_t count = h.pass_entry[pass + 1] - h.pass_entry[pass];
+      for (uint32_t j = h.pass_own[pass]; j < count; ++j) {
+        const uint32_t f = interp::FarEntry(ht.g, h, pass, list[j] & 0xFFFFu);
+        ht.far[h.entries_begin + h.pass_entry[pass] + j] = f;
+        uint32_t c[interp::kIDims];
+        interp::BoxCoords(ht.g, list[j] & 0xFFFFu, c);
+        uint32_t w = 0;
+        for (uint32_t e = 0; e < ht.g.k; ++e) {
+          if (c[e] == ht.g.E) {
+            w |= 1u << e;
+            c[e] = 0;
+          }
+        }
+        EXPECT_EQ(f & interp::kFarMask, w) << "key " << key << " pass " << pass << " entry " << j;
+        EXPECT_EQ(key & w, 0u) << "a far face where the tile is the last";
+        const uint32_t there = interp::BoxOffset(ht.g, c);
+        const uint32_t rank = f >> interp::kFarRankShift;
+        EXPECT_LT(rank, h.pass_own[pass]) << "key " << key << " pass " << pass << " entry " << j;
+        if (rank >= h.pass_own[pass]) continue;
+        EXPECT_EQ(list[rank] & 0xFFFFu, there)
+            << "key " << key << " pass " << pass << " entry " << j << ": rank " << rank;
       }
     }
   }
@@ -794,9 +829,11 @@ Decoded EmulateDecodeDirectT(const HostTables& ht, const InterpEncoded& e, uint3
   std::vector<T> w = Unwritten<T>(g.n);
   std::vector<T> box(g.box_volume);
   interp::Neighbors nb;
-  const interp::DirectSmem<T> sm{box.data(), &nb};
+  interp::PassTable passes;
+  const interp::DirectSmem<T> sm{box.data(), &nb, &passes};
   RunSpan(lanes, g, span, [&](HostExec& ex, uint64_t t) {
-    interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.boxes.data(), t,
+    interp::DecodeTileDirect<T>(ex, g, ht.headers.data(), ht.entries.data(), ht.far.data(),
+                                ht.boxes.data(), t,
                                 args, anchor_w.data(), w.data(), sm);
   });
   out.bytes.resize(g.n * sizeof(T));
