@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
 #include <cub/device/device_scan.cuh>
 #include <string>
 #include <vector>
@@ -385,7 +386,8 @@ struct Buffers {
   uint16_t* symbols;
   int32_t* deltas;
   uint64_t* zero_symbols;
-  DeviceStatus* status;
+  DeviceStatus* status;  // the decoders' first error
+  DeviceStatus* checks;  // the checksums' and padding's, which run beside them
   void* cub_temp;
   size_t cub_temp_bytes;
   Segment* host_segments;
@@ -407,14 +409,15 @@ struct Buffers {
   uint64_t* host_chunk_list;
 };
 
-// The status lives at the start of both workspaces, so FinishDecompress
-// finds it without the plan.
+// The two statuses live at the start of both workspaces, so
+// FinishDecompress finds them without the plan.
 Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
               WorkspaceSize* size) {
   const uint64_t S = plan.segments.size();
   Buffers b{};
   WorkspaceCarver d(device);
-  b.status = d.Take<DeviceStatus>(1);
+  b.status = d.Take<DeviceStatus>(2);
+  b.checks = b.status + 1;
   b.segments = d.Take<Segment>(S);
   b.items = d.Take<Item>(plan.items.size());
   b.crc_jobs = d.Take<CrcJob>(plan.crc_jobs.size());
@@ -458,7 +461,7 @@ Buffers Carve(const Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   // DecompressTask::wanted.
   b.chunk_list = d.Take<uint64_t>(plan.interp.empty() ? 0 : plan.totals.chunks);
   WorkspaceCarver h(host);
-  h.Take<DeviceStatus>(1);
+  h.Take<DeviceStatus>(2);
   b.host_segments = h.Take<Segment>(S);
   b.host_items = h.Take<Item>(plan.items.size());
   b.host_crc_jobs = h.Take<CrcJob>(plan.crc_jobs.size());
@@ -546,28 +549,58 @@ absl::Status DecodeFillMasks(const Plan& plan, const Buffers& b, cudaStream_t st
   return absl::OkStatus();
 }
 
+// Side streams of the calling thread on the current device, kept for the
+// thread's life and lent to one StreamFork at a time: creating a stream takes
+// host time in the middle of a call, while the device waits for its next
+// launch. A stream given back may still run its last fork's work; a new
+// fork's work waits behind it, which ordering allows.
+class SideStreams {
+ public:
+  ~SideStreams() {
+    for (auto& [device, free] : free_) {
+      for (cudaStream_t s : free) cudaStreamDestroy(s);
+    }
+  }
+  static SideStreams& OfThisThread() {
+    thread_local SideStreams pool;
+    return pool;
+  }
+  cudaError_t Take(int device, cudaStream_t* s) {
+    std::vector<cudaStream_t>& free = free_[device];
+    if (free.empty()) return cudaStreamCreateWithFlags(s, cudaStreamNonBlocking);
+    *s = free.back();
+    free.pop_back();
+    return cudaSuccess;
+  }
+  void Give(int device, cudaStream_t s) { free_[device].push_back(s); }
+
+ private:
+  std::map<int, std::vector<cudaStream_t>> free_;
+};
+
 // Side streams forked from a caller's stream and joined back to it: work
 // enqueued on them runs after what the caller's stream had before Fork, and
-// what the caller's stream gets after Join runs after all of it. Streams and
-// events are released at destruction (CUDA frees them once their work is
-// done), so no error path leaks them.
+// what the caller's stream gets after Join runs after all of it. Events are
+// released at destruction (CUDA frees them once their work is done) and the
+// streams go back to SideStreams, so no error path leaks them.
 class StreamFork {
  public:
   StreamFork() = default;
   StreamFork(const StreamFork&) = delete;
   StreamFork& operator=(const StreamFork&) = delete;
   ~StreamFork() {
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
+    for (cudaStream_t s : streams_) SideStreams::OfThisThread().Give(device_, s);
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
   }
 
   absl::Status Fork(cudaStream_t parent, size_t count) {
+    CUDA_RETURN_IF_ERROR(cudaGetDevice(&device_));
     cudaEvent_t forked = nullptr;
     CUDA_RETURN_IF_ERROR(NewEvent(&forked));
     CUDA_RETURN_IF_ERROR(cudaEventRecord(forked, parent));
     for (size_t i = 0; i < count; ++i) {
       cudaStream_t s = nullptr;
-      CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      CUDA_RETURN_IF_ERROR(SideStreams::OfThisThread().Take(device_, &s));
       streams_.push_back(s);
       CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(s, forked, 0));
     }
@@ -575,12 +608,18 @@ class StreamFork {
   }
   cudaStream_t operator[](size_t i) const { return streams_[i % streams_.size()]; }
   absl::Status Join(cudaStream_t parent) {
-    for (cudaStream_t s : streams_) {
-      cudaEvent_t done = nullptr;
-      CUDA_RETURN_IF_ERROR(NewEvent(&done));
-      CUDA_RETURN_IF_ERROR(cudaEventRecord(done, s));
-      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(parent, done, 0));
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (absl::Status s = Join(parent, i); !s.ok()) return s;
     }
+    return absl::OkStatus();
+  }
+  // Side stream i alone (none if the fork failed).
+  absl::Status Join(cudaStream_t parent, size_t i) {
+    if (i >= streams_.size()) return absl::OkStatus();
+    cudaEvent_t done = nullptr;
+    CUDA_RETURN_IF_ERROR(NewEvent(&done));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(done, streams_[i]));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(parent, done, 0));
     return absl::OkStatus();
   }
 
@@ -590,6 +629,7 @@ class StreamFork {
     if (err == cudaSuccess) events_.push_back(*e);
     return err;
   }
+  int device_ = 0;
   std::vector<cudaStream_t> streams_;
   std::vector<cudaEvent_t> events_;
 };
@@ -710,6 +750,25 @@ absl::Status DecodeValues(const Plan& plan, const Buffers& b, cudaStream_t st,
   return absl::OkStatus();
 }
 
+// Each chunk's bits, words and gap entries (§5.3), their prefix sums and
+// their checks against the segments' totals.
+absl::Status ReadChunkIndex(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
+  const uint64_t chunks = plan.totals.chunks;
+  CUDA_RETURN_IF_ERROR(LaunchReadChunkIndex(b.segments, S, chunks, b.items, b.chunk_bits,
+                                            b.chunk_words, b.chunk_gaps, b.status, st));
+  size_t temp = b.cub_temp_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words,
+                                                     b.word_prefix, chunks, st));
+  temp = b.cub_temp_bytes;
+  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_gaps,
+                                                     b.gap_prefix, chunks, st));
+  CUDA_RETURN_IF_ERROR(LaunchCheckChunkIndex(b.segments, S, chunks, b.items, b.chunk_words,
+                                             b.chunk_gaps, b.word_prefix, b.gap_prefix, b.status,
+                                             st));
+  return absl::OkStatus();
+}
+
 // Fill elements of the frames with a fill mask (§15.7 step 4).
 absl::Status FillFromMasks(const Plan& plan, const Buffers& b, cudaStream_t st) {
   for (size_t k = 0; k < plan.masks.size(); ++k) {
@@ -748,7 +807,6 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
   const Buffers b = Carve(plan, *cub_bytes, ws.device, ws.host, nullptr);
   const uint32_t S = static_cast<uint32_t>(plan.segments.size());
   const uint32_t jobs = static_cast<uint32_t>(plan.crc_jobs.size());
-  const BatchTotals& t = plan.totals;
   const cudaStream_t st = stream;
   auto mark = [&](const char* stage) {
     if (timer) timer->Mark(stage, st);
@@ -790,47 +848,62 @@ absl::Status DecompressBatch(absl::Span<const DecompressTask> tasks, DecoderKind
     CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(b.chunk_list, b.host_chunk_list, bytes, cudaMemcpyHostToDevice, st));
   }
-  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.status, 0, sizeof(DeviceStatus), st));
+  CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.status, 0, 2 * sizeof(DeviceStatus), st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.zero_symbols, 0, S * sizeof(uint64_t), st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.job_crcs, 0, jobs * sizeof(uint32_t), st));
   mark("upload tables");
 
-  CUDA_RETURN_IF_ERROR(LaunchCrc(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(), st));
-  CUDA_RETURN_IF_ERROR(LaunchCrcCheck(b.crc_jobs, jobs, b.status, st));
-  CUDA_RETURN_IF_ERROR(LaunchPaddingCheck(b.crc_jobs, jobs, b.status, st));
-  mark("crc32c");
-  if (absl::Status s = DecodeFillMasks(plan, b, st); !s.ok()) return s;
-  if (!plan.masks.empty()) mark("fill masks");
-  CUDA_RETURN_IF_ERROR(LaunchBuildDecodeTables(b.segments, S, b.items, b.tables, b.status, st));
-  CUDA_RETURN_IF_ERROR(LaunchReadChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_bits,
-                                            b.chunk_words, b.chunk_gaps, b.status, st));
-  size_t temp = b.cub_temp_bytes;
-  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_words,
-                                                     b.word_prefix, t.chunks, st));
-  temp = b.cub_temp_bytes;
-  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveSum(b.cub_temp, temp, b.chunk_gaps,
-                                                     b.gap_prefix, t.chunks, st));
-  CUDA_RETURN_IF_ERROR(LaunchCheckChunkIndex(b.segments, S, t.chunks, b.items, b.chunk_words,
-                                             b.chunk_gaps, b.word_prefix, b.gap_prefix, b.status,
-                                             st));
-  mark("decode tables+chunk index");
-  if (absl::Status s = DecodeValues(plan, b, st, mark); !s.ok()) return s;
-  if (!plan.interp.empty()) mark("huffman decode and values (overlapped)");
-  if (absl::Status s = FillFromMasks(plan, b, st); !s.ok()) return s;
-  CUDA_RETURN_IF_ERROR(LaunchRestoreSpecials(plan.elem_size, b.segments, S, plan.fill_runs,
-                                             plan.verbatim, b.items, b.status, st));
+  // The checksums run beside the rest (their status is their own), and the
+  // chunk index beside the decode tables: each of the three leaves most of
+  // the GPU idle alone (the tables have a block per frame), and the decoders
+  // check everything they read anyway, as they must for an archive whose
+  // checksums a hostile writer made right.
+  StreamFork beside;
+  absl::Status launched = beside.Fork(st, 2);
+  if (launched.ok()) {
+    launched.Update(CudaStatus(
+        LaunchCrc(b.crc_jobs, jobs, b.piece_prefix, plan.piece_prefix.back(), beside[0]),
+        "LaunchCrc"));
+    launched.Update(CudaStatus(LaunchCrcCheck(b.crc_jobs, jobs, b.checks, beside[0]), "crc"));
+    launched.Update(
+        CudaStatus(LaunchPaddingCheck(b.crc_jobs, jobs, b.checks, beside[0]), "padding"));
+  }
+  if (launched.ok()) launched.Update(ReadChunkIndex(plan, b, beside[1]));
+  if (launched.ok()) launched.Update(DecodeFillMasks(plan, b, st));
+  if (launched.ok()) {
+    launched.Update(CudaStatus(
+        LaunchBuildDecodeTables(b.segments, S, b.items, b.tables, b.status, st), "tables"));
+  }
+  // The chunk index rejoins here; the checksums at the end.
+  launched.Update(beside.Join(st, 1));
+  if (launched.ok()) mark("decode tables+chunk index, crc32c beside");
+  if (launched.ok()) launched.Update(DecodeValues(plan, b, st, mark));
+  if (launched.ok() && !plan.interp.empty()) mark("huffman decode and values (overlapped)");
+  if (launched.ok()) launched.Update(FillFromMasks(plan, b, st));
+  if (launched.ok()) {
+    launched.Update(CudaStatus(LaunchRestoreSpecials(plan.elem_size, b.segments, S,
+                                                     plan.fill_runs, plan.verbatim, b.items,
+                                                     b.status, st),
+                               "LaunchRestoreSpecials"));
+  }
+  const absl::Status joined = beside.Join(st, 0);
+  if (!launched.ok()) return launched;
+  if (!joined.ok()) return joined;
   mark("fill+verbatim");
   return absl::OkStatus();
 }
 
+// A checksum or padding error comes first: it explains whatever the
+// decoders, which ran beside the checks, found in the same bytes.
 absl::Status FinishDecompress(const Workspace& ws, Stream stream) {
   auto* host = static_cast<DeviceStatus*>(ws.host);
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, ws.device, sizeof(DeviceStatus),
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, ws.device, 2 * sizeof(DeviceStatus),
                                        cudaMemcpyDeviceToHost, stream));
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (host->error == kNoError) return absl::OkStatus();
+  const DeviceStatus& found = host[1].error != kNoError ? host[1] : host[0];
+  if (found.error == kNoError) return absl::OkStatus();
   return format::CorruptArchive(
-      absl::StrCat(ErrorText(*host), " (batch frame ", host->segment, ")"));
+      absl::StrCat(ErrorText(found), " (batch frame ", found.segment, ")"));
 }
 
 }  // namespace ebzip::gpu
