@@ -706,9 +706,9 @@ struct RunFilledWriter {
 
 // Counts (and with kEmit writes, counting zeros) the symbols of the codewords
 // from `pos` starting before `stop`, through a BitStream.
-// With kMulti, where the codewords of a multi-symbol entry all start before
-// `stop`, they go in one step (none is symbol 0: zeros are counted on the
-// other path).
+// With kMulti, where the codewords of a multi-symbol entry (counting tokens:
+// of a span) all start before `stop`, they go in one step (none is symbol
+// 0: zeros are counted on the other path).
 template <bool kEmit, bool kMulti, bool kRuns, typename Writer>
 __device__ bool StreamRun(const Table& table, const RunCode& runs, BitStream& in, uint32_t& pos,
                           uint32_t stop, uint32_t bits, uint32_t& n, Writer* out,

@@ -1053,7 +1053,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
         if (at >= a.num_symbols) error |= kErrSymbolCount;
         if (sym >= alphabet) error |= kErrAlphabet;
         if (sym == 0) error |= kErrZeroAtNonAnchor;
-      } else {
+      } else {  // a far face: the neighbour checks its symbol
         const uint32_t f = far_list[j];
         const uint32_t w = f & kFarMask;
         const uint32_t key = sm.nb->key[w];
