@@ -55,7 +55,8 @@ struct VariableSummary {
 };
 
 // The JSON document (an object; non-finite numbers as "NaN", "Infinity",
-// "-Infinity", which JSON lacks).
+// "-Infinity", which JSON lacks; a coordinate whose values are start + i *
+// step exactly as start, step and count, docs/cli.md).
 std::string VariableMetadataToJson(const VariableMetadata& metadata);
 
 // VariableMetadataToJson's document if it fits the archive's metadata block
