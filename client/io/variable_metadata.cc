@@ -117,8 +117,9 @@ absl::StatusOr<std::string> StringFrom(const Json& doc, const char* key) {
 // start + i * step in binary64 (as a reader computes them) bit for bit:
 // regular grids are the common case, and as a list of numbers each value
 // took ~17 bytes (etopo5's two axes, 6,481 values: 112 KB of a 541 KB
-// archive at REL 1e-2). Its count is capped like a list's, which the
-// document's 1 MiB holds to fewer than 2^19 values.
+// archive at REL 1e-2). The counts of a document's regular coordinates
+// together are capped as lists are by the document's 1 MiB, to fewer than
+// 2^19 values: a reader's memory stays bounded whatever the document says.
 constexpr uint64_t kMaxRegularCount = format::kMaxMetadataDocument / 2;
 
 double RegularValue(double start, double step, uint64_t i) {
@@ -156,8 +157,10 @@ Json CoordinateToJson(const CoordinateVariable& c) {
   return entry;
 }
 
+// `left`: what the cap leaves to this coordinate, less its count after.
 absl::StatusOr<std::vector<double>> CoordinateValuesFrom(const Json& entry,
-                                                         const std::string& where) {
+                                                         const std::string& where,
+                                                         uint64_t* left) {
   if (entry.contains("values")) return NumbersFrom(entry["values"], where);
   const Json* start = entry.contains("start") ? &entry["start"] : nullptr;
   const Json* step = entry.contains("step") ? &entry["step"] : nullptr;
@@ -168,10 +171,12 @@ absl::StatusOr<std::vector<double>> CoordinateValuesFrom(const Json& entry,
         where, ": expected \"values\": [...] or \"start\", \"step\" and \"count\""));
   }
   const uint64_t n = count->get<uint64_t>();
-  if (n > kMaxRegularCount) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": count ", n, " is over ", kMaxRegularCount));
+  if (n > *left) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": count ", n, " passes the ", kMaxRegularCount,
+        " values a document's regular coordinates may hold together"));
   }
+  *left -= n;
   const double first = start->get<double>(), delta = step->get<double>();
   std::vector<double> values(n);
   for (uint64_t i = 0; i < n; ++i) values[i] = RegularValue(first, delta, i);
@@ -244,6 +249,7 @@ absl::StatusOr<VariableMetadata> ParseVariableMetadata(std::string_view json) {
     if (!coordinates.is_object()) {
       return absl::InvalidArgumentError("metadata: coordinates not an object");
     }
+    uint64_t regular_left = kMaxRegularCount;
     for (const auto& [name, entry] : coordinates.items()) {
       const std::string where = absl::StrCat("metadata: coordinates.", name);
       if (!entry.is_object() || !entry.contains("type") || !entry["type"].is_string()) {
@@ -252,7 +258,8 @@ absl::StatusOr<VariableMetadata> ParseVariableMetadata(std::string_view json) {
       CoordinateVariable c;
       c.name = name;
       c.type = entry["type"].get<std::string>();
-      absl::StatusOr<std::vector<double>> values = CoordinateValuesFrom(entry, where);
+      absl::StatusOr<std::vector<double>> values =
+          CoordinateValuesFrom(entry, where, &regular_left);
       if (!values.ok()) return values.status();
       c.values = *std::move(values);
       if (entry.contains("attributes")) {

@@ -91,11 +91,19 @@ absl::Status ParseCoordinate(const std::string& entry) {
 }
 
 // Another writer's document: the regular form is checked before a value is
-// computed, and its count is capped as a list's length is by the 1 MiB
-// document.
+// computed, and the counts are capped together as lists' lengths are by the
+// 1 MiB document.
 TEST(VariableMetadataTest, MalformedRegularCoordinatesAreRejected) {
   EXPECT_TRUE(ParseCoordinate(R"({"type":"double","start":1,"step":0.5,"count":4})").ok());
   EXPECT_TRUE(ParseCoordinate(R"({"type":"double","start":1,"step":0.5,"count":524288})").ok());
+  // Many coordinates, each under the cap, must not add up past it.
+  std::string many = R"({"name":"T","coordinates":{)";
+  for (int i = 0; i < 3; ++i) {
+    absl::StrAppend(&many, i ? "," : "", "\"X", i,
+                    R"(":{"type":"double","start":0,"step":1,"count":200000})");
+  }
+  many += "}}";
+  EXPECT_EQ(ParseVariableMetadata(many).status().code(), absl::StatusCode::kInvalidArgument);
   for (const char* bad : {
            R"({"type":"double","start":1,"step":0.5,"count":524289})",
            R"({"type":"double","start":1,"step":0.5,"count":1000000000000})",
