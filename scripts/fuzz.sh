@@ -3,14 +3,16 @@
 # for a bounded time on a corpus seeded with valid inputs:
 #   archive_reader_fuzzer  the archive reader and every decoder (codec only)
 #   grpc_fuzzer            a real ebzipd in the process, driven over loopback
+#   metadata_fuzzer        the metadata document's reader (client/io)
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...] [LIBFUZZER_FLAGS...]
 #
 # SECONDS (default 60) is per target: `scripts/fuzz.sh 60` fuzzes the archive
-# reader for 60 s, then ebzipd for 60 s. TARGET (archive_reader_fuzzer or
-# grpc_fuzzer, or archive_reader, grpc) picks targets; so does
-# EBZIP_FUZZ_TARGETS (space- or comma-separated); by default both run. Other
-# arguments go to every target's libFuzzer.
+# reader for 60 s, then ebzipd for 60 s, then the metadata reader for 60 s.
+# TARGET (archive_reader_fuzzer, grpc_fuzzer or metadata_fuzzer, or
+# archive_reader, grpc, metadata) picks targets; so does EBZIP_FUZZ_TARGETS
+# (space- or comma-separated); by default all three run. Other arguments go
+# to every target's libFuzzer.
 #
 # Exits 0 when every target ran without a finding, and non-zero when one
 # reports a crash, a sanitizer error, a contract violation (see each target's
@@ -22,18 +24,20 @@
 # Environment: EBZIP_FUZZ_BUILD (build directory, default build-fuzz),
 # EBZIP_FUZZ_WORK (the archive reader's corpus, artifacts and log, default
 # .fuzz/archive_reader), EBZIP_FUZZ_GRPC_WORK (the same for grpc_fuzzer,
-# default .fuzz/grpc), EBZIP_FUZZ_JOBS (build parallelism, default 2).
+# default .fuzz/grpc), EBZIP_FUZZ_METADATA_WORK (for metadata_fuzzer,
+# default .fuzz/metadata), EBZIP_FUZZ_JOBS (build parallelism, default 2).
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 [SECONDS] [archive_reader_fuzzer|grpc_fuzzer...] [LIBFUZZER_FLAGS...]" >&2
+  echo "usage: $0 [SECONDS] [archive_reader_fuzzer|grpc_fuzzer|metadata_fuzzer...]" \
+    "[LIBFUZZER_FLAGS...]" >&2
   exit 2
 }
 seconds=60
 if [[ $# -gt 0 && $1 =~ ^[0-9]+$ ]]; then
   seconds=$1
   shift
-elif [[ $# -gt 0 && $1 != -* && $1 != archive_reader* && $1 != grpc* ]]; then
+elif [[ $# -gt 0 && $1 != -* && $1 != archive_reader* && $1 != grpc* && $1 != metadata* ]]; then
   usage
 fi
 targets=()
@@ -42,17 +46,19 @@ for arg in "$@"; do
   case $arg in
     archive_reader | archive_reader_fuzzer) targets+=(archive_reader_fuzzer) ;;
     grpc | grpc_fuzzer) targets+=(grpc_fuzzer) ;;
+    metadata | metadata_fuzzer) targets+=(metadata_fuzzer) ;;
     -*) flags+=("$arg") ;;
     *) usage ;;
   esac
 done
 if [[ ${#targets[@]} -eq 0 ]]; then
-  for t in ${EBZIP_FUZZ_TARGETS:-archive_reader_fuzzer grpc_fuzzer}; do
+  for t in ${EBZIP_FUZZ_TARGETS:-archive_reader_fuzzer grpc_fuzzer metadata_fuzzer}; do
     t=${t//,/ }
     for name in $t; do
       case $name in
         archive_reader | archive_reader_fuzzer) targets+=(archive_reader_fuzzer) ;;
         grpc | grpc_fuzzer) targets+=(grpc_fuzzer) ;;
+        metadata | metadata_fuzzer) targets+=(metadata_fuzzer) ;;
         *)
           echo "fuzz.sh: unknown target \"$name\" in EBZIP_FUZZ_TARGETS" >&2
           exit 2
@@ -146,6 +152,7 @@ seeder_of() {  # TARGET: the program that writes its seed corpus
   case $1 in
     archive_reader_fuzzer) echo archive_seed_corpus ;;
     grpc_fuzzer) echo grpc_seed_corpus ;;
+    metadata_fuzzer) echo metadata_seed_corpus ;;
   esac
 }
 
@@ -206,6 +213,17 @@ for t in "${runnable[@]}"; do
       #   the target write their reports to their own copies of stderr.
       target_flags=(-timeout=60 -rss_limit_mb=2048 -malloc_limit_mb=128 -max_len=4096
         -len_control=0 -close_fd_mask=2)
+      ;;
+    metadata_fuzzer)
+      work=${EBZIP_FUZZ_METADATA_WORK:-$root/.fuzz/metadata}
+      mkdir -p "$work/corpus" "$work/seeds" "$work/artifacts"
+      printf '%s\n' '"\"start\""' '"\"step\""' '"\"count\""' '"\"values\""' '"\"coordinates\""' \
+        '"\"attributes\""' '"\"type\""' '"\"NaN\""' '"\"Infinity\""' >"$work/metadata.dict"
+      # -malloc_limit_mb: the reader caps what a document's regular
+      #   coordinates expand to at 524,288 values (4 MiB); anything past
+      #   64 MiB in one allocation is the cap gone.
+      target_flags=(-timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=64 -max_len=8192
+        -dict="$work/metadata.dict")
       ;;
   esac
   "$seeder" "$work/seeds"
