@@ -62,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const ebzip::VariableMetadata& a = *read;
   const ebzip::VariableMetadata& b = *back;
   // An empty group is not written, "/" neither (the root).
-  const bool same_group = a.group == b.group || ((a.group.empty() || a.group == "/") && b.group.empty());
+  const bool same_group =
+      a.group == b.group || ((a.group.empty() || a.group == "/") && b.group.empty());
   if (a.name != b.name || !same_group || a.type != b.type || a.dimensions != b.dimensions ||
       !SameAttributes(a.attributes, b.attributes) ||
       !SameAttributes(a.global_attributes, b.global_attributes) ||

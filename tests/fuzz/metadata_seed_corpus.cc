@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   m.group = "/a/b";
   m.coordinates.resize(1);
   docs.push_back(ebzip::VariableMetadataToJson(m));
-  docs.push_back(R"({"name":"T","coordinates":{"X":{"type":"double","start":0,"step":0.5,"count":7}}})");
+  docs.push_back(
+      R"({"name":"T","coordinates":{"X":{"type":"double","start":0,"step":0.5,"count":7}}})");
   for (size_t i = 0; i < docs.size(); ++i) {
     const std::string path = std::string(argv[1]) + "/seed" + std::to_string(i) + ".json";
     FILE* f = std::fopen(path.c_str(), "wb");

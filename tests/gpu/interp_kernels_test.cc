@@ -1164,8 +1164,9 @@ std::vector<Corruption> Corruptions() {
        interp::kErrAlphabet},
       {"symbol 0 at a non-anchor", [](InterpEncoded& e, const Frame&) { e.symbols[1] = 0; },
        interp::kErrZeroAtNonAnchor},
-      // The frame's last symbol is its last tile's, of the finest level:
-      // the direct decoder reads those in its passes, the others before.
+      // The frame's last symbol is its last tile's, of the finest level,
+      // so a decoder that read the finest level apart from the others (one
+      // variant read it in its passes) is checked there too.
       {"last symbol beyond the alphabet",
        [](InterpEncoded& e, const Frame& f) {
          e.symbols.back() = static_cast<uint16_t>(2 * f.p.radius);
