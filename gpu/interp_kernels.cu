@@ -237,9 +237,10 @@ __global__ void EntriesKernel(Geometry g, const KeyHeader* headers, uint32_t* en
 __global__ void BoxesKernel(Geometry g, const KeyHeader* headers, uint64_t* boxes) {
   const KeyHeader& h = headers[blockIdx.y];
   if (!h.exists) return;
-  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < h.box_count;
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < h.box_count + h.own_rows;
        j += gridDim.x * blockDim.x) {
-    boxes[h.boxes_begin + j] = interp::BoxEntry(g, h, j);
+    boxes[h.boxes_begin + j] = j < h.box_count ? interp::BoxEntry(g, h, j)
+                                               : interp::OwnRowEntry(g, h, j - h.box_count);
   }
 }
 

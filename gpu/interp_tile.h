@@ -106,6 +106,8 @@ struct KeyHeader {
   uint32_t box_count;      // elements of its box
   uint32_t entries_begin;  // its table's first entry
   uint32_t boxes_begin;    // its box table's first entry (BoxEntry)
+  uint32_t own_rows;       // rows of own elements along the last position
+  uint32_t rows_begin;     // their table (OwnRowEntry), in the box tables' array
   uint32_t own[kIDims];    // own extents per position (1 beyond k)
   uint32_t box[kIDims];    // box extents per position (1 beyond k)
   FastDiv own_div[kIDims];
@@ -264,9 +266,9 @@ EBZIP_HD inline Pass MakePass(const Geometry& g, uint32_t p) {
 }
 
 // Fills the 16 key headers; returns the pass tables' total entries and, in
-// `box_entries`, the box tables'. Key bit e: the tile is the last along
-// position e (its own extent is what remains of the dimension, and its box
-// has no far face there).
+// `box_entries`, the box and own-row tables' (each key's rows after its
+// box). Key bit e: the tile is the last along position e (its own extent is
+// what remains of the dimension, and its box has no far face there).
 EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers,
                                         uint64_t* box_entries = nullptr) {
   uint64_t total = 0, boxes = 0;
@@ -289,13 +291,17 @@ EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers,
     }
     h.own_volume = 0;
     h.box_count = 0;
+    h.own_rows = 0;
     h.entries_begin = static_cast<uint32_t>(total);
     h.boxes_begin = static_cast<uint32_t>(boxes);
+    h.rows_begin = static_cast<uint32_t>(boxes);
     for (uint32_t p = 0; p <= kMaxPasses; ++p) h.pass_entry[p] = 0;
     for (uint32_t p = 0; p < kMaxPasses; ++p) h.pass_own[p] = h.pass_rank[p] = 0;
     if (!h.exists) continue;
     h.own_volume = h.own[0] * h.own[1] * h.own[2] * h.own[3];
     h.box_count = h.box[0] * h.box[1] * h.box[2] * h.box[3];
+    h.own_rows = h.own_volume / h.own[g.k - 1];
+    h.rows_begin = h.boxes_begin + h.box_count;
     uint32_t entry = 0, rank = 1;  // rank 0 is the anchor
     for (uint32_t p = 0; p < g.num_passes; ++p) {
       const Pass q = MakePass(g, p);
@@ -312,7 +318,7 @@ EBZIP_HD inline uint64_t ComputeHeaders(const Geometry& g, KeyHeader* headers,
     }
     h.pass_entry[g.num_passes] = entry;
     total += entry;
-    boxes += h.box_count;
+    boxes += h.box_count + h.own_rows;
   }
   if (box_entries != nullptr) *box_entries = boxes;
   return total;
@@ -558,6 +564,18 @@ EBZIP_HD inline BoxSlot ReadBoxEntry(uint64_t entry) {
   return {static_cast<uint32_t>(entry), static_cast<uint32_t>(entry >> 32) & 0xFFFFu,
           ((entry >> 48) & 1) != 0, ((entry >> 49) & 1) != 0,
           static_cast<uint32_t>(entry >> 50) & 0xFu};
+}
+
+// Row r of key h's own elements along the last position (its coordinate
+// there 0, the others in C order): its first element less the tile's first
+// element's (bits 0-31) and its box offset (32-47). Along a row the element
+// moves by the last position's stride and the box offset by 1.
+EBZIP_HD inline uint64_t OwnRowEntry(const Geometry& g, const KeyHeader& h, uint32_t r) {
+  uint32_t c[kIDims];
+  Decompose(r * h.own[g.k - 1], h.own_div, g.k, c);
+  uint64_t element = 0;
+  for (uint32_t e = 0; e < g.k; ++e) element += c[e] * g.stride[g.idim[e]];
+  return element | uint64_t{BoxOffset(g, c)} << 32;
 }
 // The tile whose anchor is corner `mask` of tile t's box.
 EBZIP_HD inline uint64_t CornerAnchor(const Geometry& g, uint64_t t, uint32_t mask) {
@@ -855,16 +873,21 @@ EBZIP_HD void RunPasses(Exec& ex, const Geometry& g, const uint32_t* table,
 }
 
 // The tile's own working values from its box to `out` (its first element at
-// `anchor`), then a barrier: the next tile reuses the box.
+// `anchor`), row by row (`rows`: the key's OwnRowEntry table), then a
+// barrier: the next tile reuses the box. A row table entry serves a row of
+// threads, where the box table took a 64-bit entry for every box element.
 template <typename T, class Exec>
-EBZIP_HD void WriteOwn(Exec& ex, const Geometry& g, const KeyHeader& h, const uint64_t* box_table,
+EBZIP_HD void WriteOwn(Exec& ex, const Geometry& g, const KeyHeader& h, const uint64_t* rows,
                        uint64_t anchor, const T* box, T* out) {
   const uint32_t lane = ex.Lane(), threads = ex.Threads();
-  for (uint32_t j = lane; j < h.box_count; j += threads) {
-    const BoxSlot b = ReadBoxEntry(box_table[j]);
-    if (b.own) out[anchor + b.element] = box[b.offset];
+  const uint32_t last = g.k - 1;
+  const uint64_t step = g.stride[g.idim[last]];
+  for (uint32_t j = lane; j < h.own_volume; j += threads) {
+    const uint32_t r = h.own_div[last].Div(j);
+    const uint32_t i = j - r * h.own[last];
+    const uint64_t row = rows[r];
+    out[anchor + static_cast<uint32_t>(row) + i * step] = box[(row >> 32) + i];
   }
-  (void)g;
   ex.Sync();
 }
 
@@ -891,7 +914,7 @@ EBZIP_HD void DecodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
   }
   ex.Sync();
   RunPasses<T>(ex, g, entries + h.entries_begin, h.pass_entry, box, g.step);
-  WriteOwn(ex, g, h, box_table, v.anchor, box, out);
+  WriteOwn(ex, g, h, boxes + h.rows_begin, v.anchor, box, out);
 }
 
 // ---------------------------------------------------------------------------
@@ -1077,7 +1100,7 @@ EBZIP_HD void DecodeTileDirect(Exec& ex, const Geometry& g, const KeyHeader* hea
   if (error != 0) ex.AtomicOr(a.error, error);
   ex.Sync();
   RunPasses<T>(ex, g, entries + h.entries_begin, sm.passes->entry, sm.box, a.step);
-  WriteOwn(ex, g, h, boxes + h.boxes_begin, v.anchor, sm.box, out);
+  WriteOwn(ex, g, h, boxes + h.rows_begin, v.anchor, sm.box, out);
 }
 
 // ---------------------------------------------------------------------------

@@ -465,11 +465,22 @@ HostTables MakeTables(const InterpParams& p, const uint8_t* fill, uint32_t lanes
     // The box table against coordinates counted here in C order: element
     // and box offsets from the strides, own below the own extents, corners
     // where every coordinate is 0 or E.
+    // The own-row table against the box table's own elements whose last
+    // coordinate is 0, met in the same C order.
+    for (uint32_t r = 0; r < h.own_rows; ++r) {
+      ht.boxes.at(h.rows_begin + r) = interp::OwnRowEntry(ht.g, h, r);
+    }
+    uint32_t row = 0;
     uint32_t c[interp::kIDims] = {0, 0, 0, 0};
     for (uint32_t j = 0; j < h.box_count; ++j) {
       const uint64_t entry = interp::BoxEntry(ht.g, h, j);
       ht.boxes.at(h.boxes_begin + j) = entry;
       const interp::BoxSlot b = interp::ReadBoxEntry(entry);
+      if (b.own && c[ht.g.k - 1] == 0 && row++ < h.own_rows) {
+        const uint64_t r = ht.boxes.at(h.rows_begin + row - 1);
+        EXPECT_EQ(static_cast<uint32_t>(r), b.element) << "key " << key << " row " << row - 1;
+        EXPECT_EQ(r >> 32, b.offset) << "key " << key << " row " << row - 1;
+      }
       uint64_t element = 0, offset = 0;
       bool own = true, corner = true;
       uint32_t mask = 0;
@@ -492,6 +503,7 @@ HostTables MakeTables(const InterpParams& p, const uint8_t* fill, uint32_t lanes
         c[e] = 0;
       }
     }
+    EXPECT_EQ(row, h.own_rows) << "key " << key;
   }
   for (uint32_t key = 0; key < interp::kMaxKeys; ++key) {
     const KeyHeader& h = ht.headers[key];
