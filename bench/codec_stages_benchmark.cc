@@ -88,7 +88,7 @@ void Prepare(Field& f) {
   f.options.bound = kRelBound;
   f.options.fill_value = f.fill;
   f.options.radius = kRadius;
-  f.bound = ResolveBound(f.options, FiniteRange(f.spec, f.data, f.fill));
+  f.bound = ResolveBound(f.options, f.spec.dtype, FiniteRange(f.spec, f.data, f.fill));
   f.rule = QuantRule{f.bound.abs_bound, f.bound.quant_step, f.fill.has_value(), 0};
   if (f.fill) f.rule.fill_bits = ToBits(static_cast<float>(*f.fill));
 

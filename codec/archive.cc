@@ -129,8 +129,14 @@ ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
   return FiniteRangeT(reinterpret_cast<const double*>(data.data()), n, fill_value, cancel);
 }
 
-ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range) {
-  return ResolveBoundFor(options.mode, options.bound, range.any, range.min, range.max);
+Narrowing NarrowingFor(const CompressOptions& options, DType dtype) {
+  if (ArchiveVersion(options) == format::kVersion1) return Narrowing::kNone;
+  return dtype == DType::kFloat32 ? Narrowing::kFloat32 : Narrowing::kFloat64;
+}
+
+ResolvedBound ResolveBound(const CompressOptions& options, DType dtype, const ValueRange& range) {
+  return ResolveBoundFor(options.mode, options.bound, range.any, range.min, range.max,
+                         NarrowingFor(options, dtype));
 }
 
 ValueRange RangeFor(const ArraySpec& spec, absl::Span<const uint8_t> data,
@@ -265,7 +271,7 @@ absl::StatusOr<std::vector<uint8_t>> Compress(const ArraySpec& spec, absl::Span<
   if (Cancelled(cancel)) return CancelledStatus(kWhat);
   const ValueRange range = RangeFor(spec, data, options, cancel);
   if (Cancelled(cancel)) return CancelledStatus(kWhat);
-  auto plan = PlanArchive(spec, options, ResolveBound(options, range));
+  auto plan = PlanArchive(spec, options, ResolveBound(options, spec.dtype, range));
   if (!plan.ok()) return plan.status();
 
   std::vector<std::vector<uint8_t>> frames(plan->frame_count());

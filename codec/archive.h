@@ -74,8 +74,14 @@ absl::Status ValidateCompressOptions(const ArraySpec& spec, const CompressOption
 ValueRange FiniteRange(const ArraySpec& spec, absl::Span<const uint8_t> data,
                        std::optional<double> fill_value, const std::atomic<bool>* cancel = nullptr);
 
-// ResolveBoundFor (codec/resolve_bound.h) applied to the options and range.
-ResolvedBound ResolveBound(const CompressOptions& options, const ValueRange& range);
+// What an array's reconstructions are rounded to, for ResolveBoundFor: its
+// element type, in a version-2 archive; none in version 1, whose step stays
+// twice the bound.
+Narrowing NarrowingFor(const CompressOptions& options, DType dtype);
+
+// ResolveBoundFor (codec/resolve_bound.h) applied to the options, the
+// array's element type and its range.
+ResolvedBound ResolveBound(const CompressOptions& options, DType dtype, const ValueRange& range);
 
 // The range a relative bound of `options` refers to: options.range when
 // given, else FiniteRange's scan; nothing for an absolute bound.

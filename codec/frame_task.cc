@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<uint8_t>> CompressFrame(const FrameTask& task,
         absl::StrCat("a frame of ", task.spec.num_bytes(), " bytes given ", data.size()));
   }
   auto plan = PlanArchive(task.spec, task.options,
-                          ResolveBound(task.options, RangeFor(task.spec, data, task.options)));
+                          ResolveBound(task.options, task.spec.dtype, RangeFor(task.spec, data, task.options)));
   if (!plan.ok()) return plan.status();
   if (plan->frame_count() != 1) {
     return absl::InvalidArgumentError("a frame task that plans more than one frame");

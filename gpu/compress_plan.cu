@@ -155,6 +155,7 @@ absl::StatusOr<Plan> MakePlan(absl::Span<const CompressTask> tasks, CodeBuilder 
     item.relative = task.options.mode == BoundMode::kRel;
     item.has_fill = task.options.fill_value.has_value();
     item.bound = task.options.bound;
+    item.narrowing = NarrowingFor(task.options, task.spec.dtype);
     if (item.has_fill) {
       const double fill = *task.options.fill_value;
       if (plan.elem_size == 4) {

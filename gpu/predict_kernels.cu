@@ -55,7 +55,8 @@ __global__ void ResolveBoundsKernel(Item* items, uint32_t num_items) {
   const double lo = any ? FromOrderedKey(item.min_key) : 0;
   const double hi = any ? FromOrderedKey(item.max_key) : 0;
   const ResolvedBound b =
-      ResolveBoundFor(item.relative ? BoundMode::kRel : BoundMode::kAbs, item.bound, any, lo, hi);
+      ResolveBoundFor(item.relative ? BoundMode::kRel : BoundMode::kAbs, item.bound, any, lo, hi,
+                      item.narrowing);
   item.abs_bound = b.abs_bound;
   item.quant_step = b.quant_step;
 }

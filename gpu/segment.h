@@ -12,6 +12,7 @@
 
 #include "codec/format.h"
 #include "codec/host_device.h"
+#include "codec/resolve_bound.h"
 
 namespace ebzip::gpu {
 
@@ -130,6 +131,7 @@ struct Item {
   double quant_step;
   uint32_t overflow;  // the archive would exceed `capacity`: nothing is written
   uint32_t frame_only;  // one frame's bytes, no file header, index or trailer
+  Narrowing narrowing;  // for ResolveBoundFor: NarrowingFor(options, dtype)
 };
 
 // What the compressor learns on the device about each frame, then writes.

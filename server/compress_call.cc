@@ -59,7 +59,8 @@ class CompressCall final : public StreamingCall<v1::CompressRequest, v1::Compres
     // The streamed path writes this plan's file header: a given range
     // resolves the bound now.
     auto plan = PlanArchive(parsed->spec, parsed->options,
-                            ResolveBound(parsed->options, parsed->options.range.value_or(ValueRange{})));
+                            ResolveBound(parsed->options, parsed->spec.dtype,
+                                         parsed->options.range.value_or(ValueRange{})));
     if (!plan.ok()) return plan.status();
     if (absl::Status s = CheckOptionLimits(*parsed, *plan, env_.limits.min_frame_elements);
         !s.ok()) {

@@ -16,7 +16,7 @@ namespace ebzip::server {
 namespace {
 
 absl::StatusOr<ArchivePlan> PlanFor(const Work& work, const ValueRange& range) {
-  return PlanArchive(work.spec, work.options, ResolveBound(work.options, range));
+  return PlanArchive(work.spec, work.options, ResolveBound(work.options, work.spec.dtype, range));
 }
 
 // The first error of the frames running at once; later ones are dropped.

@@ -244,7 +244,7 @@ absl::StatusOr<Summary> RunRemote(const ParsedArgs& args, const Input& in,
 
 absl::StatusOr<Summary> RunLocal(const Input& in, const CompressOptions& options, OutputFile& out) {
   const ValueRange range = RangeFor(in.spec, in.bytes, options);
-  auto plan = PlanArchive(in.spec, options, ResolveBound(options, range));
+  auto plan = PlanArchive(in.spec, options, ResolveBound(options, in.spec.dtype, range));
   if (!plan.ok()) return plan.status();
   ArchiveWriter writer(*plan);
   if (auto s = out.Write(writer.Begin()); !s.ok()) return s;

@@ -302,10 +302,10 @@ Plan MakePlan(const std::string& dtype, const std::vector<uint64_t>& shape, cons
   bool resolved = true;
   ResolvedBound resolved_bound{1, 2};
   if (o.mode == BoundMode::kAbs) {
-    resolved_bound = ResolveBound(o, ValueRange());
+    resolved_bound = ResolveBound(o, spec.dtype, ValueRange());
   } else if (value_range.has_value()) {
     const auto& [any, min, max] = *value_range;
-    resolved_bound = ResolveBound(o, ValueRange{any, min, max});
+    resolved_bound = ResolveBound(o, spec.dtype, ValueRange{any, min, max});
   } else {
     resolved = false;
   }

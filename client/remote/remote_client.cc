@@ -790,7 +790,7 @@ absl::StatusOr<RemoteSummary> RemoteClient::CompressInParts(const ArraySpec& spe
                                                             uint64_t parts, const ByteSink& sink) {
   // Every part is quantized against the whole array's range.
   const ValueRange range = RangeFor(spec, data, options);
-  auto plan = PlanArchive(spec, options, ResolveBound(options, range));
+  auto plan = PlanArchive(spec, options, ResolveBound(options, spec.dtype, range));
   if (!plan.ok()) return plan.status();
   const CompressOptions part_options = PartOptions(options, range);
   const std::vector<FrameRange> ranges = SplitFrames(plan->frame_count(), parts);

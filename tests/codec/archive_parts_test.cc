@@ -57,7 +57,7 @@ TEST_P(ArchivePartsTest, PartsAssembleIntoTheWholeArraysArchive) {
 
   // What a client does: the range once, the plan, then each part apart.
   const ValueRange range = RangeFor(c.spec, data, o);
-  auto plan = PlanArchive(c.spec, o, ResolveBound(o, range));
+  auto plan = PlanArchive(c.spec, o, ResolveBound(o, c.spec.dtype, range));
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_GT(plan->frame_count(), c.parts);
   const std::vector<FrameRange> ranges = SplitFrames(plan->frame_count(), c.parts);
@@ -170,7 +170,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{{DType::kFloat32, {1000, 64}}, BoundMode::kAbs, Predictor::kInterp, std::nullopt, 7}));
 
 ArchivePlan PlanOf(const ArraySpec& spec, const CompressOptions& o, const ValueRange& range) {
-  auto plan = PlanArchive(spec, o, ResolveBound(o, range));
+  auto plan = PlanArchive(spec, o, ResolveBound(o, spec.dtype, range));
   EXPECT_TRUE(plan.ok());
   return *plan;
 }

@@ -85,7 +85,7 @@ TEST(Cancel, FlagSetBeforehandStopsEveryEntryPointBeforeItWrites) {
     EXPECT_EQ(out, std::vector<uint8_t>(frame_bytes, 0xAB));
   }
 
-  auto plan = PlanArchive(spec, options, ResolveBound(options, {}));
+  auto plan = PlanArchive(spec, options, ResolveBound(options, spec.dtype, {}));
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::vector<uint8_t> before = {1, 2, 3, 4, 5, 6, 7, 8};
   std::vector<uint8_t> frame = before;
@@ -150,7 +150,7 @@ TEST(Cancel, FlagNeverSetChangesNoByte) {
     }
   }
 
-  auto plan = PlanArchive(spec, Options(100000), ResolveBound(Options(100000), {}));
+  auto plan = PlanArchive(spec, Options(100000), ResolveBound(Options(100000), spec.dtype, {}));
   ASSERT_TRUE(plan.ok()) << plan.status();
   std::vector<uint8_t> plain, flagged;
   EncodeFrame(plan->ParamsForFrame(1), Bytes(data).data() + plan->FrameDataOffset(1), &plain);
@@ -241,7 +241,7 @@ TEST_F(CancelLargeArray, DecompressionStopsWithCancelled) {
 TEST_F(CancelLargeArray, OneFrameStopsWithCancelled) {
   ASSERT_NE(data_, nullptr);
   const CompressOptions options = Options(format::kMaxFrameElements);
-  auto plan = PlanArchive(Spec(), options, ResolveBound(options, {}));
+  auto plan = PlanArchive(Spec(), options, ResolveBound(options, Spec().dtype, {}));
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->frame_count(), 1u);
   std::vector<uint8_t> frame;

@@ -49,7 +49,7 @@ TEST_P(FrameTaskTest, FramesCompressedApartMakeTheSameArchive) {
   auto whole = Compress(c.spec, data, o);
   ASSERT_TRUE(whole.ok()) << whole.status();
 
-  auto plan = PlanArchive(c.spec, o, ResolveBound(o, RangeFor(c.spec, data, o)));
+  auto plan = PlanArchive(c.spec, o, ResolveBound(o, c.spec.dtype, RangeFor(c.spec, data, o)));
   ASSERT_TRUE(plan.ok());
   ASSERT_GT(plan->frame_count(), 1u);
   ArchiveWriter writer(*plan);
@@ -112,7 +112,7 @@ TEST(FrameTask, RelativeBoundsNeedTheirRange) {
   o.mode = BoundMode::kRel;
   o.bound = 1e-3;
   const ArraySpec spec{DType::kFloat32, {64, 64}};
-  auto plan = PlanArchive(spec, o, ResolveBound(o, ValueRange{}));
+  auto plan = PlanArchive(spec, o, ResolveBound(o, spec.dtype, ValueRange{}));
   ASSERT_TRUE(plan.ok());
   EXPECT_EQ(FrameTaskOf(*plan, o, 0).status().code(), absl::StatusCode::kFailedPrecondition);
   // Nor does a task built by hand compress with its frame's own range.
@@ -127,7 +127,7 @@ TEST(FrameTask, MetadataStaysWithTheFileHeaderUnlessItDecidesTheVersion) {
   o.bound = 1e-2;
   o.frame_elements = 16 * 64;
   o.metadata = R"({"units": "K"})";
-  auto plan = PlanArchive(spec, o, ResolveBound(o, ValueRange{}));
+  auto plan = PlanArchive(spec, o, ResolveBound(o, spec.dtype, ValueRange{}));
   ASSERT_TRUE(plan.ok());
   auto task = FrameTaskOf(*plan, o, 1);
   ASSERT_TRUE(task.ok());

@@ -340,7 +340,7 @@ TEST_P(BoundsHold, ForEveryCallAndDecoder) {
     const CompressOptions& options = variant.options;
     ValueRange range;
     if (options.mode == BoundMode::kRel) range = FiniteRange(spec, data, options.fill_value);
-    auto plan = PlanArchive(spec, options, ResolveBound(options, range));
+    auto plan = PlanArchive(spec, options, ResolveBound(options, spec.dtype, range));
     ASSERT_TRUE(plan.ok()) << plan.status();
 
     absl::StatusOr<std::vector<uint8_t>> archive;
@@ -429,7 +429,7 @@ TEST(BoundsAreUseful, SixteenMegaElementsDecompressWithinFourTimesTheOutput) {
   const std::vector<uint8_t> data = MakeData(DType::kFloat32, Data::kSmooth, 4096 * 4096, 3);
   CompressOptions options;
   options.bound = 1e-3;
-  auto plan = PlanArchive(spec, options, ResolveBound(options, {}));
+  auto plan = PlanArchive(spec, options, ResolveBound(options, spec.dtype, {}));
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->frame_count(), 1u);
   auto archive = Compress(spec, data, options);

@@ -1198,7 +1198,8 @@ void CheckCompress(const CallRecord& r, Pool* pool) {
       r.half_closed_ok && !r.cancelled && m.data.size() == m.parsed->spec.num_bytes()) {
     // Options the codec takes and the server does not (server/limits.h).
     auto plan = ebzip::PlanArchive(m.parsed->spec, m.parsed->options,
-                                   ebzip::ResolveBound(m.parsed->options, ebzip::ValueRange{}));
+                                   ebzip::ResolveBound(m.parsed->options, m.parsed->spec.dtype,
+                                                       ebzip::ValueRange{}));
     if (plan.ok() && !ebzip::server::CheckOptionLimits(*m.parsed, *plan, kMinFrameElements).ok()) {
       return;
     }

@@ -87,7 +87,7 @@ TEST(GpuFrameTask, FramesOfArraysInOneBatchAreTheCpuFrames) {
     auto whole = Compress(c.spec, data, options);
     ASSERT_TRUE(whole.ok()) << whole.status();
     auto plan =
-        PlanArchive(c.spec, options, ResolveBound(options, RangeFor(c.spec, data, options)));
+        PlanArchive(c.spec, options, ResolveBound(options, c.spec.dtype, RangeFor(c.spec, data, options)));
     ASSERT_TRUE(plan.ok());
     const uint64_t frames = plan->frame_count();
     ASSERT_GE(frames, 3u);
