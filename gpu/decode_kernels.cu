@@ -169,9 +169,9 @@ __device__ uint32_t TokensSpan(const uint32_t* lookup, uint32_t window, uint32_t
 __global__ void __launch_bounds__(kTableThreads)
     BuildTablesKernel(const Segment* segments, const Item* items, DecodeTables t,
                       DeviceStatus* status) {
-  using Scan = cub::BlockScan<uint32_t, kTableThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  // The section's scans: raking ones (Scan's) spilled registers there.
+  using LengthScan = cub::BlockScan<uint64_t, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  __shared__ typename LengthScan::TempStorage length_temp;
+  // The section's scans: raking ones spilled registers there.
   using PieceScan = cub::BlockScan<uint32_t, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename PieceScan::TempStorage piece_temp;
   __shared__ uint32_t count[kMaxLength + 2];
@@ -248,16 +248,52 @@ __global__ void __launch_bounds__(kTableThreads)
   for (int k = 0; k < kWords; ++k) {
     mine[k] = reinterpret_cast<const uint32_t*>(lengths + my_begin)[k];
   }
-  // Symbols per length, then Kraft: sum of 2^-l <= 1.
+  // Symbols sorted by (length, symbol) and counted per length, three lengths
+  // a scan: each thread's matches of each (at most 64) in a 21-bit field of
+  // one block scan (a total is at most 65536), then its symbols of each
+  // length at its rank. The counts are the scans' totals: counting them
+  // first with shared-memory atomics (all threads on the same few lengths)
+  // took a third of this kernel.
+  uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
+  const int max_length = static_cast<int>(seg.max_code_length);
+  constexpr int kField = 21;
+  constexpr uint64_t kFieldMask = (uint64_t{1} << kField) - 1;
+  uint32_t shorter = 0;  // symbols of the shorter lengths, the same in every thread
+  for (int l0 = 1; l0 <= max_length; l0 += 3) {
+    uint64_t packed = 0;
 #pragma unroll
-  for (int k = 0; k < kWords; ++k) {
-    for (uint32_t w = mine[k]; w != 0;) {  // each non-zero byte, lowest first
-      const int byte = (__ffs(w) - 1) / 8;
-      atomicAdd(&count[(w >> (8 * byte)) & 0xFF], 1u);
-      w &= ~(0xFFu << (8 * byte));
+    for (int j = 0; j < 3; ++j) {
+      const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l0 + j);
+      uint32_t matches = 0;
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) matches += __popc(__vcmpeq4(mine[k], pattern)) / 8;
+      packed |= uint64_t{matches} << (kField * j);
+    }
+    uint64_t before, total;
+    LengthScan(length_temp).ExclusiveSum(packed, before, total);
+    __syncthreads();  // length_temp is reused
+    for (int j = 0; j < 3 && l0 + j <= max_length; ++j) {
+      const int l = l0 + j;
+      const uint32_t n = static_cast<uint32_t>(total >> (kField * j) & kFieldMask);
+      if (threadIdx.x == 0) count[l] = n;
+      if ((packed >> (kField * j) & kFieldMask) != 0) {
+        const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l);
+        uint32_t rank = shorter + static_cast<uint32_t>(before >> (kField * j) & kFieldMask);
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) {
+          // 0xFF in each byte of length l; lowest byte (lowest symbol) first.
+          for (uint32_t eq = __vcmpeq4(mine[k], pattern); eq != 0;) {
+            const int byte = (__ffs(eq) - 1) / 8;
+            sorted[rank++] = static_cast<uint16_t>(my_begin + 4 * k + byte);
+            eq &= ~(0xFFu << (8 * byte));
+          }
+        }
+      }
+      shorter += n;
     }
   }
   __syncthreads();
+  // Kraft: sum of 2^-l <= 1.
   if (threadIdx.x == 0) {
     uint64_t kraft = 0, used = 0;
     uint32_t code = 0, at = 0;
@@ -276,30 +312,6 @@ __global__ void __launch_bounds__(kTableThreads)
     if (threadIdx.x == 0) ReportError(status, kErrCodeLengths, s);
     return;
   }
-  // Symbols sorted by (length, symbol): per used length, each thread's
-  // count, a block scan for its rank, then its symbols of that length.
-  uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
-  for (int l = 1; l <= static_cast<int>(seg.max_code_length); ++l) {
-    if (count[l] == 0) continue;  // uniform across the block
-    const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l);
-    uint32_t matches = 0;
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) matches += __popc(__vcmpeq4(mine[k], pattern)) / 8;
-    uint32_t rank;
-    Scan(temp).ExclusiveSum(matches, rank);
-    __syncthreads();
-    if (matches == 0) continue;
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) {
-      // 0xFF in each byte of length l; lowest byte (lowest symbol) first.
-      for (uint32_t eq = __vcmpeq4(mine[k], pattern); eq != 0;) {
-        const int byte = (__ffs(eq) - 1) / 8;
-        sorted[offset[l] + rank++] = static_cast<uint16_t>(my_begin + 4 * k + byte);
-        eq &= ~(0xFFu << (8 * byte));
-      }
-    }
-  }
-  __syncthreads();
   // The lookup table, one entry per thread: the canonical decode of its
   // kLookupBits-bit prefix; where the code is longer, kLongCode and the
   // shortest length of a code with this prefix, so that a decoder's search
