@@ -2,6 +2,8 @@
 // the fused prediction pass (dual quantization, placeholders, Lorenzo
 // residuals, symbols, histogram, special-element masks) that reads every
 // element once and keeps each Lorenzo block in shared memory.
+#include <type_traits>
+
 #include <cub/block/block_reduce.cuh>
 
 #include "codec/quantize_point.h"
@@ -17,9 +19,16 @@ namespace {
 // nearly every symbol; the rare others go straight to global memory.
 constexpr uint32_t kWindow = 4096;
 
+// The range is a pure read of the input, so it should run at the memory's
+// speed: 16-byte loads, four in flight per thread, and min/max in T (exact:
+// T converts to double without rounding). One element at a time, in double,
+// it ran at half the copy bandwidth (0.54 ms for 1 GiB on the H200).
 template <typename T>
 __global__ void RangeKernel(const Segment* segments, uint32_t num_segments, Item* items) {
-  using Reduce = cub::BlockReduce<double, kThreads>;
+  using Reduce = cub::BlockReduce<T, kThreads>;
+  using Vec = std::conditional_t<sizeof(T) == 4, float4, double2>;
+  constexpr uint32_t kLanes = 16 / sizeof(T);
+  constexpr uint32_t kUnroll = 4;
   __shared__ typename Reduce::TempStorage temp;
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
@@ -31,19 +40,51 @@ __global__ void RangeKernel(const Segment* segments, uint32_t num_segments, Item
   const uint64_t begin = (blockIdx.x - seg.tile_base) * per_tile;
   const uint64_t end = min(seg.geo.n, begin + per_tile);
   using Bits = typename FloatTraits<T>::Bits;
-  double lo = INFINITY, hi = -INFINITY;
-  for (uint64_t i = begin + threadIdx.x; i < end; i += kThreads) {
-    const T v = x[i];
-    if (!isfinite(v) || (item.has_fill && ToBits(v) == static_cast<Bits>(item.fill_bits))) continue;
-    lo = fmin(lo, static_cast<double>(v));
-    hi = fmax(hi, static_cast<double>(v));
+  const bool has_fill = item.has_fill;
+  const Bits fill_bits = static_cast<Bits>(item.fill_bits);
+  T lo = INFINITY, hi = -INFINITY;
+  auto take = [&](T v) {
+    if (!isfinite(v) || (has_fill && ToBits(v) == fill_bits)) return;
+    lo = min(lo, v);
+    hi = max(hi, v);
+  };
+  // Elements before the first 16-byte boundary, the vectors, the rest.
+  const uint64_t misaligned = reinterpret_cast<uintptr_t>(x + begin) % 16 / sizeof(T);
+  const uint64_t body = min(end, begin + (kLanes - misaligned) % kLanes);
+  const uint64_t vectors = (end - body) / kLanes;
+  const uint64_t tail = body + vectors * kLanes;
+  for (uint64_t i = begin + threadIdx.x; i < body; i += kThreads) take(x[i]);
+  const Vec* v = reinterpret_cast<const Vec*>(x + body);
+  for (uint64_t j = threadIdx.x; j < vectors; j += kUnroll * kThreads) {
+    Vec loaded[kUnroll];
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if (j + u * kThreads < vectors) loaded[u] = v[j + u * kThreads];
+    }
+#pragma unroll
+    for (uint32_t u = 0; u < kUnroll; ++u) {
+      if (j + u * kThreads >= vectors) break;
+      const T* lanes = reinterpret_cast<const T*>(&loaded[u]);
+#pragma unroll
+      for (uint32_t k = 0; k < kLanes; ++k) take(lanes[k]);
+    }
   }
-  lo = Reduce(temp).Reduce(lo, [](double a, double b) { return fmin(a, b); });
+  for (uint64_t i = tail + threadIdx.x; i < end; i += kThreads) take(x[i]);
+  lo = Reduce(temp).Reduce(lo, [](T a, T b) { return min(a, b); });
   __syncthreads();
-  hi = Reduce(temp).Reduce(hi, [](double a, double b) { return fmax(a, b); });
+  hi = Reduce(temp).Reduce(hi, [](T a, T b) { return max(a, b); });
+  // Tens of thousands of blocks meet at one item: only those that move it
+  // take the atomic (a stale read costs one atomic too many, never a wrong
+  // range).
   if (threadIdx.x == 0 && lo <= hi) {
-    atomicMin(&item.min_key, OrderedKey(lo));
-    atomicMax(&item.max_key, OrderedKey(hi));
+    const unsigned long long lo_key = OrderedKey(static_cast<double>(lo));
+    const unsigned long long hi_key = OrderedKey(static_cast<double>(hi));
+    if (lo_key < *static_cast<volatile unsigned long long*>(&item.min_key)) {
+      atomicMin(&item.min_key, lo_key);
+    }
+    if (hi_key > *static_cast<volatile unsigned long long*>(&item.max_key)) {
+      atomicMax(&item.max_key, hi_key);
+    }
   }
 }
 

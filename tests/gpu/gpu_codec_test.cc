@@ -188,6 +188,100 @@ TEST(GpuCodec, SmallConstantAndNonFiniteArrays) {
   ExpectSameAsCpu(spec, bytes, options);
 }
 
+// The range a relative bound is taken of, as the range kernel reads it (16
+// bytes at a time, with the elements before the first aligned one and after
+// the last whole vector taken one by one). A caller's device array need not
+// start on the 16-byte grid (a frame task's rows, a request at an offset in
+// a batch buffer), so the input here starts 0 to 3 elements past it, and
+// the extremes sit at each kind of position, beside a larger fill value and
+// non-finite values that must not count. The header's bound says which
+// range the GPU found; the archive must be the CPU's.
+TEST(GpuCodec, TheRangeSeesEveryElement) {
+  SKIP_WITHOUT_GPU();
+  constexpr uint64_t kN = 3 * 16384 + 7;
+  constexpr double kMin = -2, kMax = 7;
+  std::mt19937 rng(7);
+  std::vector<uint64_t> places = {0,     1,     2,     3,      4,      5,      16382, 16383,
+                                  16384, 16385, 16386, 16387,  kN - 4, kN - 3, kN - 2, kN - 1};
+  for (int k = 0; k < 6; ++k) places.push_back(rng() % kN);
+  for (const DType dtype : {DType::kFloat32, DType::kFloat64}) {
+    const uint64_t size = DTypeSize(dtype);
+    CompressOptions options = Version1();
+    options.mode = BoundMode::kRel;
+    options.bound = 1e-3;
+    options.fill_value = 100;
+    options.frame_elements = 16384;
+    const ArraySpec spec{dtype, {kN}};
+    const double expected =
+        ResolveBound(options, dtype, ValueRange{true, kMin, kMax}).abs_bound;
+    const uint64_t capacity = MaxArchiveBytes(spec, options);
+    void* base = nullptr;
+    void* out = nullptr;
+    uint64_t* archive_size = nullptr;
+    ASSERT_EQ(cudaMalloc(&base, kN * size + 16), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&out, capacity), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&archive_size), 8), cudaSuccess);
+    for (uint64_t shift = 0; shift < 16 / size; ++shift) {
+      uint8_t* in = static_cast<uint8_t*>(base) + shift * size;
+      CompressTask task{spec, options, in, static_cast<uint8_t*>(out), capacity, archive_size};
+      auto need = CompressWorkspaceSize({&task, 1});
+      ASSERT_TRUE(need.ok()) << need.status();
+      Workspace ws{nullptr, need->device_bytes, nullptr, need->host_bytes};
+      ASSERT_EQ(cudaMalloc(&ws.device, ws.device_bytes), cudaSuccess);
+      ASSERT_EQ(cudaMallocHost(&ws.host, ws.host_bytes), cudaSuccess);
+      for (const uint64_t p : places) {
+        SCOPED_TRACE(::testing::Message() << DTypeName(dtype) << ", input " << shift
+                                          << " elements past the grid, extremes at " << p);
+        std::vector<double> v(kN);
+        for (uint64_t i = 0; i < kN; ++i) {
+          v[i] = 0.5 + 0.25 * std::sin(0.01 * static_cast<double>(i));
+        }
+        const uint64_t q = (p * 7919 + 13) % kN == p ? (p + 1) % kN : (p * 7919 + 13) % kN;
+        v[p] = kMax;
+        v[q] = kMin;
+        // Beyond the extremes, but not part of the range.
+        const double ignored[] = {100, std::numeric_limits<double>::infinity(),
+                                  -std::numeric_limits<double>::infinity(), std::nan("")};
+        for (int k = 0; k < 4; ++k) {
+          const uint64_t at = (p + 1 + k) % kN;
+          if (at != q) v[at] = ignored[k];
+        }
+        std::vector<uint8_t> bytes(kN * size);
+        for (uint64_t i = 0; i < kN; ++i) {
+          if (dtype == DType::kFloat32) {
+            const float f = static_cast<float>(v[i]);
+            std::memcpy(bytes.data() + 4 * i, &f, 4);
+          } else {
+            std::memcpy(bytes.data() + 8 * i, &v[i], 8);
+          }
+        }
+        auto cpu = Compress(spec, bytes, options);
+        ASSERT_TRUE(cpu.ok()) << cpu.status();
+        ASSERT_EQ(cudaMemcpy(in, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+                  cudaSuccess);
+        ASSERT_TRUE(CompressBatch({&task, 1}, ws, nullptr).ok());
+        uint64_t got_size = 0;
+        ASSERT_EQ(cudaMemcpy(&got_size, archive_size, 8, cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_LE(got_size, capacity);
+        std::vector<uint8_t> gpu(got_size);
+        ASSERT_EQ(cudaMemcpy(gpu.data(), out, got_size, cudaMemcpyDeviceToHost), cudaSuccess);
+        auto info = ReadArchiveInfo(gpu);
+        ASSERT_TRUE(info.ok()) << info.status();
+        EXPECT_EQ(info->header.abs_bound, expected);
+        EXPECT_TRUE(gpu == *cpu) << testing_fields::WhereTheyDiffer(*cpu, gpu);
+        if (HasFailure()) break;
+      }
+      cudaFree(ws.device);
+      cudaFreeHost(ws.host);
+      if (HasFailure()) break;
+    }
+    cudaFree(base);
+    cudaFree(out);
+    cudaFree(archive_size);
+    if (HasFailure()) return;
+  }
+}
+
 TEST(GpuCodec, RandomShapesDtypesAndBounds) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(42);
