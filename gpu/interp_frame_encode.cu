@@ -43,7 +43,10 @@ __global__ void TakeInterpResultsKernel(Segment* segments, const uint32_t* count
 }
 
 // Residual symbols cluster around radius: a window of bins around it is
-// counted in shared memory, the rest with global atomics.
+// counted in shared memory, the rest with global atomics. The radius itself
+// (most symbols of a smooth field) is counted in a register and added once
+// per warp. Each thread takes 8 neighbouring symbols at a time, in one
+// 16-byte load, so that a warp's loads cover 512 bytes.
 constexpr uint32_t kHistWindow = 4096;
 constexpr uint32_t kHistPositions = 16384;  // per thread block
 
@@ -56,18 +59,39 @@ __global__ void SymbolHistogramKernel(const Segment* segments, const uint16_t* s
   const uint64_t begin = blockIdx.x * uint64_t{kHistPositions};
   if (begin >= positions) return;  // uniform across the block
   const uint64_t end = min(positions, begin + kHistPositions);
-  const uint32_t low = segment->radius > kHistWindow / 2 ? segment->radius - kHistWindow / 2 : 0;
+  const uint32_t radius = segment->radius;
+  const uint32_t low = radius > kHistWindow / 2 ? radius - kHistWindow / 2 : 0;
   for (uint32_t b = threadIdx.x; b < kHistWindow; b += blockDim.x) bins[b] = 0;
   __syncthreads();
   const uint16_t* sym = symbols + segment->symbol_base;
-  for (uint64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const uint32_t s = sym[i];
-    if (s - low < kHistWindow) {
+  uint32_t zeros = 0;
+  auto add = [&](uint32_t s) {
+    if (s == radius) {
+      ++zeros;
+    } else if (s - low < kHistWindow) {
       atomicAdd(&bins[s - low], 1u);
     } else {
       atomicAdd(&histogram[s], 1u);
     }
+  };
+  // The first positions up to a 16-byte boundary, then whole 16-byte
+  // groups, then what is left: at most 7 positions each, a thread apiece.
+  const uint64_t misaligned = (reinterpret_cast<uintptr_t>(sym + begin) % 16) / 2;
+  const uint64_t head = min(end, misaligned == 0 ? begin : begin + 8 - misaligned);
+  const uint64_t body_end = head + (end - head) / 8 * 8;
+  if (begin + threadIdx.x < head) add(sym[begin + threadIdx.x]);
+  for (uint64_t i = head + 8 * uint64_t{threadIdx.x}; i < body_end; i += 8 * uint64_t{blockDim.x}) {
+    const uint4 v = *reinterpret_cast<const uint4*>(sym + i);
+    const uint32_t pairs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      add(pairs[k] & 0xFFFFu);
+      add(pairs[k] >> 16);
+    }
   }
+  if (body_end + threadIdx.x < end) add(sym[body_end + threadIdx.x]);
+  for (int d = 16; d > 0; d /= 2) zeros += __shfl_down_sync(0xFFFFFFFFu, zeros, d);
+  if (threadIdx.x % 32 == 0 && zeros != 0) atomicAdd(&bins[radius - low], zeros);
   __syncthreads();
   for (uint32_t b = threadIdx.x; b < kHistWindow; b += blockDim.x) {
     if (bins[b] != 0 && low + b < kHistogramBins) atomicAdd(&histogram[low + b], bins[b]);

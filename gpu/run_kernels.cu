@@ -25,14 +25,12 @@ namespace ebzip::gpu {
 namespace {
 
 using run_steps::kRunCounters;
-using run_steps::kZeroRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
 // Every kernel here cuts a chunk into this many slices, a thread each in the
 // bits and encode kernels. The counters kernel gives a thread kCountSlices
-// neighbouring slices, walked as one: with a quarter of the threads it keeps
-// its counters in registers (at 1024 threads a block, 64 registers a thread,
-// they spilled).
+// neighbouring slices, walked as one: a quarter of the threads, each with a
+// longer walk, and their slice states leave in one 16-byte store.
 constexpr int kSliceThreads = 1024;
 constexpr int kCountSlices = 4;
 constexpr int kCountThreads = kSliceThreads / kCountSlices;
@@ -173,10 +171,16 @@ __global__ void __launch_bounds__(kCountThreads)
     RunCountersKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
                       uint32_t* counters, uint32_t* slice_states) {
   using Scan = cub::BlockScan<uint32_t, kCountThreads>;
+  constexpr int kWarps = kCountThreads / 32;
   __shared__ typename Scan::TempStorage temp;
-  __shared__ uint32_t block_counts[kRunCounters];
-  static_assert(kRunCounters <= kCountThreads);
-  if (threadIdx.x < kRunCounters) block_counts[threadIdx.x] = 0;
+  // A warp's own counters: a run's count is one shared add by the lanes
+  // that end a run at that step (lanes diverge on every run end, so the
+  // fewer instructions there the better; registers indexed by the run's
+  // class would cost a select per counter).
+  __shared__ uint32_t warp_counts[kWarps][kRunCounters];
+  for (uint32_t i = threadIdx.x; i < kWarps * kRunCounters; i += kCountThreads) {
+    (&warp_counts[0][0])[i] = 0;
+  }
   const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   const uint64_t c = blockIdx.x - seg.chunk_base;
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(kCountThreads)
   Slice sl = CutSlice<true>(seg, symbols, c, first_slice, kCountSlices);
   uint32_t before[kCountSlices] = {};
   if (sl.zero != run_steps::kNoZero) {  // uniform across the block
-    ScanBefore<Scan>(sl, before, temp);
+    ScanBefore<Scan>(sl, before, temp);  // its barrier also orders the zeroing
     FinishSlice(sl);
   }
   if (slice_states != nullptr) {
@@ -193,30 +197,18 @@ __global__ void __launch_bounds__(kCountThreads)
         make_uint4(before[0], before[1], before[2], before[3]);
   }
   if (sl.zero == run_steps::kNoZero) return;
-  // Lossless 1's counters in registers: every run adds to one of them. A
-  // run-value token, at most one per run and spread over 52 counters, goes
-  // straight to shared memory (ScanBefore's barrier ordered the zeroing).
-  uint32_t mine[kZeroRunCounters] = {};
+  uint32_t* mine = warp_counts[threadIdx.x / 32];
   sl.WalkRuns([&](uint32_t k, uint32_t next) {
     if (k == 0) return;
-    run_steps::CountRun(k, next, sl.radius, [&](int counter, uint32_t amount) {
-      if (counter < kZeroRunCounters) {
-        mine[counter] += amount;
-      } else {
-        atomicAdd(&block_counts[counter], amount);
-      }
-    });
+    run_steps::CountRun(k, next, sl.radius,
+                        [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
   });
-  // Warp sums, then one shared add per warp and counter.
-#pragma unroll
-  for (int k = 0; k < kZeroRunCounters; ++k) {
-    uint32_t v = mine[k];
-    for (int d = 16; d > 0; d /= 2) v += __shfl_down_sync(0xFFFFFFFFu, v, d);
-    if (threadIdx.x % 32 == 0 && v != 0) atomicAdd(&block_counts[k], v);
-  }
   __syncthreads();
-  if (threadIdx.x < kRunCounters && block_counts[threadIdx.x] != 0) {
-    atomicAdd(&counters[uint64_t{s} * kRunCounters + threadIdx.x], block_counts[threadIdx.x]);
+  if (threadIdx.x < kRunCounters) {
+    uint32_t sum = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += warp_counts[w][threadIdx.x];
+    if (sum != 0) atomicAdd(&counters[uint64_t{s} * kRunCounters + threadIdx.x], sum);
   }
 }
 

@@ -182,6 +182,18 @@ void WalkSliceRuns(const uint16_t* sym, const Slices& s, int t, const RunTokens&
 
 std::string StageName(const RunTokens& runs) { return " lossless " + std::to_string(runs.stage()); }
 
+// RunClass is one count-leading-zeros instruction: the class is the
+// largest c with 2^c <= k, checked by the definition on every run length.
+TEST(RunSteps, RunClassIsTheLargestPowerOfTwoInTheRun) {
+  EXPECT_EQ(RunClass(0), 0);
+  for (uint32_t k = 1; k <= 2 * format::kMaxRunPositions; ++k) {
+    const int c = RunClass(k);
+    ASSERT_TRUE(c >= 0 && c < 32) << k;
+    ASSERT_LE(uint64_t{1} << c, k) << k;
+    ASSERT_GT(uint64_t{2} << c, k) << k;
+  }
+}
+
 TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
   for (const auto& st : Streams()) {
     for (const RunTokens& runs : StagesOf(st.radius)) {
