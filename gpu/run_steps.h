@@ -82,6 +82,34 @@ EBZIP_HD void RunThen(uint32_t k, uint32_t next, uint32_t radius, bool values, F
   if (next != kNoRunValue && j < 0) token(next, 0, 0u, 1u);
 }
 
+// RunThen's tokens in a fixed form, for walks that handle every symbol the
+// same way whatever the tokens (a warp's lanes meet run ends at different
+// symbols; branching on each kind of token ran every kind's code in turn):
+// `long_runs` class-12 tokens of 8191 positions, then the run's last token
+// where there is one, then `next`'s own token where there is one.
+struct TokensAt {
+  uint32_t long_runs = 0;
+  bool has_run = false;
+  uint32_t run_symbol = 0;  // a valid table index even without a run
+  uint32_t run_extra_bits = 0;
+  uint32_t run_extra = 0;
+  bool has_own = false;
+};
+EBZIP_HD inline TokensAt TokensOf(uint32_t k, uint32_t next, uint32_t radius, bool values) {
+  constexpr uint32_t kMax = format::kMaxRunPositions;
+  TokensAt t;
+  const int j = k == 0 ? -1 : TakenValue(values, next, radius);
+  t.long_runs = k > kMax ? (k - 1) / kMax : 0;
+  const uint32_t r = k - t.long_runs * kMax;  // 1 <= r <= 8191 when k != 0
+  const int c = RunClass(r);
+  t.has_run = k != 0;
+  t.run_symbol = j >= 0 ? RunValueToken(radius, c, j) : r >= 2 ? 2 * radius + c - 1 : radius;
+  t.run_extra_bits = static_cast<uint32_t>(c);
+  t.run_extra = k != 0 ? r - (1u << c) : 0;
+  t.has_own = next != kNoRunValue && j < 0;
+  return t;
+}
+
 // A slice's part in the zero-count scan: kWholeSlice when every position of
 // the slice is zero (or it has none), and the zeros at its end.
 inline constexpr uint32_t kWholeSlice = 0x80000000u;

@@ -194,6 +194,54 @@ TEST(RunSteps, RunClassIsTheLargestPowerOfTwoInTheRun) {
   }
 }
 
+// TokensOf gives RunThen's tokens, in order, for runs around the class
+// edges and the long-run split, every kind of symbol after them, and the
+// chunk's end.
+TEST(RunSteps, TokensOfListsRunThensTokens) {
+  struct Listed {
+    uint32_t symbol, extra_bits, extra;
+    bool operator==(const Listed&) const = default;
+  };
+  for (uint32_t radius : {1u, 2u, 3u, 100u, format::kMaxRadiusWithRunValues}) {
+    std::vector<uint32_t> nexts = {kNoRunValue, 0, radius - 1, radius + 1, 2 * radius - 1};
+    if (radius >= 2) nexts.push_back(radius - 2);
+    if (radius >= 3) {
+      nexts.push_back(radius + 2);
+      nexts.push_back(radius - 3);
+    }
+    std::vector<uint32_t> ks;
+    for (uint32_t k = 0; k <= 20; ++k) ks.push_back(k);
+    for (uint32_t k : {255u, 256u, 4095u, 4096u, 8190u, 8191u, 8192u, 8193u, 16382u, 16383u,
+                       16384u, 65535u}) {
+      ks.push_back(k);
+    }
+    for (bool values : {false, true}) {
+      for (uint32_t next : nexts) {
+        for (uint32_t k : ks) {
+          std::vector<Listed> want, got;
+          run_steps::RunThen(k, next, radius, values,
+                             [&](uint32_t sym, int bits, uint32_t extra, uint32_t) {
+                               want.push_back({sym, static_cast<uint32_t>(bits), extra});
+                             });
+          const run_steps::TokensAt t = run_steps::TokensOf(k, next, radius, values);
+          for (uint32_t i = 0; i < t.long_runs; ++i) {
+            got.push_back({2 * radius + format::kRunClasses - 1, format::kRunClasses,
+                           (1u << format::kRunClasses) - 1});
+          }
+          if (t.has_run) got.push_back({t.run_symbol, t.run_extra_bits, t.run_extra});
+          if (t.has_own) got.push_back({next, 0, 0});
+          ASSERT_TRUE(got == want) << "radius " << radius << " values " << values << " k " << k
+                                   << " next " << next << ": " << got.size() << " tokens, want "
+                                   << want.size();
+          if (!t.has_run) {
+            EXPECT_EQ(t.run_extra, 0u);  // packed as nothing
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
   for (const auto& st : Streams()) {
     for (const RunTokens& runs : StagesOf(st.radius)) {
