@@ -123,7 +123,9 @@ struct Slice {
       tokens(t, s);
       run = ends ? 0 : run + 1;
     });
-    if (run != 0 && !continues) tokens(run_steps::TokensOf(run, kNoRunValue, radius, values), kNoRunValue);
+    if (run != 0 && !continues) {
+      tokens(run_steps::TokensOf(run, kNoRunValue, radius, values), kNoRunValue);
+    }
   }
   // Calls ended(k, next) for each run of k zeros this slice owns (k = 0
   // before every other symbol that no run precedes), `next` the symbol after
