@@ -108,10 +108,10 @@ struct Slice {
   // (run_steps::TokensAt: none at a zero symbol), and once more at the
   // slice's end for a run that stops there, with next kNoRunValue: Walk's
   // tokens in a form a warp handles in step, whatever each lane's symbols.
-  // The encoder packs them so (its lanes split on every kind of token with
-  // Walk: 9.7 of 32 active, 2.09 ms at 1 GiB, against 24.5 and 1.93); the
-  // bits kernel, whose token costs one addition, keeps Walk (0.73 ms against
-  // 0.84 in step, where every symbol loads two code lengths).
+  // The encoder packs them so: with Walk its lanes split on every kind of
+  // token, each kind's packing running in turn. The bits kernel, whose token
+  // costs one addition, keeps Walk: in step every symbol would load two code
+  // lengths, which measured slower (bench/GPU_NOTES.md, session 33).
   template <class F>
   __device__ void WalkInStep(F&& tokens) const {
     if (begin >= end) return;
@@ -294,6 +294,8 @@ __global__ void __launch_bounds__(kSliceThreads)
 // encode_kernels.cu's EncodeKernel, walking tokens: a token is its codeword
 // and extra bits as one value of at most 32 bits (20 + 12), and no longer
 // than the shortest subsequence (32 bits), so the gap logic is unchanged.
+// One block an SM stated: without it ptxas keeps this kernel to 32
+// registers and spills the walk's token state.
 __global__ void __launch_bounds__(kSliceThreads, 1)
     RunEncodeKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                     const FrameLayout* layouts, const uint16_t* symbols, const uint8_t* lengths,
