@@ -1,7 +1,8 @@
 // Groups of whole Lorenzo blocks of a default shape (codec/lorenzo.h's
 // DefaultBlock: 256, 16x16, 8x8x8 and 1x8x8x8), which the prediction and
 // reconstruction kernels take several at a time with extents known at compile
-// time. Edge blocks and other shapes go through the kernels' per-block path.
+// time (prediction also blocks cut short along dimension 1: Groupable). Other
+// edge blocks and other shapes go through the kernels' per-block path.
 // Why a second path: with the extents fixed, coordinates are shifts instead of
 // 64-bit divisions, a group of blocks shares each barrier, and every thread
 // keeps kGroupElements / kThreads loads in flight.
@@ -45,8 +46,12 @@ struct FixedBlock {
   __device__ static uint32_t C2(uint32_t jj) { return E2 > 1 ? jj / E3 % E2 : 0; }
   __device__ static uint32_t C3(uint32_t jj) { return jj % E3; }
 
+  // With kCut, also a frame of fewer than E1 rows along dimension 1, whose
+  // block MakeGeometry cuts to them: its blocks are Groupable<kShallow>.
+  template <bool kCut = false>
   EBZIP_HD static bool Matches(const Geometry& g) {
-    return g.block[0] == 1 && g.block[1] == E1 && g.block[2] == E2 && g.block[3] == E3;
+    const bool rows = g.block[1] == E1 || (kCut && g.block[1] < E1 && g.block[1] == g.dims[1]);
+    return g.block[0] == 1 && rows && g.block[2] == E2 && g.block[3] == E3;
   }
 };
 
@@ -63,8 +68,11 @@ inline constexpr uint32_t kGroupWords = Block3D::kWords > Block2D::kWords
 
 enum class BlockShape : uint32_t { kOther, k1D, k2D, k3D };
 
+// The group path's shape for the frame's blocks; with kShallow (prediction)
+// also 3-D blocks cut to a frame of fewer than 8 rows.
+template <bool kShallow = false>
 __device__ inline BlockShape ShapeOf(const Geometry& g) {
-  if (Block3D::Matches(g)) return BlockShape::k3D;
+  if (Block3D::Matches<kShallow>(g)) return BlockShape::k3D;
   if (Block2D::Matches(g)) return BlockShape::k2D;
   if (Block1D::Matches(g)) return BlockShape::k1D;
   return BlockShape::kOther;
@@ -85,28 +93,49 @@ struct GroupState {
   uint64_t origin[32];  // element index of the block's first element
   uint32_t first[32];
   uint32_t count;
+  uint32_t depth;  // the blocks' extent along dimension 1 (Shape::kE1 when whole)
 };
 
-// How many of blocks b, b+1, ... (before b_end, at most Shape::kBlocks) are
-// whole, so the group path can take them; 0 when block b is an edge block.
-// Fills st.origin and resets st.first for them. Starts with a barrier: the
-// previous group's readers of `st` (and of the kernel's q) are done.
-template <class Shape>
+// Whether the group path can take a block of these extents: a whole one, or
+// with kShallow one cut short along dimension 1 alone. In row-major order a
+// cut block's elements sit where the whole block's first planes do, so the
+// group's rows past the cut simply stay idle. Frames of a few rows have
+// nothing but such blocks (the predictor survey's two-row samples of large
+// 3-D frames, FORMAT.md §15.9), and frames whose rows are not a multiple of
+// 8 have a plane of them.
+template <class Shape, bool kShallow>
+__device__ inline bool Groupable(const BlockView& view) {
+  if (!kShallow) return view.volume == Shape::kVolume;
+  // Extents never exceed the block: the others whole, any depth.
+  return view.volume == view.extent[1] * Shape::kE2 * Shape::kE3;
+}
+
+// How many of blocks b, b+1, ... (before b_end, at most Shape::kBlocks) the
+// group path can take (Groupable, all of block b's depth); 0 when it cannot
+// take block b. Fills st.origin and st.depth and resets st.first for them.
+// Starts with a barrier: the previous group's readers of `st` (and of the
+// kernel's q) are done.
+template <class Shape, bool kShallow = false>
 __device__ uint32_t StartGroup(const Geometry& g, uint64_t b, uint64_t b_end, GroupState& st) {
   __syncthreads();
   if (threadIdx.x < 32) {
-    bool whole = false;
+    bool fits = false;
+    uint32_t depth = 0;
     if (threadIdx.x < Shape::kBlocks && b + threadIdx.x < b_end) {
       BlockView view;
       view.Init(g, b + threadIdx.x);
-      // Extents never exceed the block, so equal volume means every extent is whole.
-      whole = view.volume == Shape::kVolume;
+      fits = Groupable<Shape, kShallow>(view);
+      depth = view.extent[1];
       const uint32_t zero[kDims] = {};
       st.origin[threadIdx.x] = view.Index(zero);
       st.first[threadIdx.x] = Shape::kVolume;
     }
-    const unsigned mask = __ballot_sync(0xFFFFFFFFu, whole);
-    if (threadIdx.x == 0) st.count = __ffs(~mask) - 1;
+    const uint32_t group_depth = __shfl_sync(0xFFFFFFFFu, depth, 0);
+    const unsigned mask = __ballot_sync(0xFFFFFFFFu, fits && depth == group_depth);
+    if (threadIdx.x == 0) {
+      st.count = __ffs(~mask) - 1;
+      st.depth = group_depth;
+    }
   }
   __syncthreads();
   return st.count;

@@ -176,9 +176,12 @@ struct PredictTile {
   uint32_t* hist;
   PredictOutputs out;
 
+  // What an idle lane gives Count: no symbol is this.
+  static constexpr uint32_t kNoSymbol = 0xFFFFFFFFu;
+
   // Symbol, outlier and histogram of the element at index i of the frame.
   __device__ void Emit(bool valid, uint64_t i, int32_t delta) const {
-    uint32_t sym = 0xFFFFFFFFu;
+    uint32_t sym = kNoSymbol;
     if (valid) {
       if (delta > -radius && delta < radius) {
         sym = static_cast<uint32_t>(delta + radius);
@@ -307,22 +310,27 @@ struct PredictTile {
     return n;
   }
 
-  // The n whole blocks of a group (StartGroup), all at once, in rows of 8
-  // (RowLayout): the same arithmetic as Block with the extents fixed.
+  // The n blocks of a group (StartGroup), all at once, in rows of 8
+  // (RowLayout): the same arithmetic as Block with the extents fixed but the
+  // depth (st.depth), whose missing planes' rows stay idle.
   template <typename T, class Shape>
   __device__ void Rows(uint32_t n, GroupState& st, uint64_t row_offset, int32_t* q) const {
     using L = RowLayout<Shape>;
     constexpr uint32_t K = L::kPerThread;
     const uint32_t s = threadIdx.x % L::kPerBlock;  // the same in-block row in each block
-    // A warp's rows lie in one block, so `active` is uniform across a warp.
-    bool active[K];
+    const bool in_depth = L::C1(s) < st.depth;
+    // A warp's rows lie in one block, so `grouped` is uniform across a warp
+    // and the warp's collectives run where it is set; `active` (the row is
+    // in the block) is not, in a group of cut blocks.
+    bool grouped[K], active[K];
     uint32_t blk[K], g[K];
     T v[K][L::kLen];
 #pragma unroll
     for (uint32_t k = 0; k < K; ++k) {
       g[k] = threadIdx.x + k * kThreads;
       blk[k] = g[k] / L::kPerBlock;
-      active[k] = blk[k] < n;
+      grouped[k] = blk[k] < n;
+      active[k] = grouped[k] && in_depth;
       if (active[k]) LoadRow(static_cast<const T*>(input) + st.origin[blk[k]] + row_offset, v[k]);
     }
     int32_t qv[K][L::kLen];
@@ -358,8 +366,8 @@ struct PredictTile {
     if (__syncthreads_or(any_special != 0)) {
 #pragma unroll
       for (uint32_t k = 0; k < K; ++k) {
-        if (!active[k]) continue;
-        const uint32_t quantized = ~special[k] & 0xFFu;
+        if (!grouped[k]) continue;
+        const uint32_t quantized = active[k] ? ~special[k] & 0xFFu : 0;
         const uint32_t mine = quantized != 0 ? s * L::kLen + __ffs(quantized) - 1 : Shape::kVolume;
         const uint32_t first = __reduce_min_sync(0xFFFFFFFFu, mine);
         if (threadIdx.x % 32 == 0 && first < Shape::kVolume) atomicMin(&st.first[blk[k]], first);
@@ -392,10 +400,10 @@ struct PredictTile {
     constexpr uint32_t kUp = L::kPerLine, kBack = L::kPerLine * Shape::kE2;
 #pragma unroll
     for (uint32_t k = 0; k < K; ++k) {
-      if (!active[k]) continue;
+      if (!grouped[k]) continue;
       int32_t r[L::kLen];
 #pragma unroll
-      for (uint32_t e = 0; e < L::kLen; ++e) r[e] = qv[k][e];
+      for (uint32_t e = 0; e < L::kLen; ++e) r[e] = active[k] ? qv[k][e] : 0;
       int32_t before = left ? q[L::Word(g[k] - 1, L::kLen - 1)] : 0;
       if (Shape::kE2 > 1) {
         L::AddRow(q, up ? g[k] - kUp : g[k], up ? -1 : 0, r);
@@ -409,7 +417,7 @@ struct PredictTile {
       int32_t delta[L::kLen];
 #pragma unroll
       for (uint32_t e = 0; e < L::kLen; ++e) delta[e] = r[e] - (e > 0 ? r[e - 1] : before);
-      EmitRow(st.origin[blk[k]] + row_offset, delta);
+      EmitRow(active[k], st.origin[blk[k]] + row_offset, delta);
     }
   }
 
@@ -436,8 +444,9 @@ struct PredictTile {
   }
 
   // Symbols, outliers and histogram of the 8 residuals of the row starting
-  // at frame index i0.
-  __device__ void EmitRow(uint64_t i0, const int32_t delta[8]) const {
+  // at frame index i0. Every lane of the warp calls it; those with `valid`
+  // false (an idle row) write and count nothing.
+  __device__ void EmitRow(bool valid, uint64_t i0, const int32_t delta[8]) const {
     uint32_t sym[8];
     uint32_t outliers = 0;
 #pragma unroll
@@ -446,6 +455,13 @@ struct PredictTile {
       const bool inside = u - 1 < static_cast<uint32_t>(2 * radius - 1);  // |delta| < radius
       sym[e] = inside ? u : 0;
       outliers |= (inside ? 0u : 1u) << e;
+    }
+    const unsigned lower = LanesBelow();
+    if (!valid) {
+      // A symbol no valid lane has, so that no valid lane counts this one.
+#pragma unroll
+      for (int e = 0; e < 8; ++e) Count(kNoSymbol, lower, false);
+      return;
     }
     uint16_t* symbols = out.symbols + symbol_base + i0;
     if (reinterpret_cast<uintptr_t>(symbols) % 16 == 0) {
@@ -464,7 +480,6 @@ struct PredictTile {
         atomicOr(&out.outlier_mask[mask_base + i / 32], 1u << (i % 32));
       }
     }
-    const unsigned lower = LanesBelow();
 #pragma unroll
     for (int e = 0; e < 8; ++e) Count(sym[e], lower);
   }
@@ -477,7 +492,8 @@ struct PredictTile {
 
   // Adds a warp's symbols to the histogram: one add per distinct symbol
   // (smooth data gives most lanes the same few). Every lane of the warp
-  // calls it; those with `valid` false count nothing.
+  // calls it; those with `valid` false count nothing and must pass
+  // kNoSymbol, or the lanes that share their symbol would count them.
   __device__ void Count(uint32_t sym, unsigned lower, bool valid = true) const {
     const unsigned peers = __match_any_sync(0xFFFFFFFFu, sym);
     if (valid && (peers & lower) == 0) {
@@ -490,7 +506,8 @@ struct PredictTile {
     }
   }
 
-  // The tile's whole blocks of a default shape, in groups.
+  // The tile's blocks of a default shape that are whole, or cut along
+  // dimension 1 alone (Groupable), in groups.
   template <typename T, class Shape>
   __device__ void RunGroups(uint64_t b_begin, uint64_t b_end, int32_t* q, GroupState& st) const {
     using L = RowLayout<Shape>;
@@ -498,14 +515,15 @@ struct PredictTile {
     const uint64_t row_offset =
         L::C1(s) * seg.geo.dims[2] * seg.geo.dims[3] + L::C2(s) * seg.geo.dims[3] + L::X(s);
     for (uint64_t b = b_begin; b < b_end;) {
-      const uint32_t n = StartGroup<Shape>(seg.geo, b, b_end, st);
+      const uint32_t n = StartGroup<Shape, true>(seg.geo, b, b_end, st);
       if (n > 0) Rows<T, Shape>(n, st, row_offset, q);
       b += n > 0 ? n : 1;
     }
   }
 
-  // The tile's blocks RunGroups leaves (edge blocks), found by all threads at
-  // once, then taken several at a time.
+  // The tile's blocks RunGroups leaves (edge blocks other than those cut
+  // along dimension 1 alone), found by all threads at once, then taken
+  // several at a time.
   template <typename T, class Shape>
   __device__ void RunEdges(uint64_t b_begin, uint64_t b_end, int32_t* q, uint8_t* kind,
                            uint32_t* list, uint32_t& count, MultiBlock& mb) const {
@@ -516,7 +534,7 @@ struct PredictTile {
       if (b < b_end) {
         BlockView view;
         view.Init(seg.geo, b);
-        if (view.volume != Shape::kVolume) list[atomicAdd(&count, 1)] = threadIdx.x;
+        if (!Groupable<Shape, true>(view)) list[atomicAdd(&count, 1)] = threadIdx.x;
       }
       __syncthreads();
       const uint32_t n = count;
@@ -529,9 +547,9 @@ struct PredictTile {
   }
 };
 
-// Which blocks a launch takes: whole blocks of a default shape, in groups
-// (nearly all of them), or the rest one at a time (edge blocks; every block
-// of another shape). Two kernels rather than two paths of one, so that the
+// Which blocks a launch takes: blocks of a default shape, whole or cut along
+// dimension 1 alone, in groups (nearly all of them), or the rest one at a
+// time (other edge blocks; every block of another shape). Two kernels rather than two paths of one, so that the
 // per-block path's registers do not limit the group path's occupancy.
 enum class Pass { kGroups, kEdges };
 
@@ -556,7 +574,7 @@ __global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   if (seg.predictor != format::kPredictorLorenzo) return;  // gpu/interp_kernels.h codes it
-  const BlockShape shape = ShapeOf(seg.geo);
+  const BlockShape shape = ShapeOf<true>(seg.geo);
   if (kPass == Pass::kGroups ? shape == BlockShape::kOther
                              : shape != BlockShape::kOther && !HasEdgeBlocks(seg.geo)) {
     return;  // uniform across the block

@@ -147,6 +147,23 @@ TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
       {{1 << 18}, {(1 << 18) + 77}, {300, 500}, {40, 72, 90}, {3, 24, 40, 33}}, 200);
 }
 
+// Blocks cut short along the first of three block dimensions alone, which
+// prediction takes in groups with the missing planes' rows idle: frames of
+// one to seven rows (a survey's two-row samples of large 3-D frames), a
+// plane of them after whole blocks (13 = 8 + 5), some also cut along the
+// others (41, 33), and a 4-D frame of three rows per slice.
+TEST(GpuCodec, ShallowBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  ExpectSpecialBlocksAsOnTheCpu({{1, 64, 64},
+                                 {2, 64, 64},
+                                 {5, 40, 48},
+                                 {13, 32, 64},
+                                 {7, 41, 33},
+                                 {2, 3, 16, 24},
+                                 {3, 200, 64}},
+                                300);
+}
+
 // Hundreds to thousands of chunks: the gap-array decoder's warp form and,
 // for comparison, its block form, at bounds from a few to many subsequences
 // per chunk and lane.
