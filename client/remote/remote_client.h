@@ -67,9 +67,10 @@ struct RemoteOptions {
   // frames, each on a connection of its own, at once (the archive is the
   // same bytes: codec/archive_parts.h). A connection carries a few GB/s;
   // several carry several times that. 0: one per 128 MiB of array, at most
-  // kMaxStreams; 1: one call. While parts arrive out of order the sink
-  // forms below hold up to the array's (or archive's) bytes in memory, so
-  // they split only arrays of up to a quarter of physical memory.
+  // 8 (16 measured no faster: bench/RESULTS.md); 1: one call; at most
+  // kMaxStreams. While parts arrive out of order the sink forms below hold
+  // up to the array's (or archive's) bytes in memory, so they split only
+  // arrays of up to a quarter of physical memory.
   int streams = 0;
   std::string request_id;                  // appears in the server's logs
   int priority = 0;
