@@ -46,11 +46,11 @@ struct FixedBlock {
   __device__ static uint32_t C2(uint32_t jj) { return E2 > 1 ? jj / E3 % E2 : 0; }
   __device__ static uint32_t C3(uint32_t jj) { return jj % E3; }
 
-  // With kCut, also a frame of fewer than E1 rows along dimension 1, whose
-  // block MakeGeometry cuts to them: its blocks are Groupable<kShallow>.
-  template <bool kCut = false>
+  // With kShallow, also a frame of fewer than E1 rows along dimension 1,
+  // whose block MakeGeometry cuts to them: its blocks are Groupable<kShallow>.
+  template <bool kShallow = false>
   EBZIP_HD static bool Matches(const Geometry& g) {
-    const bool rows = g.block[1] == E1 || (kCut && g.block[1] < E1 && g.block[1] == g.dims[1]);
+    const bool rows = g.block[1] == E1 || (kShallow && g.block[1] < E1 && g.block[1] == g.dims[1]);
     return g.block[0] == 1 && rows && g.block[2] == E2 && g.block[3] == E3;
   }
 };

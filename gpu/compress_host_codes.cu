@@ -111,7 +111,14 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
   return up;
 }
 
-absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st) {
+absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
+                                                  StageTimer* timer) {
+  using Clock = std::chrono::steady_clock;
+  auto note = [&](const char* step, Clock::time_point since) {
+    if (timer) {
+      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
+    }
+  };
   const uint32_t S = static_cast<uint32_t>(plan->segments.size());
   // Histogram (and list) k * S + s: segment s's of stage k (the symbols'
   // for 0, each token stage's copy of them patched for 1 and 2).
@@ -138,10 +145,15 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_extra_bits, b.extra_bits, S * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, st));
+  Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  note("stage codes: wait for the device", since);
+  since = Clock::now();
   auto rest = CopyRestOfLists(b.host_info, b.host_list, b.list, H, capacity, st);
   if (!rest.ok()) return rest.status();
   const uint64_t listed = *rest;
+  if (listed > capacity) note("stage codes: second copy of the lists", since);
+  since = Clock::now();
   std::vector<HostCode> chosen(S);
   std::vector<uint8_t> stage(S);
   auto build = [&](uint64_t s) {
@@ -162,6 +174,8 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
   } else {
     ParallelFor(S, build);
   }
+  note(S <= 2 ? "stage codes: build" : "stage codes: build (thread pool)", since);
+  since = Clock::now();
   // Upload: codebooks, which list each code is in, lengths and codes at
   // their list positions, sections.
   const uint64_t which_at = Align16(S * sizeof(Codebook));
@@ -220,6 +234,7 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
                                        cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.frame_templates, b.host_frame_templates,
                                        plan->frame_templates.size(), cudaMemcpyHostToDevice, st));
+  note("stage codes: upload and segments", since);
   return StageCodes{reinterpret_cast<const Codebook*>(b.upload), b.upload + sections_at};
 }
 

@@ -47,7 +47,8 @@ struct StageCodes {
 // the lower stage of equal ones (FORMAT.md §15.9, as codec/entropy_coder.h's
 // SmallerCode); the chosen codes go up, and the segments are laid out again
 // over their S positions with their stage.
-absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st);
+absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
+                                                  StageTimer* timer);
 
 }  // namespace ebzip::gpu::compress
 

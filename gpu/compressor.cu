@@ -117,7 +117,7 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   const uint8_t* code_sections = b.sections;
   bool any_runs = false;
   if (plan.v2) {
-    auto codes = BuildStageCodesOnHost(&plan, b, st);
+    auto codes = BuildStageCodesOnHost(&plan, b, st, timer);
     if (!codes.ok()) return codes.status();
     codebooks = codes->codebooks;
     code_sections = codes->sections;

@@ -549,15 +549,16 @@ struct PredictTile {
 
 // Which blocks a launch takes: blocks of a default shape, whole or cut along
 // dimension 1 alone, in groups (nearly all of them), or the rest one at a
-// time (other edge blocks; every block of another shape). Two kernels rather than two paths of one, so that the
-// per-block path's registers do not limit the group path's occupancy.
+// time (other edge blocks; every block of another shape). Two kernels rather
+// than two paths of one, so that the per-block path's registers do not limit
+// the group path's occupancy.
 enum class Pass { kGroups, kEdges };
 
 // Blocks of kThreads an SM should hold at once (the register cap follows):
 // the group pass is latency-bound, and on the H100 float32 ran fastest with
 // 4 (64 registers, a few spills; 2 blocks, 128 registers without spills, was
-// 1.3x slower). float64 holds twice the bytes per
-// element and takes 3 (80 registers).
+// 1.3x slower). float64 holds twice the bytes per element and takes 3 (80
+// registers).
 template <Pass kPass, typename T>
 inline constexpr int kPredictBlocksPerSm = kPass == Pass::kGroups ? (sizeof(T) == 4 ? 4 : 3) : 1;
 

@@ -603,12 +603,16 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     }
     chosen[fi] = f.candidates[best];
   };
-  if (H <= kStages) {
-    for (uint32_t k = 0; k < H; ++k) token_list(k);
-    for (uint32_t k = 0; k < H; ++k) floor_of(k);
+  // A pseudo-segment's token lists, then its stages' floors: one pass of
+  // the thread pool (each pass costs a wake-up of its threads).
+  auto lists_and_floors = [&](uint64_t p) {
+    for (uint32_t id = 1; id < kStages; ++id) token_list(id * uint64_t{P} + p);
+    for (uint32_t id = 0; id < kStages; ++id) floor_of(id * uint64_t{P} + p);
+  };
+  if (P <= 1) {
+    for (uint32_t p = 0; p < P; ++p) lists_and_floors(p);
   } else {
-    ParallelFor(H, token_list);
-    ParallelFor(H, floor_of);
+    ParallelFor(P, lists_and_floors);
   }
   if (frames_.size() <= 1) {
     for (size_t fi = 0; fi < frames_.size(); ++fi) choose(fi);
