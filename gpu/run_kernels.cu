@@ -1,18 +1,16 @@
 // Zero-run and run-value tokens, encode side (FORMAT.md §15.4, §15.4.1,
-// §15.8): a block per chunk, each thread a contiguous slice of the chunk's
-// positions. One block scan (gpu/run_steps.h's ThenZeros) tells each slice
-// how many zeros directly precede it, after which every slice walks its own
-// tokens as codec/run_tokens.h's ForEachToken would: a run belongs to the
-// slice where it ends (with run values, where the residual it takes is).
-// The walks count the runs both token histograms need, sum the chunk's
-// bits, and pack the bitstream and gap array as encode_kernels.cu does for
-// version 1.
-//
-// The three kernels cut a chunk the same way and hand each slice's state on
-// (run_kernels.h): the scan runs once, in the counters kernel, and the bits
-// kernel's per-slice sums spare the encoder a walk of its own before it
-// packs. Each of the three walks its symbols once (the counters kernel
-// twice: the scan needs each slice's trailing zeros first).
+// §15.8): a block per chunk. The counters kernel counts the chunk's runs by
+// position (gpu/run_steps.h's ForEachRunEnd: a block max-scan of the last
+// non-zero position tells each thread's 8 symbols where the run in progress
+// began), for both token histograms, and leaves each of the chunk's slices
+// (a thread each in the next two kernels) the zeros directly before it.
+// Then every slice walks its own tokens as codec/run_tokens.h's
+// ForEachToken would: a run belongs to the slice where it ends (with run
+// values, where the residual it takes is). The walks sum the chunk's bits,
+// then pack the bitstream and gap array as encode_kernels.cu does for
+// version 1; the bits kernel's per-slice sums (the slice states,
+// run_kernels.h) spare the encoder a walk of its own before it packs. Each
+// kernel reads its symbols once.
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
@@ -27,13 +25,9 @@ namespace {
 using run_steps::kRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
-// Every kernel here cuts a chunk into this many slices, a thread each in the
-// bits and encode kernels. The counters kernel gives a thread kCountSlices
-// neighbouring slices, walked as one: a quarter of the threads, each with a
-// longer walk, and their slice states leave in one 16-byte store.
+// The bits and encode kernels cut a chunk into this many slices, a thread
+// each.
 constexpr int kSliceThreads = 1024;
-constexpr int kCountSlices = 4;
-constexpr int kCountThreads = kSliceThreads / kCountSlices;
 static_assert(kSliceThreads == kSliceStatesPerChunk);
 
 // A slice's state (run_kernels.h): the zeros directly before it (< a chunk,
@@ -69,12 +63,6 @@ __device__ void ForEachSymbol(const uint16_t* sym, uint32_t begin, uint32_t end,
   }
   for (; i < end; ++i) f(sym[i]);
 }
-
-struct ThenZerosOp {
-  __device__ uint32_t operator()(uint32_t first, uint32_t second) const {
-    return run_steps::ThenZeros(first, second);
-  }
-};
 
 // A long run's class-12 token (FORMAT.md §15.8: 8191 positions, 12 extra
 // bits all ones).
@@ -127,28 +115,13 @@ struct Slice {
       tokens(run_steps::TokensOf(run, kNoRunValue, radius, values), kNoRunValue);
     }
   }
-  // Calls ended(k, next) for each run of k zeros this slice owns (k = 0
-  // before every other symbol that no run precedes), `next` the symbol after
-  // it, kNoRunValue at the chunk's end.
-  template <class F>
-  __device__ void WalkRuns(F&& ended) const {
-    if (begin >= end) return;
-    run_steps::SliceWalk w = run_steps::BeginSlice(zero, radius, values, sym[begin], before);
-    ForEachSymbol(sym, begin, end, [&](uint32_t s) { run_steps::StepRuns(w, s, ended); });
-    run_steps::EndRuns(w, continues, ended);
-  }
 };
 
-// Cuts chunk c of segment `seg` into kSliceThreads slices and picks slices
-// [slice, slice + slices) as this thread's, without its neighbours' part
-// (the counters' scan or a slice state, then FinishSlice). The slices own
-// their runs as the segment's stage has it, or with kCount (the counters,
-// which count both stages of a segment with any token stage from one walk)
-// as lossless 2 does: lossless 1's counts do not depend on which slice
-// counts a run.
-template <bool kCount = false>
+// Cuts chunk c of segment `seg` into kSliceThreads slices and picks slice
+// `slice` as this thread's, without its neighbours' part (the slice state,
+// then FinishSlice). The slices own their runs as the segment's stage has it.
 __device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c,
-                          uint32_t slice = threadIdx.x, uint32_t slices = 1) {
+                          uint32_t slice = threadIdx.x) {
   const uint64_t first = c * seg.chunk_symbols;
   Slice sl;
   // A chunk past S (chunks planned for n before S was known) is empty.
@@ -157,38 +130,13 @@ __device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t 
                  ? static_cast<uint32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
                  : 0;
   sl.sym = symbols + seg.symbol_base + first;
-  // The counters count up to the highest stage allowed, before the pick.
-  const uint32_t stage = kCount ? seg.highest_lossless : seg.lossless;
-  sl.zero = run_steps::ZeroSymbol(stage != 0, seg.radius);
+  sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
   sl.radius = seg.radius;
-  sl.values = stage != 0 && (kCount || stage == format::kLosslessRunValues);
+  sl.values = seg.lossless == format::kLosslessRunValues;
   const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
   sl.begin = min(sl.count, slice * per);
-  sl.end = min(sl.count, (slice + slices) * per);
+  sl.end = min(sl.count, (slice + 1) * per);
   return sl;
-}
-
-// The zero-count scan over the kCountSlices slices that make up each
-// thread's `sl` (a block-wide call: every thread must make it): the zeros
-// directly before each, in before[], and sl.before. `temp`: the block's scan
-// storage, free again on return.
-template <class ScanT>
-__device__ void ScanBefore(Slice& sl, uint32_t (&before)[kCountSlices],
-                           typename ScanT::TempStorage& temp) {
-  const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
-  uint32_t items[kCountSlices];
-#pragma unroll
-  for (int k = 0; k < kCountSlices; ++k) {
-    const uint32_t begin = min(sl.end, sl.begin + k * per), end = min(sl.end, begin + per);
-    uint32_t tail = 0;
-    ForEachSymbol(sl.sym, begin, end, [&](uint32_t sym) { tail = sym == sl.zero ? tail + 1 : 0; });
-    items[k] = tail == end - begin ? (run_steps::kWholeSlice | tail) : tail;
-  }
-  ScanT(temp).ExclusiveScan(items, before, run_steps::kWholeSlice, ThenZerosOp());
-  __syncthreads();  // temp is reused
-#pragma unroll
-  for (int k = 0; k < kCountSlices; ++k) before[k] &= run_steps::kZeroCountMask;
-  sl.before = before[0];
 }
 
 // With sl.before known: whether the run at the slice's end goes on.
@@ -197,16 +145,56 @@ __device__ void FinishSlice(Slice& sl) {
                  run_steps::RunContinues(sl.zero, sl.radius, sl.values, sl.sym[sl.end]);
 }
 
+// The counters kernel: a block per chunk, each thread kGroupSymbols
+// consecutive positions of each tile of kCountTile.
+constexpr int kCountThreads = 256;
+constexpr int32_t kCountTile = kCountThreads * run_steps::kGroupSymbols;
+static_assert(run_steps::kGroupSymbols == 8);  // one 16-byte load
+
+// A group's 8 symbols as two words, symbol e at bits 16e.
+struct SymbolGroup {
+  uint64_t lo = 0, hi = 0;
+  __device__ uint32_t operator[](int e) const {
+    return static_cast<uint32_t>((e < 4 ? lo >> (16 * e) : hi >> (16 * (e - 4))) & 0xFFFFu);
+  }
+};
+
+// Positions p0 .. p0 + 7 of the chunk, those at or past `count` as 0.
+__device__ SymbolGroup LoadGroup(const uint16_t* sym, int32_t p0, int32_t count, bool aligned) {
+  SymbolGroup g;
+  if (aligned && p0 + 8 <= count) {
+    const uint4 v = *reinterpret_cast<const uint4*>(sym + p0);
+    g.lo = uint64_t{v.y} << 32 | v.x;
+    g.hi = uint64_t{v.w} << 32 | v.z;
+    return g;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    const uint64_t v = p0 + e < count ? sym[p0 + e] : 0;
+    if (e < 4) {
+      g.lo |= v << (16 * e);
+    } else {
+      g.hi |= v << (16 * (e - 4));
+    }
+  }
+  return g;
+}
+
+struct MaxOp {
+  __device__ int32_t operator()(int32_t a, int32_t b) const { return a > b ? a : b; }
+};
+
+// Counts the runs of every segment with a token stage allowed as lossless 2
+// owns them (lossless 1's counts do not depend on which position counts a
+// run), and leaves each slice the zeros directly before it.
 __global__ void __launch_bounds__(kCountThreads)
     RunCountersKernel(const Segment* segments, uint32_t num_segments, const uint16_t* symbols,
                       uint32_t* counters, uint32_t* slice_states) {
-  using Scan = cub::BlockScan<uint32_t, kCountThreads>;
+  using Scan = cub::BlockScan<int32_t, kCountThreads>;
   constexpr int kWarps = kCountThreads / 32;
   __shared__ typename Scan::TempStorage temp;
-  // A warp's own counters: a run's count is one shared add by the lanes
-  // that end a run at that step (lanes diverge on every run end, so the
-  // fewer instructions there the better; registers indexed by the run's
-  // class would cost a select per counter).
+  // A warp's own counters: a run's count is one shared add (registers
+  // indexed by the run's class would cost a select per counter).
   __shared__ uint32_t warp_counts[kWarps][kRunCounters];
   for (uint32_t i = threadIdx.x; i < kWarps * kRunCounters; i += kCountThreads) {
     (&warp_counts[0][0])[i] = 0;
@@ -214,25 +202,60 @@ __global__ void __launch_bounds__(kCountThreads)
   const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   const uint64_t c = blockIdx.x - seg.chunk_base;
-  const uint32_t first_slice = threadIdx.x * kCountSlices;
-  Slice sl = CutSlice<true>(seg, symbols, c, first_slice, kCountSlices);
-  uint32_t before[kCountSlices] = {};
-  if (sl.zero != run_steps::kNoZero) {  // uniform across the block
-    ScanBefore<Scan>(sl, before, temp);  // its barrier also orders the zeroing
-    FinishSlice(sl);
+  const uint64_t first = c * seg.chunk_symbols;
+  // A chunk past S (chunks planned for n before S was known) is empty.
+  const uint64_t positions = ChunkPositions(seg);
+  const int32_t count = positions > first
+                            ? static_cast<int32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
+                            : 0;
+  const uint16_t* sym = symbols + seg.symbol_base + first;
+  // Counted up to the highest stage allowed, before the pick.
+  const uint32_t zero = run_steps::ZeroSymbol(seg.highest_lossless != 0, seg.radius);
+  // The slices CutSlice makes: slice t starts at min(count, t * per).
+  const int32_t per = (count + kSliceThreads - 1) / kSliceThreads;
+  uint32_t* states = slice_states ? &StateOf(slice_states, seg, c, 0) : nullptr;
+  int32_t last = -1;  // the last non-zero position of the tiles so far
+  if (zero != run_steps::kNoZero) {  // uniform across the block
+    __syncthreads();                 // warp_counts zeroed
+    uint32_t* mine = warp_counts[threadIdx.x / 32];
+    const bool aligned = reinterpret_cast<uintptr_t>(sym) % 16 == 0;
+    for (int32_t base = 0; base < count; base += kCountTile) {
+      const int32_t p0 = base + static_cast<int32_t>(threadIdx.x) * 8;
+      const SymbolGroup g = LoadGroup(sym, p0, count, aligned);
+      uint32_t nz = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) nz |= uint32_t{p0 + e < count && g[e] != zero} << e;
+      int32_t prev, tile_last;
+      Scan(temp).ExclusiveScan(run_steps::LastNonZero(nz, p0, -1), prev, -1, MaxOp(), tile_last);
+      __syncthreads();  // temp is reused
+      prev = max(prev, last);
+      last = max(last, tile_last);
+      if (states != nullptr && per != 0) {
+        for (int32_t t = (p0 + per - 1) / per; t < kSliceThreads && t * per < min(p0 + 8, count);
+             ++t) {
+          states[t] = run_steps::ZerosBefore(t * per, nz, p0, prev);
+        }
+      }
+      run_steps::ForEachRunEnd(nz, p0, prev, [&](uint32_t k, int e) {
+        run_steps::CountRun(k, g[e], seg.radius,
+                            [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
+      });
+    }
+    // The run at the chunk's end.
+    if (threadIdx.x == 0 && last < count - 1) {
+      run_steps::CountRun(static_cast<uint32_t>(count - 1 - last), kNoRunValue, seg.radius,
+                          [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
+    }
   }
-  if (slice_states != nullptr) {
-    static_assert(kCountSlices == 4);  // one 16-byte store
-    reinterpret_cast<uint4&>(StateOf(slice_states, seg, c, first_slice)) =
-        make_uint4(before[0], before[1], before[2], before[3]);
+  // The empty slices past the chunk's end; without runs, every slice.
+  for (int32_t t = threadIdx.x; states != nullptr && t < kSliceThreads; t += kCountThreads) {
+    if (zero == run_steps::kNoZero) {
+      states[t] = 0;
+    } else if (t * per >= count) {
+      states[t] = static_cast<uint32_t>(count - 1 - last);
+    }
   }
-  if (sl.zero == run_steps::kNoZero) return;
-  uint32_t* mine = warp_counts[threadIdx.x / 32];
-  sl.WalkRuns([&](uint32_t k, uint32_t next) {
-    if (k == 0) return;
-    run_steps::CountRun(k, next, sl.radius,
-                        [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
-  });
+  if (zero == run_steps::kNoZero) return;
   __syncthreads();
   if (threadIdx.x < kRunCounters) {
     uint32_t sum = 0;

@@ -7,14 +7,15 @@
 // slices, one per thread. A run of the zero symbol belongs to the slice
 // where it ends (its last zero, or the symbol after it, is in that slice), so
 // a slice needs one number from the slices before it: how many zeros
-// directly precede it. That is an exclusive block scan of ThenZeros over each
-// slice's SliceZeros: a slice of zeros only passes the count on, lengthened.
+// directly precede it. The counters kernel finds it for every slice from
+// positions (ZerosBefore: a block max-scan of the last non-zero position)
+// and leaves it in the slice's state for the walks after it.
 //
 // Run-value tokens (§15.4.1) change only where a run ends: a run followed
 // by a residual of -2, -1, +1 or +2 ends at that position, whose symbol it
 // takes. So a run whose last zero ends a slice, with such a value first in
 // the next slice, belongs to that next slice (RunContinues), which merges it
-// with its first symbol; the scan is the same.
+// with its first symbol; the zeros before a slice are the same.
 //
 // Fill mask (§15.6). X (each row XORed with the previous) changes value at
 // its run boundaries; the kernels keep them as a bitmap, bit k of word w for
@@ -110,18 +111,6 @@ EBZIP_HD inline TokensAt TokensOf(uint32_t k, uint32_t next, uint32_t radius, bo
   return t;
 }
 
-// A slice's part in the zero-count scan: kWholeSlice when every position of
-// the slice is zero (or it has none), and the zeros at its end.
-inline constexpr uint32_t kWholeSlice = 0x80000000u;
-inline constexpr uint32_t kZeroCountMask = kWholeSlice - 1;
-
-// `first`'s slices followed by `second`'s. Associative, with identity
-// kWholeSlice (an empty slice).
-EBZIP_HD inline uint32_t ThenZeros(uint32_t first, uint32_t second) {
-  if (!(second & kWholeSlice)) return second;
-  return ((first & kZeroCountMask) + (second & kZeroCountMask)) | (first & kWholeSlice);
-}
-
 // Whether a run in progress at the end of a slice goes on into the next
 // slice, whose first symbol is `next`: it does when `next` is a zero, or,
 // with run values, a residual the run takes (the next slice then emits it).
@@ -138,7 +127,7 @@ struct SliceWalk {
 };
 
 // Starts a walk at the slice's first symbol `first`, given `before`, the
-// zeros directly before the slice (the exclusive scan's count): they are
+// zeros directly before the slice (ZerosBefore): they are
 // this slice's run when the run went on into it (RunContinues).
 EBZIP_HD inline SliceWalk BeginSlice(uint32_t zero, uint32_t radius, bool values, uint32_t first,
                                      uint32_t before) {
@@ -178,14 +167,6 @@ EBZIP_HD void EndSlice(SliceWalk& w, bool continues, F&& token) {
           [&](uint32_t k, uint32_t next) { RunThen(k, next, w.radius, w.values, token); });
 }
 
-// The scan item of a slice of `count` symbols, read by sym(i), i < count.
-template <class Sym>
-EBZIP_HD uint32_t SliceZeros(Sym&& sym, uint32_t count, uint32_t zero) {
-  uint32_t tail = 0;
-  for (uint32_t i = 0; i < count; ++i) tail = sym(i) == zero ? tail + 1 : 0;
-  return tail == count ? (kWholeSlice | tail) : tail;
-}
-
 // Counters of a chunk's or frame's runs from which both token histograms
 // (lossless 1 and 2) follow from its symbol histogram, as codec/run_tokens.h's
 // SymbolCounts: [0] the zeros lossless 1 leaves as symbols (runs of one), [c]
@@ -209,6 +190,46 @@ EBZIP_HD void CountRun(uint32_t k, uint32_t next, uint32_t radius, Add&& add) {
   add(c, 1u);  // class 0: a lone zero
   const int j = TakenValue(true, next, radius);
   if (j >= 0) add(kRunValueCounters + format::kRunValues * c + j, 1u);
+}
+
+// Runs by position, for the counters kernel: each thread takes 8
+// consecutive symbols of a chunk at a time, and one block max-scan of the
+// threads' last non-zero positions tells each thread where the run in
+// progress at its first symbol began, so every lane does the same steps for
+// its 8 symbols (a walk per slice split a warp's lanes at every run end).
+// Positions are within the chunk; -1 stands for "none yet" (a run from the
+// chunk's start).
+inline constexpr int kGroupSymbols = 8;
+
+// The index of x's highest set bit (x != 0): RunClass's one
+// count-leading-zeros.
+EBZIP_HD inline int HighestBit(uint32_t x) { return RunClass(x); }
+
+// The group's last non-zero position, given `nz` (bit e: symbol e is not the
+// zero) and `prev`, the last one before the group at p0.
+EBZIP_HD inline int32_t LastNonZero(uint32_t nz, int32_t p0, int32_t prev) {
+  return nz != 0 ? p0 + HighestBit(nz) : prev;
+}
+
+// Zeros directly before position s of the group (p0 <= s <= p0 + 8): a
+// slice's state (run_kernels.h).
+EBZIP_HD inline uint32_t ZerosBefore(int32_t s, uint32_t nz, int32_t p0, int32_t prev) {
+  const uint32_t below = nz & ((1u << (s - p0)) - 1);  // s - p0 <= 8
+  return static_cast<uint32_t>(s - LastNonZero(below, p0, prev) - 1);
+}
+
+// Calls ended(k, e) for each run of k >= 1 zeros that symbol e of the group
+// (a non-zero) ends, in order.
+template <class F>
+EBZIP_HD void ForEachRunEnd(uint32_t nz, int32_t p0, int32_t prev, F&& ended) {
+  // Non-zeros whose symbol before is a zero (prev == p0 - 1: it is not).
+  uint32_t ends = nz & ~(nz << 1 | (prev == p0 - 1 ? 1u : 0u));
+  while (ends != 0) {
+    const int e = HighestBit(ends & (~ends + 1));  // the lowest
+    ends &= ends - 1;
+    const int32_t last = LastNonZero(nz & ((1u << e) - 1), p0, prev);
+    ended(static_cast<uint32_t>(p0 + e - last - 1), e);
+  }
 }
 
 // Turns `hist`, a copy of a frame's symbol histogram (over 2 * radius + 64

@@ -143,15 +143,13 @@ Slices PrepareSlices(const uint16_t* sym, uint32_t count, const RunTokens& runs,
   Slices s;
   const uint32_t zero = run_steps::ZeroSymbol(runs.enabled, runs.radius);
   const uint32_t per = (count + threads - 1) / threads;
-  uint32_t carry = run_steps::kWholeSlice;  // the block scan, serially
   for (int t = 0; t < threads; ++t) {
     const uint32_t b = std::min(count, t * per), e = std::min(count, b + per);
     s.begin.push_back(b);
     s.end.push_back(e);
-    s.before.push_back(carry & run_steps::kZeroCountMask);
-    const uint32_t item =
-        run_steps::SliceZeros([&](uint32_t i) -> uint32_t { return sym[b + i]; }, e - b, zero);
-    carry = run_steps::ThenZeros(carry, item);
+    uint32_t zeros = 0;  // directly before the slice, counted back from it
+    while (zeros < b && sym[b - 1 - zeros] == zero) ++zeros;
+    s.before.push_back(zeros);
     s.continues.push_back(e < count &&
                           run_steps::RunContinues(zero, runs.radius, runs.values, sym[e]));
   }
@@ -171,13 +169,44 @@ void WalkSlice(const uint16_t* sym, const Slices& s, int t, const RunTokens& run
   run_steps::EndSlice(w, s.continues[t], token);
 }
 
-// Slice::WalkRuns.
+// RunCountersKernel's block on one chunk, its threads' max-scan done in
+// turn: calls ended(k, next) for every run of k >= 1 zeros (next
+// kNoRunValue at the chunk's end) and gives each of `slices` slices (cut as
+// PrepareSlices cuts them) the zeros before it.
 template <class F>
-void WalkSliceRuns(const uint16_t* sym, const Slices& s, int t, const RunTokens& runs, F&& ended) {
-  if (s.begin[t] >= s.end[t]) return;
-  run_steps::SliceWalk w = BeginWalk(sym, s, t, runs);
-  for (uint32_t i = s.begin[t]; i < s.end[t]; ++i) run_steps::StepRuns(w, sym[i], ended);
-  run_steps::EndRuns(w, s.continues[t], ended);
+std::vector<uint32_t> CountByPosition(const uint16_t* sym, int32_t count, uint32_t zero,
+                                      int threads, int slices, F&& ended) {
+  constexpr int kGroup = run_steps::kGroupSymbols;
+  const int32_t per = (count + slices - 1) / slices;
+  std::vector<uint32_t> states(slices, 0xDEADBEEFu);
+  int32_t last = -1;
+  for (int32_t base = 0; base < count; base += threads * kGroup) {
+    std::vector<uint32_t> nz(threads, 0);
+    for (int t = 0; t < threads; ++t) {
+      const int32_t p0 = base + t * kGroup;
+      for (int e = 0; e < kGroup; ++e) {
+        if (p0 + e < count && sym[p0 + e] != zero) nz[t] |= 1u << e;
+      }
+    }
+    int32_t scan = -1;  // the exclusive max-scan, the tiles before included
+    for (int t = 0; t < threads; ++t) {
+      const int32_t p0 = base + t * kGroup;
+      const int32_t prev = std::max(scan, last);
+      scan = std::max(scan, run_steps::LastNonZero(nz[t], p0, -1));
+      for (int32_t j = per == 0 ? slices : (p0 + per - 1) / per;
+           j < slices && j * per < std::min(p0 + kGroup, count); ++j) {
+        states[j] = run_steps::ZerosBefore(j * per, nz[t], p0, prev);
+      }
+      run_steps::ForEachRunEnd(nz[t], p0, prev,
+                               [&](uint32_t k, int e) { ended(k, uint32_t{sym[p0 + e]}); });
+    }
+    last = std::max(last, scan);
+  }
+  if (last < count - 1) ended(static_cast<uint32_t>(count - 1 - last), kNoRunValue);
+  for (int j = 0; j < slices; ++j) {
+    if (j * per >= count) states[j] = static_cast<uint32_t>(count - 1 - last);
+  }
+  return states;
 }
 
 std::string StageName(const RunTokens& runs) { return " lossless " + std::to_string(runs.stage()); }
@@ -275,26 +304,34 @@ TEST(RunSteps, SliceWalksGiveForEachTokensTokens) {
   }
 }
 
-// RunCountersKernel (both stages' runs, counted from walks that own runs as
-// lossless 2 does) and TokenHistogramKernel: each stage's copy of the symbol
-// histogram, patched, is TokenHistogram's, and the counters are
-// CountSymbols's.
+// RunCountersKernel (both stages' runs, counted by position) and
+// TokenHistogramKernel: each stage's copy of the symbol histogram, patched,
+// is TokenHistogram's, the counters are CountSymbols's, and each slice's
+// state is the zeros before it, counted back from it.
 TEST(RunSteps, CountersPatchTheSymbolHistogramIntoTokenHistograms) {
   for (const auto& st : Streams()) {
     const RunTokens counting = RunTokens::ForStage(format::kLosslessRunValues, st.radius);
-    for (int threads : {256, 313}) {
+    for (int threads : {256, 3}) {
       uint32_t counters[run_steps::kRunCounters] = {};
       const uint64_t n = st.symbols.size();
       for (uint64_t c0 = 0; c0 < n; c0 += st.chunk_symbols) {
         const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(st.chunk_symbols, n - c0));
         const uint16_t* sym = st.symbols.data() + c0;
-        const Slices sl = PrepareSlices(sym, count, counting, threads);
-        for (int t = 0; t < threads; ++t) {
-          WalkSliceRuns(sym, sl, t, counting, [&](uint32_t k, uint32_t next) {
-            if (k == 0) return;
-            run_steps::CountRun(k, next, st.radius,
-                                [&](int i, uint32_t amount) { counters[i] += amount; });
-          });
+        for (int slices : {1024, 313}) {
+          const Slices want = PrepareSlices(sym, count, counting, slices);
+          const std::vector<uint32_t> states = CountByPosition(
+              sym, static_cast<int32_t>(count), run_steps::ZeroSymbol(true, st.radius), threads,
+              slices, [&](uint32_t k, uint32_t next) {
+                ASSERT_GE(k, 1u);
+                if (slices != 1024) return;  // counted once
+                run_steps::CountRun(k, next, st.radius,
+                                    [&](int i, uint32_t amount) { counters[i] += amount; });
+              });
+          for (int j = 0; j < slices; ++j) {
+            if (want.begin[j] == want.end[j]) continue;  // empty: never read
+            ASSERT_EQ(states[j], want.before[j]) << st.name << " threads " << threads
+                                                 << " chunk at " << c0 << " slice " << j;
+          }
         }
       }
       const std::string where = st.name + " threads " + std::to_string(threads);
