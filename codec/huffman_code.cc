@@ -18,16 +18,19 @@ uint64_t Key(uint64_t weight, uint32_t place) { return weight << 32 | place; }
 uint64_t WeightOf(uint64_t key) { return key >> 32; }
 uint32_t PlaceOf(uint64_t key) { return static_cast<uint32_t>(key); }
 
-// LSD radix sort, a byte at a time, skipping bytes that no key differs in:
-// for the few thousand symbols of a frame, a few times faster than a
-// comparison sort (a frame's code is built on the compressor's critical
-// path, once per batch on the GPU codec).
+// LSD radix sort of keys that arrive in place order, a byte of the weight
+// at a time, skipping bytes that no weight differs in: for the few thousand
+// symbols of a frame, a few times faster than a comparison sort (a frame's
+// codes are built on the compressor's critical path, and the GPU codec's
+// host builds several per frame to choose its predictor and stage). Each
+// pass is stable, so keys of one weight stay in place order and the place
+// bytes need no pass of their own.
 void SortKeys(std::vector<uint64_t>* keys, std::vector<uint64_t>* scratch) {
   uint64_t all_or = 0, all_and = ~uint64_t{0};
   for (uint64_t k : *keys) all_or |= k, all_and &= k;
   const uint64_t varying = all_or ^ all_and;
   scratch->resize(keys->size());
-  for (int shift = 0; shift < 64; shift += 8) {
+  for (int shift = 32; shift < 64; shift += 8) {
     if (((varying >> shift) & 0xFF) == 0) continue;
     size_t count[257] = {};
     for (uint64_t k : *keys) ++count[((k >> shift) & 0xFF) + 1];
