@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "codec/run_tokens.h"
+#include "codec/zero_run.h"
 #include "gpu/cuda_status.h"
 
 namespace ebzip::gpu {
@@ -23,13 +24,23 @@ HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, in
   return code;
 }
 
-double CodeFloor(absl::Span<const SymbolCount> used, uint64_t extra_bits) {
+uint64_t CodeSectionBytes(absl::Span<const SymbolCount> used, uint32_t alphabet) {
+  uint64_t bytes = used.size(), next = 0;  // a length byte each, and the gaps' runs
+  for (const SymbolCount& u : used) {
+    bytes += ZeroRunBytes(u.symbol - next);
+    next = uint64_t{u.symbol} + 1;
+  }
+  return bytes + (alphabet > next ? ZeroRunBytes(alphabet - next) : 0);
+}
+
+double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t extra_bits) {
   double total = 0, sum = 0;
   for (const SymbolCount& u : used) {
     total += u.count;
     sum += u.count * std::log2(static_cast<double>(u.count));
   }
-  return (total > 0 ? total * std::log2(total) - sum : 0) + static_cast<double>(extra_bits);
+  return (total > 0 ? total * std::log2(total) - sum : 0) + static_cast<double>(extra_bits) +
+         8.0 * static_cast<double>(CodeSectionBytes(used, alphabet));
 }
 
 StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,
@@ -39,7 +50,8 @@ StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t r
   int m = 0;
   for (uint8_t id = 0; id < kStages; ++id) {
     if (!(allowed >> id & 1)) continue;
-    const double f = CodeFloor(lists.used[id], lists.extra_bits[id]);
+    const double f = CodeFloor(lists.used[id], RunTokens::ForStage(id, radius).alphabet(),
+                               lists.extra_bits[id]);
     int i = m++;
     for (; i > 0 && floor[i - 1] > f; --i) {
       order[i] = order[i - 1];

@@ -40,10 +40,17 @@ struct HostCode {
 HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
                        uint64_t extra_bits);
 
-// A lower bound of BuildHostCode(used, ..., extra_bits).bits: the
+// The bytes of the code-length section of `used`'s symbols in an alphabet
+// of `alphabet` (AppendCodeLengths' bytes: they depend on which symbols are
+// used, not on their lengths).
+uint64_t CodeSectionBytes(absl::Span<const SymbolCount> used, uint32_t alphabet);
+
+// A lower bound of BuildHostCode(used, alphabet, ..., extra_bits).bits: the
 // histogram's entropy (Gibbs: no prefix code takes fewer bits) plus
-// extra_bits. It lets a caller skip the codes that cannot win.
-double CodeFloor(absl::Span<const SymbolCount> used, uint64_t extra_bits);
+// extra_bits plus the code-length section's exact bits. It lets a caller
+// skip the codes that cannot win; without the section, a small frame's
+// floors (whose sections are a tenth of their bits) skipped few.
+double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t extra_bits);
 
 // Whether a code with CodeFloor `floor` takes more than `bits`: the floor
 // passes them by far more than its arithmetic's rounding.

@@ -169,7 +169,8 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
       const uint64_t row_bytes = f.n / f.sample_params.shape[0] * elem_size;
       const uint64_t stripe_bytes = f.sample.stripe_rows * row_bytes;
       for (size_t k = 0; k < f.sample.first_rows.size(); ++k) {
-        sv.stripes_.push_back({static_cast<const uint8_t*>(in.input) + f.sample.first_rows[k] * row_bytes,
+        const uint64_t from = f.sample.first_rows[k] * row_bytes;
+        sv.stripes_.push_back({static_cast<const uint8_t*>(in.input) + from,
                                reinterpret_cast<uint8_t*>(f.sample_at + k * stripe_bytes),
                                stripe_bytes});
       }
@@ -263,7 +264,8 @@ absl::StatusOr<PredictorSurvey> PredictorSurvey::Plan(std::vector<SurveyFrame> f
     for (uint32_t k = 0; k < f.candidates.size(); ++k) {
       if (IsInterp(f.candidates[k])) continue;
       const Segment seg = pseudo(fi, k);
-      if (auto s = CheckGpuLimits(seg.geo, seg.chunk_symbols, static_cast<int>(seg.max_code_length));
+      if (auto s =
+              CheckGpuLimits(seg.geo, seg.chunk_symbols, static_cast<int>(seg.max_code_length));
           !s.ok()) {
         return s;
       }
@@ -356,8 +358,8 @@ absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_
   if (!stripes_.empty()) {
     uint64_t most = 0;
     for (const Stripe& s : stripes_) most = std::max(most, s.bytes / 4);
-    const dim3 grid(static_cast<uint32_t>(std::min<uint64_t>((most + kThreads - 1) / kThreads, 256)),
-                    static_cast<uint32_t>(stripes_.size()));
+    const uint64_t blocks = std::min<uint64_t>((most + kThreads - 1) / kThreads, 256);
+    const dim3 grid(static_cast<uint32_t>(blocks), static_cast<uint32_t>(stripes_.size()));
     GatherKernel<<<grid, kThreads, 0, st>>>(reinterpret_cast<const DeviceStripe*>(stripe_table_));
     CUDA_RETURN_IF_ERROR(cudaGetLastError());
   }
@@ -540,7 +542,10 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   // that cannot win are never built.
   std::vector<double> code_floor(H, 0);
   auto floor_of = [&](uint64_t k) {
-    if (needed(k)) code_floor[k] = CodeFloor(used(k), extra(k));
+    if (!needed(k)) return;
+    const uint32_t alphabet =
+        RunTokens::ForStage(static_cast<uint8_t>(k / P), pseudo_[k % P].radius).alphabet();
+    code_floor[k] = CodeFloor(used(k), alphabet, extra(k));
   };
   // Its allowed stages in order of their floors.
   auto stages_of = [&](uint64_t p, uint32_t order[kStages]) {

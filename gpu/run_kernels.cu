@@ -25,8 +25,9 @@ namespace {
 using run_steps::kRunCounters;
 static_assert(kRunCounters == kRunCountersPerSegment);
 
-// The bits and encode kernels cut a chunk into this many slices, a thread
-// each.
+// Every kernel here cuts a chunk into this many slices (CutSlice): a thread
+// each in the bits and encode kernels, a state each that the counters
+// kernel leaves them.
 constexpr int kSliceThreads = 1024;
 static_assert(kSliceThreads == kSliceStatesPerChunk);
 
@@ -117,25 +118,35 @@ struct Slice {
   }
 };
 
-// Cuts chunk c of segment `seg` into kSliceThreads slices and picks slice
-// `slice` as this thread's, without its neighbours' part (the slice state,
-// then FinishSlice). The slices own their runs as the segment's stage has it.
-__device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c,
-                          uint32_t slice = threadIdx.x) {
+// The positions of chunk c of segment `seg` (a chunk past S, planned for n
+// before S was known, has none).
+__device__ uint32_t ChunkCount(const Segment& seg, uint64_t c) {
   const uint64_t first = c * seg.chunk_symbols;
-  Slice sl;
-  // A chunk past S (chunks planned for n before S was known) is empty.
   const uint64_t positions = ChunkPositions(seg);
-  sl.count = positions > first
-                 ? static_cast<uint32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
-                 : 0;
-  sl.sym = symbols + seg.symbol_base + first;
+  return positions > first
+             ? static_cast<uint32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
+             : 0;
+}
+
+// Positions per slice of a chunk of `count`: slice t starts at
+// min(count, t * per).
+__device__ uint32_t SlicePositions(uint32_t count) {
+  return (count + kSliceThreads - 1) / kSliceThreads;
+}
+
+// Cuts chunk c of segment `seg` into kSliceThreads slices and picks this
+// thread's, without its neighbours' part (the slice state, then
+// FinishSlice). The slices own their runs as the segment's stage has it.
+__device__ Slice CutSlice(const Segment& seg, const uint16_t* symbols, uint64_t c) {
+  Slice sl;
+  sl.count = ChunkCount(seg, c);
+  sl.sym = symbols + seg.symbol_base + c * seg.chunk_symbols;
   sl.zero = run_steps::ZeroSymbol(seg.lossless != 0, seg.radius);
   sl.radius = seg.radius;
   sl.values = seg.lossless == format::kLosslessRunValues;
-  const uint32_t per = (sl.count + kSliceThreads - 1) / kSliceThreads;
-  sl.begin = min(sl.count, slice * per);
-  sl.end = min(sl.count, (slice + 1) * per);
+  const uint32_t per = SlicePositions(sl.count);
+  sl.begin = min(sl.count, threadIdx.x * per);
+  sl.end = min(sl.count, (threadIdx.x + 1) * per);
   return sl;
 }
 
@@ -148,8 +159,9 @@ __device__ void FinishSlice(Slice& sl) {
 // The counters kernel: a block per chunk, each thread kGroupSymbols
 // consecutive positions of each tile of kCountTile.
 constexpr int kCountThreads = 256;
-constexpr int32_t kCountTile = kCountThreads * run_steps::kGroupSymbols;
-static_assert(run_steps::kGroupSymbols == 8);  // one 16-byte load
+constexpr int kGroup = run_steps::kGroupSymbols;
+constexpr int32_t kCountTile = kCountThreads * kGroup;
+static_assert(kGroup == 8);  // one 16-byte load
 
 // A group's 8 symbols as two words, symbol e at bits 16e.
 struct SymbolGroup {
@@ -162,14 +174,14 @@ struct SymbolGroup {
 // Positions p0 .. p0 + 7 of the chunk, those at or past `count` as 0.
 __device__ SymbolGroup LoadGroup(const uint16_t* sym, int32_t p0, int32_t count, bool aligned) {
   SymbolGroup g;
-  if (aligned && p0 + 8 <= count) {
+  if (aligned && p0 + kGroup <= count) {
     const uint4 v = *reinterpret_cast<const uint4*>(sym + p0);
     g.lo = uint64_t{v.y} << 32 | v.x;
     g.hi = uint64_t{v.w} << 32 | v.z;
     return g;
   }
 #pragma unroll
-  for (int e = 0; e < 8; ++e) {
+  for (int e = 0; e < kGroup; ++e) {
     const uint64_t v = p0 + e < count ? sym[p0 + e] : 0;
     if (e < 4) {
       g.lo |= v << (16 * e);
@@ -202,49 +214,45 @@ __global__ void __launch_bounds__(kCountThreads)
   const uint32_t s = SegmentOfChunk(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   const uint64_t c = blockIdx.x - seg.chunk_base;
-  const uint64_t first = c * seg.chunk_symbols;
-  // A chunk past S (chunks planned for n before S was known) is empty.
-  const uint64_t positions = ChunkPositions(seg);
-  const int32_t count = positions > first
-                            ? static_cast<int32_t>(min(positions - first, uint64_t{seg.chunk_symbols}))
-                            : 0;
-  const uint16_t* sym = symbols + seg.symbol_base + first;
+  const int32_t count = static_cast<int32_t>(ChunkCount(seg, c));
+  const uint16_t* sym = symbols + seg.symbol_base + c * seg.chunk_symbols;
   // Counted up to the highest stage allowed, before the pick.
   const uint32_t zero = run_steps::ZeroSymbol(seg.highest_lossless != 0, seg.radius);
-  // The slices CutSlice makes: slice t starts at min(count, t * per).
-  const int32_t per = (count + kSliceThreads - 1) / kSliceThreads;
+  const int32_t per = static_cast<int32_t>(SlicePositions(count));  // CutSlice's slices
   uint32_t* states = slice_states ? &StateOf(slice_states, seg, c, 0) : nullptr;
   int32_t last = -1;  // the last non-zero position of the tiles so far
   if (zero != run_steps::kNoZero) {  // uniform across the block
     __syncthreads();                 // warp_counts zeroed
     uint32_t* mine = warp_counts[threadIdx.x / 32];
+    auto count_run = [&](uint32_t k, uint32_t next) {
+      run_steps::CountRun(k, next, seg.radius,
+                          [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
+    };
+    // (A chunk that starts off a 16-byte boundary, which only an odd
+    // --chunk_symbols or a segment placed so gives, loads symbol by symbol.)
     const bool aligned = reinterpret_cast<uintptr_t>(sym) % 16 == 0;
     for (int32_t base = 0; base < count; base += kCountTile) {
-      const int32_t p0 = base + static_cast<int32_t>(threadIdx.x) * 8;
+      const int32_t p0 = base + static_cast<int32_t>(threadIdx.x) * kGroup;
       const SymbolGroup g = LoadGroup(sym, p0, count, aligned);
       uint32_t nz = 0;
 #pragma unroll
-      for (int e = 0; e < 8; ++e) nz |= uint32_t{p0 + e < count && g[e] != zero} << e;
+      for (int e = 0; e < kGroup; ++e) nz |= uint32_t{p0 + e < count && g[e] != zero} << e;
       int32_t prev, tile_last;
       Scan(temp).ExclusiveScan(run_steps::LastNonZero(nz, p0, -1), prev, -1, MaxOp(), tile_last);
       __syncthreads();  // temp is reused
       prev = max(prev, last);
       last = max(last, tile_last);
       if (states != nullptr && per != 0) {
-        for (int32_t t = (p0 + per - 1) / per; t < kSliceThreads && t * per < min(p0 + 8, count);
-             ++t) {
+        const int32_t end = min(p0 + kGroup, count);
+        for (int32_t t = (p0 + per - 1) / per; t < kSliceThreads && t * per < end; ++t) {
           states[t] = run_steps::ZerosBefore(t * per, nz, p0, prev);
         }
       }
-      run_steps::ForEachRunEnd(nz, p0, prev, [&](uint32_t k, int e) {
-        run_steps::CountRun(k, g[e], seg.radius,
-                            [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
-      });
+      run_steps::ForEachRunEnd(nz, p0, prev, [&](uint32_t k, int e) { count_run(k, g[e]); });
     }
     // The run at the chunk's end.
     if (threadIdx.x == 0 && last < count - 1) {
-      run_steps::CountRun(static_cast<uint32_t>(count - 1 - last), kNoRunValue, seg.radius,
-                          [&](int counter, uint32_t amount) { atomicAdd(&mine[counter], amount); });
+      count_run(static_cast<uint32_t>(count - 1 - last), kNoRunValue);
     }
   }
   // The empty slices past the chunk's end; without runs, every slice.

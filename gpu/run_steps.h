@@ -127,8 +127,8 @@ struct SliceWalk {
 };
 
 // Starts a walk at the slice's first symbol `first`, given `before`, the
-// zeros directly before the slice (ZerosBefore): they are
-// this slice's run when the run went on into it (RunContinues).
+// zeros directly before the slice (ZerosBefore): they are this slice's run
+// when the run went on into it (RunContinues).
 EBZIP_HD inline SliceWalk BeginSlice(uint32_t zero, uint32_t radius, bool values, uint32_t first,
                                      uint32_t before) {
   SliceWalk w{zero, radius, values, 0};

@@ -137,8 +137,8 @@ struct Slices {
   std::vector<bool> continues;
 };
 
-// `runs`: how the slices own the runs (run values or not); the counters'
-// walk passes values = true whatever the stage.
+// `runs`: how the slices own the runs (run values or not). `before`, each
+// slice's state: the zeros directly before it, counted back from it.
 Slices PrepareSlices(const uint16_t* sym, uint32_t count, const RunTokens& runs, int threads) {
   Slices s;
   const uint32_t zero = run_steps::ZeroSymbol(runs.enabled, runs.radius);
@@ -322,13 +322,12 @@ TEST(RunSteps, CountersPatchTheSymbolHistogramIntoTokenHistograms) {
           const std::vector<uint32_t> states = CountByPosition(
               sym, static_cast<int32_t>(count), run_steps::ZeroSymbol(true, st.radius), threads,
               slices, [&](uint32_t k, uint32_t next) {
-                ASSERT_GE(k, 1u);
+                EXPECT_GE(k, 1u);
                 if (slices != 1024) return;  // counted once
                 run_steps::CountRun(k, next, st.radius,
                                     [&](int i, uint32_t amount) { counters[i] += amount; });
               });
           for (int j = 0; j < slices; ++j) {
-            if (want.begin[j] == want.end[j]) continue;  // empty: never read
             ASSERT_EQ(states[j], want.before[j]) << st.name << " threads " << threads
                                                  << " chunk at " << c0 << " slice " << j;
           }

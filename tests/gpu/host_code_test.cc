@@ -38,10 +38,12 @@ StageCode EveryStage(const StageLists& lists, uint8_t allowed) {
   bool have = false;
   for (uint8_t id = 0; id < 3; ++id) {
     if (!(allowed >> id & 1)) continue;
-    HostCode code = BuildHostCode(lists.used[id], RunTokens::ForStage(id, kRadius).alphabet(),
-                                  kMaxLength, lists.extra_bits[id]);
-    EXPECT_LE(CodeFloor(lists.used[id], lists.extra_bits[id]),
+    const uint32_t alphabet = RunTokens::ForStage(id, kRadius).alphabet();
+    HostCode code = BuildHostCode(lists.used[id], alphabet, kMaxLength, lists.extra_bits[id]);
+    EXPECT_LE(CodeFloor(lists.used[id], alphabet, lists.extra_bits[id]),
               static_cast<double>(code.bits) + 1e-6)
+        << "stage " << int{id};
+    EXPECT_EQ(CodeSectionBytes(lists.used[id], alphabet), code.section.size())
         << "stage " << int{id};
     if (!have || code.bits < best.code.bits) {
       best.stage = id;
@@ -94,7 +96,9 @@ TEST(HostCode, TheStagePickedWithFloorsIsTheOneEveryCodePicks) {
     const StageCode best = EveryStage(stages, 7);
     for (int id = 0; id < 3; ++id) {
       if (id != best.stage &&
-          FloorBeyond(CodeFloor(stages.used[id], stages.extra_bits[id]), best.code.bits)) {
+          FloorBeyond(CodeFloor(stages.used[id], RunTokens::ForStage(id, kRadius).alphabet(),
+                                stages.extra_bits[id]),
+                      best.code.bits)) {
         ++pruned;
       }
     }
@@ -126,12 +130,17 @@ TEST(HostCode, EqualStagesGoToTheLowerOne) {
   EXPECT_GT(ties, 0) << "no tie among the stages' codes: the case tests nothing";
 }
 
-TEST(HostCode, ASingleSymbolsFloorIsItsExtraBits) {
+TEST(HostCode, AFloorIsEntropyExtraBitsAndTheSection) {
+  // Symbol 7 of 8: a run of 7 unused (0, 7) and its length, 3 bytes.
   const std::vector<SymbolCount> one = {{7, 1000}};
-  EXPECT_DOUBLE_EQ(CodeFloor(one, 0), 0.0);
-  EXPECT_DOUBLE_EQ(CodeFloor(one, 123), 123.0);
+  EXPECT_EQ(CodeSectionBytes(one, 8), 3u);
+  EXPECT_DOUBLE_EQ(CodeFloor(one, 8, 0), 24.0);
+  EXPECT_DOUBLE_EQ(CodeFloor(one, 8, 123), 147.0);
+  // Symbols 1 and 2 of 300: (0, 1), two lengths, then 297 unused as 0 and
+  // two LEB128 bytes: 7 bytes.
   const std::vector<SymbolCount> two = {{1, 500}, {2, 500}};
-  EXPECT_DOUBLE_EQ(CodeFloor(two, 0), 1000.0);  // one bit each
+  EXPECT_EQ(CodeSectionBytes(two, 300), 7u);
+  EXPECT_DOUBLE_EQ(CodeFloor(two, 300, 0), 1000.0 + 56.0);  // one bit each
   EXPECT_FALSE(FloorBeyond(1000.0, 1000));
   EXPECT_TRUE(FloorBeyond(1002.0, 1000));
 }
