@@ -2,12 +2,15 @@
 # Runs the GPU tests, compute-sanitizer and the GPU benchmark on a GPU host
 # that has the CUDA driver but none of the project's libraries (the lent H100:
 # see bench/README.md). Expects, built and packed on the development machine:
-#   .device/bundle.tgz   a bundle directory (bench/README.md: gpu_codec_test, ebzip_bench_gpu,
-#                        server_gpu_*_test, ebzipd, ebzip_load, ebzip_transfer_limits),
-#                        or bundle.txz (xz)
+#   .device/bundle.tgz   a bundle directory (bench/README.md: every GPU test binary,
+#                        build/gpu_tests.txt, and ebzip_bench_gpu, ebzipd, ebzip_load,
+#                        ebzip_transfer_limits), or bundle.txz (xz)
 #   .device/data/*.gz    ferret-datasets files, gzipped (or *.xz)
 # usage: scripts/gpu_host_check.sh [tests|server|sanitize|bench|quickbench|servicebench|
 #                                   soak|soak-start|soak-collect]...
+# tests: every *_test binary in the bundle, one log each and a line per binary
+#   (bundle all of build/gpu_tests.txt: GPU work is done when they all pass).
+# server: the server's GPU tests alone.
 # soak: bench/soak.sh for SOAK_SECONDS (600) in the foreground: under the
 #   device tool's 10-minute limit per command, set it lower.
 # soak-start, then soak-collect in the next command: the full 10 minutes. The
@@ -31,8 +34,10 @@ unxz_to() { python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(s
 if [[ "$*" == soak-collect ]]; then
   :
 elif [[ -f .device/bundle.txz ]]; then
+  rm -rf /tmp/ebzip_gpu/bundle  # no binary of an earlier bundle left to run
   unxz_to .device/bundle.txz /tmp/ebzip_gpu/bundle.tar && tar xf /tmp/ebzip_gpu/bundle.tar -C /tmp/ebzip_gpu
 else
+  rm -rf /tmp/ebzip_gpu/bundle
   tar xzf .device/bundle.tgz -C /tmp/ebzip_gpu
 fi
 for f in .device/data/*.gz .device/data/*.xz; do
@@ -49,11 +54,17 @@ status=0
 for step in "$@"; do
   case $step in
     tests)
-      timeout 300 "$run" gpu_codec_test 2>&1 | tee "$out/tests.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|error|differ|skipping" | head -80
-      status=$((status | PIPESTATUS[0]));;
+      tests=$(ls /tmp/ebzip_gpu/bundle/bin | grep '_test$')
+      echo "$(wc -w <<<"$tests") test binaries in the bundle"
+      for t in $tests; do
+        EBZIP_GPU_REQUIRE_ALL_FIELDS=1 timeout 400 "$run" "$t" > "$out/$t.log" 2>&1
+        rc=$?
+        echo "$t rc=$rc $(grep -E '^\[  (PASSED|FAILED)|^\[  SKIPPED \] [0-9]' "$out/$t.log" | tr '\n' ' ')"
+        [[ $rc == 0 ]] || grep -E "^\[  FAILED|Failure|Expected|Which" "$out/$t.log" | head -20
+        status=$((status | rc))
+      done;;
     server)
-      for t in server_gpu_roundtrip_test server_gpu_faults_test server_gpu_streaming_test \
-               server_gpu_abuse_test gpu_backend_test; do
+      for t in $(ls /tmp/ebzip_gpu/bundle/bin | grep -E '^server_gpu_.*_test$') gpu_backend_test; do
         timeout 400 "$run" $t 2>&1 | tee "$out/$t.log" | grep -E "^\[  (FAILED|  OK|PASSED|SKIPPED)|Failure|Expected|Which" | head -60
         status=$((status | PIPESTATUS[0]))
       done;;
