@@ -193,6 +193,15 @@ void AppendCodeLengths(absl::Span<const uint32_t> symbols, absl::Span<const uint
   if (alphabet > next) AppendZeroRun(alphabet - next, out);
 }
 
+uint64_t CodeLengthBytes(absl::Span<const SymbolCount> used, uint32_t alphabet) {
+  uint64_t bytes = used.size(), next = 0;  // a length byte each, and the gaps' runs
+  for (const SymbolCount& u : used) {
+    bytes += ZeroRunBytes(u.symbol - next);
+    next = uint64_t{u.symbol} + 1;
+  }
+  return bytes + (alphabet > next ? ZeroRunBytes(alphabet - next) : 0);
+}
+
 absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,
                                                       uint32_t alphabet, int max_length) {
   auto corrupt = [](absl::string_view what) {

@@ -63,6 +63,10 @@ inline uint64_t MaxCodeLengthBytes(uint64_t alphabet) { return alphabet + (alpha
 // `symbols` (ascending) have codes, of `lengths`, in time of those alone.
 void AppendCodeLengths(absl::Span<const uint32_t> symbols, absl::Span<const uint8_t> lengths,
                        uint32_t alphabet, std::vector<uint8_t>* out);
+// The bytes those two write for the used symbols `used` (ascending) of an
+// alphabet of `alphabet`: they depend on which symbols are used, not on
+// their lengths, so a code's size can be known before its lengths are.
+uint64_t CodeLengthBytes(absl::Span<const SymbolCount> used, uint32_t alphabet);
 // Parses exactly `alphabet` lengths, each <= max_length, at least one used,
 // satisfying Kraft's inequality. DATA_LOSS otherwise.
 absl::StatusOr<std::vector<uint8_t>> ParseCodeLengths(absl::Span<const uint8_t> bytes,

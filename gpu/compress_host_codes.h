@@ -32,6 +32,7 @@ struct UploadLayout {
 // The codes built on the host (CodeBuilder::kHost), the call's one
 // synchronization (two when frames use many symbols): each histogram's used
 // symbols to the host, listed in one copy; their codes back up in one.
+// `timer` may be null; given, it notes the host's steps.
 absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b, cudaStream_t st,
                                               StageTimer* timer);
 
@@ -46,7 +47,8 @@ struct StageCodes {
 // host; there the allowed stages' codes are built and the smallest taken,
 // the lower stage of equal ones (FORMAT.md §15.9, as codec/entropy_coder.h's
 // SmallerCode); the chosen codes go up, and the segments are laid out again
-// over their S positions with their stage.
+// over their S positions with their stage. `timer` may be null; given, it
+// notes the host's steps.
 absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
                                                   StageTimer* timer);
 

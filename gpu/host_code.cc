@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "codec/run_tokens.h"
-#include "codec/zero_run.h"
 #include "gpu/cuda_status.h"
 
 namespace ebzip::gpu {
@@ -24,15 +23,6 @@ HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, in
   return code;
 }
 
-uint64_t CodeSectionBytes(absl::Span<const SymbolCount> used, uint32_t alphabet) {
-  uint64_t bytes = used.size(), next = 0;  // a length byte each, and the gaps' runs
-  for (const SymbolCount& u : used) {
-    bytes += ZeroRunBytes(u.symbol - next);
-    next = uint64_t{u.symbol} + 1;
-  }
-  return bytes + (alphabet > next ? ZeroRunBytes(alphabet - next) : 0);
-}
-
 double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t extra_bits) {
   double total = 0, sum = 0;
   for (const SymbolCount& u : used) {
@@ -40,7 +30,7 @@ double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t
     sum += u.count * std::log2(static_cast<double>(u.count));
   }
   return (total > 0 ? total * std::log2(total) - sum : 0) + static_cast<double>(extra_bits) +
-         8.0 * static_cast<double>(CodeSectionBytes(used, alphabet));
+         8.0 * static_cast<double>(CodeLengthBytes(used, alphabet));
 }
 
 StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,

@@ -40,11 +40,6 @@ struct HostCode {
 HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, int max_length,
                        uint64_t extra_bits);
 
-// The bytes of the code-length section of `used`'s symbols in an alphabet
-// of `alphabet` (AppendCodeLengths' bytes: they depend on which symbols are
-// used, not on their lengths).
-uint64_t CodeSectionBytes(absl::Span<const SymbolCount> used, uint32_t alphabet);
-
 // A lower bound of BuildHostCode(used, alphabet, ..., extra_bits).bits: the
 // histogram's entropy (Gibbs: no prefix code takes fewer bits) plus
 // extra_bits plus the code-length section's exact bits. It lets a caller

@@ -209,6 +209,11 @@ TEST(HuffmanCode, SparseCodeLengthsAreTheWholeAlphabetsBytes) {
     AppendCodeLengths(lengths, &whole);
     AppendCodeLengths(symbols, used, alphabet, &sparse);
     ASSERT_EQ(sparse, whole) << "alphabet " << alphabet << ", used " << symbols.size();
+    // Their size from the used symbols alone (counts do not matter).
+    std::vector<SymbolCount> listed;
+    for (uint32_t s : symbols) listed.push_back({s, 1 + static_cast<uint32_t>(rng() % 1000)});
+    ASSERT_EQ(CodeLengthBytes(listed, alphabet), whole.size())
+        << "alphabet " << alphabet << ", used " << symbols.size();
   }
 }
 

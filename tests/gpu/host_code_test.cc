@@ -43,7 +43,7 @@ StageCode EveryStage(const StageLists& lists, uint8_t allowed) {
     EXPECT_LE(CodeFloor(lists.used[id], alphabet, lists.extra_bits[id]),
               static_cast<double>(code.bits) + 1e-6)
         << "stage " << int{id};
-    EXPECT_EQ(CodeSectionBytes(lists.used[id], alphabet), code.section.size())
+    EXPECT_EQ(CodeLengthBytes(lists.used[id], alphabet), code.section.size())
         << "stage " << int{id};
     if (!have || code.bits < best.code.bits) {
       best.stage = id;
@@ -133,13 +133,13 @@ TEST(HostCode, EqualStagesGoToTheLowerOne) {
 TEST(HostCode, AFloorIsEntropyExtraBitsAndTheSection) {
   // Symbol 7 of 8: a run of 7 unused (0, 7) and its length, 3 bytes.
   const std::vector<SymbolCount> one = {{7, 1000}};
-  EXPECT_EQ(CodeSectionBytes(one, 8), 3u);
+  EXPECT_EQ(CodeLengthBytes(one, 8), 3u);
   EXPECT_DOUBLE_EQ(CodeFloor(one, 8, 0), 24.0);
   EXPECT_DOUBLE_EQ(CodeFloor(one, 8, 123), 147.0);
   // Symbols 1 and 2 of 300: (0, 1), two lengths, then 297 unused as 0 and
   // two LEB128 bytes: 7 bytes.
   const std::vector<SymbolCount> two = {{1, 500}, {2, 500}};
-  EXPECT_EQ(CodeSectionBytes(two, 300), 7u);
+  EXPECT_EQ(CodeLengthBytes(two, 300), 7u);
   EXPECT_DOUBLE_EQ(CodeFloor(two, 300, 0), 1000.0 + 56.0);  // one bit each
   EXPECT_FALSE(FloorBeyond(1000.0, 1000));
   EXPECT_TRUE(FloorBeyond(1002.0, 1000));
