@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -23,14 +24,36 @@ HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, in
   return code;
 }
 
+void EntropySums::Add(uint64_t count) {
+  if (count == 0) return;
+  const double c = static_cast<double>(count);
+  total += c;
+  weighted_logs += c * std::log2(c);
+}
+
+void EntropySums::Remove(uint64_t count) {
+  if (count == 0) return;
+  const double c = static_cast<double>(count);
+  total -= c;
+  weighted_logs -= c * std::log2(c);
+}
+
+EntropySums SumsOf(absl::Span<const SymbolCount> used) {
+  EntropySums sums;
+  for (const SymbolCount& u : used) sums.Add(u.count);
+  return sums;
+}
+
+double CodeFloor(const EntropySums& sums, uint64_t section_bytes, uint64_t extra_bits) {
+  // Bins removed and added leave rounding where the exact total is 0.
+  const double entropy =
+      sums.total >= 1 ? sums.total * std::log2(sums.total) - sums.weighted_logs : 0;
+  return std::max(entropy, 0.0) + static_cast<double>(extra_bits) +
+         8.0 * static_cast<double>(section_bytes);
+}
+
 double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t extra_bits) {
-  double total = 0, sum = 0;
-  for (const SymbolCount& u : used) {
-    total += u.count;
-    sum += u.count * std::log2(static_cast<double>(u.count));
-  }
-  return (total > 0 ? total * std::log2(total) - sum : 0) + static_cast<double>(extra_bits) +
-         8.0 * static_cast<double>(CodeLengthBytes(used, alphabet));
+  return CodeFloor(SumsOf(used), CodeLengthBytes(used, alphabet), extra_bits);
 }
 
 StageCode SmallestStageCode(const StageLists& lists, uint8_t allowed, uint32_t radius,

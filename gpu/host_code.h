@@ -47,6 +47,22 @@ HostCode BuildHostCode(absl::Span<const SymbolCount> used, uint32_t alphabet, in
 // floors (whose sections are a tenth of their bits) skipped few.
 double CodeFloor(absl::Span<const SymbolCount> used, uint32_t alphabet, uint64_t extra_bits);
 
+// What a histogram's entropy is made of: its total and the sum of
+// count * log2(count) over its bins. A token stage's histogram differs from
+// the symbols' in a few bins (the residuals around zero, and the tokens),
+// so its sums are the symbols' with those bins changed: no log over every
+// bin again.
+struct EntropySums {
+  double total = 0;
+  double weighted_logs = 0;
+  void Add(uint64_t count);
+  void Remove(uint64_t count);
+};
+EntropySums SumsOf(absl::Span<const SymbolCount> used);
+// CodeFloor of a histogram with these sums and a code-length section of
+// `section_bytes` (CodeLengthBytes).
+double CodeFloor(const EntropySums& sums, uint64_t section_bytes, uint64_t extra_bits);
+
 // Whether a code with CodeFloor `floor` takes more than `bits`: the floor
 // passes them by far more than its arithmetic's rounding.
 inline bool FloorBeyond(double floor, uint64_t bits) {

@@ -57,9 +57,11 @@ bool SameConfig(const PredictorConfig& a, const PredictorConfig& b) {
 // A pseudo-segment's stage-`stage` list of used symbols (ascending), from
 // its symbols' list `symbols` and its run counters (gpu/run_steps.h), as
 // run_steps::PatchTokenHistogram makes the dense histogram; returns the
-// tokens' extra bits.
+// tokens' extra bits. `sums`, the symbols' entropy sums on entry, become
+// the list's (the bins it changes, changed).
 uint64_t TokenList(absl::Span<const SymbolCount> symbols, const uint32_t* counters,
-                   uint32_t radius, uint8_t stage, std::vector<SymbolCount>* out) {
+                   uint32_t radius, uint8_t stage, std::vector<SymbolCount>* out,
+                   EntropySums* sums) {
   // The bins the patch touches: radius - 2 .. radius + 2, and the tokens.
   struct Bins {
     uint32_t radius;
@@ -79,12 +81,18 @@ uint64_t TokenList(absl::Span<const SymbolCount> symbols, const uint32_t* counte
   out->clear();
   out->reserve(symbols.size() + format::kTokensWithRunValues);
   for (const SymbolCount& u : symbols) {
-    const uint32_t count = bins.Near(u.symbol) ? bins[u.symbol] : u.count;
+    uint32_t count = u.count;
+    if (bins.Near(u.symbol)) {
+      count = bins[u.symbol];
+      sums->Remove(u.count);
+      sums->Add(count);
+    }
     if (count != 0) out->push_back({u.symbol, count});
   }
   const int tokens = values ? format::kTokensWithRunValues : format::kRunClasses;
   for (int t = 0; t < tokens; ++t) {
     if (bins.tokens[t] != 0) out->push_back({2 * radius + t, bins.tokens[t]});
+    sums->Add(bins.tokens[t]);
   }
   return extra;
 }
@@ -515,14 +523,18 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   auto symbols = [&](uint64_t p) {
     return absl::MakeConstSpan(host_list + host_info_[p].offset, host_info_[p].count);
   };
-  // The token stages' lists (k >= P), where needed.
+  // The token stages' lists (k >= P), where needed, and every list's
+  // entropy sums (a token stage's from the symbols' and the bins it changes).
   std::vector<std::vector<SymbolCount>> tokens(H - P);
   std::vector<uint64_t> token_extra(H - P, 0);
+  std::vector<EntropySums> sums(H);
   auto token_list = [&](uint64_t k) {
     if (k < P || !needed(k)) return;
     const uint64_t p = k % P;
-    token_extra[k - P] = TokenList(symbols(p), host_counters + p * kRunCountersPerSegment,
-                                   pseudo_[p].radius, static_cast<uint8_t>(k / P), &tokens[k - P]);
+    sums[k] = sums[p];
+    token_extra[k - P] =
+        TokenList(symbols(p), host_counters + p * kRunCountersPerSegment, pseudo_[p].radius,
+                  static_cast<uint8_t>(k / P), &tokens[k - P], &sums[k]);
   };
   auto used = [&](uint64_t k) {
     return k < P ? symbols(k) : absl::MakeConstSpan(tokens[k - P]);
@@ -545,7 +557,7 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     if (!needed(k)) return;
     const uint32_t alphabet =
         RunTokens::ForStage(static_cast<uint8_t>(k / P), pseudo_[k % P].radius).alphabet();
-    code_floor[k] = CodeFloor(used(k), alphabet, extra(k));
+    code_floor[k] = CodeFloor(sums[k], CodeLengthBytes(used(k), alphabet), extra(k));
   };
   // Its allowed stages in order of their floors.
   auto stages_of = [&](uint64_t p, uint32_t order[kStages]) {
@@ -608,9 +620,10 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
     }
     chosen[fi] = f.candidates[best];
   };
-  // A pseudo-segment's token lists, then its stages' floors: one pass of
-  // the thread pool (each pass costs a wake-up of its threads).
+  // A pseudo-segment's sums and token lists, then its stages' floors: one
+  // pass of the thread pool (each pass costs a wake-up of its threads).
   auto lists_and_floors = [&](uint64_t p) {
+    sums[p] = SumsOf(symbols(p));
     for (uint32_t id = 1; id < kStages; ++id) token_list(id * uint64_t{P} + p);
     for (uint32_t id = 0; id < kStages; ++id) floor_of(id * uint64_t{P} + p);
   };

@@ -145,5 +145,37 @@ TEST(HostCode, AFloorIsEntropyExtraBitsAndTheSection) {
   EXPECT_TRUE(FloorBeyond(1002.0, 1000));
 }
 
+// A token stage's floor from the symbols' sums with a few bins changed (the
+// survey's way) is the floor of the changed list itself: bins lowered,
+// emptied, and new ones added, on lists of 1 to 3,000 symbols.
+TEST(HostCode, ChangedSumsGiveTheChangedListsFloor) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<SymbolCount> list;
+    const uint32_t m = 1 + static_cast<uint32_t>(rng() % 3000);
+    for (uint32_t i = 0; i < m; ++i) list.push_back({2 * i, 1 + static_cast<uint32_t>(rng() % 100000)});
+    EntropySums sums = SumsOf(list);
+    std::vector<SymbolCount> changed;
+    for (const SymbolCount& u : list) {
+      uint32_t count = u.count;
+      if (rng() % 8 == 0) {
+        count = rng() % 2 ? 0 : static_cast<uint32_t>(rng() % (u.count + 1));
+        sums.Remove(u.count);
+        sums.Add(count);
+      }
+      if (count != 0) changed.push_back({u.symbol, count});
+    }
+    for (uint32_t t = 0; t < 12; ++t) {  // tokens after the residuals
+      const uint32_t count = rng() % 3 ? static_cast<uint32_t>(rng() % 50000) : 0;
+      if (count != 0) changed.push_back({2 * m + t, count});
+      sums.Add(count);
+    }
+    const uint32_t alphabet = 2 * m + 12;
+    const double want = CodeFloor(changed, alphabet, 777);
+    const double got = CodeFloor(sums, CodeLengthBytes(changed, alphabet), 777);
+    ASSERT_NEAR(got, want, 1e-9 * want + 1e-6) << "trial " << trial << ", " << m << " symbols";
+  }
+}
+
 }  // namespace
 }  // namespace ebzip::gpu
