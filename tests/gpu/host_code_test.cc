@@ -153,7 +153,9 @@ TEST(HostCode, ChangedSumsGiveTheChangedListsFloor) {
   for (int trial = 0; trial < 200; ++trial) {
     std::vector<SymbolCount> list;
     const uint32_t m = 1 + static_cast<uint32_t>(rng() % 3000);
-    for (uint32_t i = 0; i < m; ++i) list.push_back({2 * i, 1 + static_cast<uint32_t>(rng() % 100000)});
+    for (uint32_t i = 0; i < m; ++i) {
+      list.push_back({2 * i, 1 + static_cast<uint32_t>(rng() % 100000)});
+    }
     EntropySums sums = SumsOf(list);
     std::vector<SymbolCount> changed;
     for (const SymbolCount& u : list) {
