@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/async_generic_service.h"
@@ -30,6 +31,7 @@ using Clock = std::chrono::steady_clock;
 // Two generic methods: no .proto, the bytes are the messages.
 constexpr char kUpload[] = "/ebzip.limits.Bytes/Upload";      // replies the byte count
 constexpr char kDownload[] = "/ebzip.limits.Bytes/Download";  // asked (offset, length)
+constexpr char kCall[] = "/ebzip.limits.Bytes/Call";          // asked two reply messages' sizes
 // ebzipd's settings that bear on moving bulk bytes (server/server.cc,
 // server/server_flags.cc): its largest accepted message and the memory quota
 // past which gRPC stops reading from connections.
@@ -130,6 +132,50 @@ class Source final : public grpc::ServerGenericBidiReactor {
   uint64_t at_ = 0, end_ = 0;
 };
 
+// Call: the first message asks for the reply's two messages' sizes; it and
+// the rest are read and dropped; then the two messages go out from the
+// server's buffer, the second with the call's status.
+class Answer final : public grpc::ServerGenericBidiReactor {
+ public:
+  Answer(const char* data, uint64_t size) : data_(data), size_(size) { StartRead(&in_); }
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      if (!asked_) {
+        asked_ = ReadWords(in_, ask_, 2) && ask_[0] <= size_ && ask_[1] <= size_;
+        if (!asked_) {
+          Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "want two sizes in range"));
+          return;
+        }
+      }
+      in_.Clear();
+      StartRead(&in_);
+      return;
+    }
+    if (!asked_) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request"));
+      return;
+    }
+    out_ = View(data_, ask_[0]);
+    StartWrite(&out_);
+  }
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client went away"));
+      return;
+    }
+    out_ = View(data_, ask_[1]);
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  const char* data_;
+  const uint64_t size_;
+  grpc::ByteBuffer in_, out_;
+  uint64_t ask_[2] = {0, 0};
+  bool asked_ = false;
+};
+
 class BytesService final : public grpc::CallbackGenericService {
  public:
   BytesService(const char* data, uint64_t size, uint64_t message_bytes)
@@ -137,6 +183,7 @@ class BytesService final : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* c) override {
     if (c->method() == kUpload) return new Sink();
     if (c->method() == kDownload) return new Source(data_, size_, message_bytes_);
+    if (c->method() == kCall) return new Answer(data_, size_);
     return CallbackGenericService::CreateReactor(c);  // UNIMPLEMENTED
   }
 
@@ -148,10 +195,11 @@ class BytesService final : public grpc::CallbackGenericService {
 // The forked child: serves on a loopback port and on `unix_path` until
 // `quit_fd` reaches end of file (the parent closed it, or exited). Writes the
 // port (0: failed) to `port_fd` first.
-int Serve(const GrpcTransferPlan& plan, const std::string& unix_path, int port_fd, int quit_fd) {
-  std::unique_ptr<char[]> data(new char[plan.bytes]);
-  std::memset(data.get(), 0x5a, plan.bytes);  // touched before anything is timed
-  BytesService service(data.get(), plan.bytes, plan.message_bytes);
+int Serve(uint64_t bytes, uint64_t message_bytes, const std::string& unix_path, int port_fd,
+          int quit_fd) {
+  std::unique_ptr<char[]> data(new char[bytes]);
+  std::memset(data.get(), 0x5a, bytes);  // touched before anything is timed
+  BytesService service(data.get(), bytes, message_bytes);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -270,6 +318,76 @@ void MeasureConnections(const std::string& target, GrpcTransport transport,
   out->push_back(std::move(down));
 }
 
+// One call of the small-request shape: `up` bytes after the message that
+// asks for the reply's two messages, `down[0]` and `down[1]` bytes.
+absl::Status Call(grpc::Channel& channel, const char* data, uint64_t up, const uint64_t down[2]) {
+  grpc::ClientContext context;
+  auto stream = OpenRawStream(channel, kCall, &context);
+  if (stream->Write(Words(down[0], down[1]), grpc::WriteOptions().set_buffer_hint())) {
+    stream->Write(View(data, up), grpc::WriteOptions().set_last_message());  // Finish says why not
+  }
+  grpc::ByteBuffer in;
+  uint64_t received = 0;
+  while (stream->Read(&in)) received += in.Length();
+  if (absl::Status s = Check(stream->Finish(), "call"); !s.ok()) return s;
+  if (received != down[0] + down[1]) {
+    return absl::InternalError(
+        absl::StrCat("call: received ", received, " of ", down[0] + down[1]));
+  }
+  return absl::OkStatus();
+}
+
+// A small message's bytes: the compression's header and summary, the
+// decompression's header (about what ebzip's protobuf messages take).
+constexpr uint64_t kSmallMessage = 64;
+
+void MeasureCalls(const std::string& target, GrpcTransport transport, const GrpcCallPlan& plan,
+                  const char* data, std::vector<GrpcCallRate>* out) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per stream, as ebzip_load
+  const int n = plan.streams;
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  for (int i = 0; i < n; ++i) {
+    channels.push_back(
+        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+  }
+  GrpcCallRate rate{transport, n, absl::OkStatus(), {}};
+  const uint64_t compress_down[2] = {plan.archive_bytes, kSmallMessage};
+  const uint64_t decompress_down[2] = {kSmallMessage, plan.array_bytes};
+  // Stream i makes round trips [Slice(i), Slice(i + 1)) of `count`.
+  auto round_trips = [&](int64_t count) {
+    return [&, count](int i) -> absl::Status {
+      const uint64_t k = Slice(static_cast<uint64_t>(count), n, i + 1) -
+                         Slice(static_cast<uint64_t>(count), n, i);
+      for (uint64_t j = 0; j < k; ++j) {
+        if (absl::Status s = Call(*channels[i], data, kSmallMessage + plan.array_bytes,
+                                  compress_down);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = Call(*channels[i], data, plan.archive_bytes, decompress_down);
+            !s.ok()) {
+          return s;
+        }
+      }
+      return absl::OkStatus();
+    };
+  };
+  // Connected, and a few round trips each, before anything is timed.
+  absl::StatusOr<double> warm = TimeCalls(n, round_trips(int64_t{4} * n));
+  if (!warm.ok()) rate.status = warm.status();
+  for (int r = 0; r < plan.repeats && rate.status.ok(); ++r) {
+    absl::StatusOr<double> seconds = TimeCalls(n, round_trips(plan.round_trips));
+    if (seconds.ok()) {
+      rate.calls_per_s.push_back(2.0 * static_cast<double>(plan.round_trips) / *seconds);
+    } else {
+      rate.status = seconds.status();
+    }
+  }
+  out->push_back(std::move(rate));
+}
+
 // The port the child wrote, or 0 when it wrote none within 30 s.
 int ReadPort(int fd) {
   pollfd p{fd, POLLIN, 0};
@@ -278,42 +396,33 @@ int ReadPort(int fd) {
   return 0;
 }
 
-}  // namespace
-
-std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
-  std::vector<GrpcRate> out;
-  auto fail_all = [&](const absl::Status& s) {
-    out.clear();
-    for (GrpcTransport t : plan.transports) {
-      for (int n : plan.connections) {
-        out.push_back({t, GrpcDirection::kUp, n, s, {}});
-        out.push_back({t, GrpcDirection::kDown, n, s, {}});
-      }
-    }
-    return out;
-  };
+// Forks a server holding `bytes` bytes to send and calls
+// client(tcp_target, unix_target) against it; then shuts it down. Not OK
+// when the server could not be started (client not called).
+absl::Status WithServer(uint64_t bytes, uint64_t message_bytes,
+                        absl::FunctionRef<void(const std::string&, const std::string&)> client) {
   char dir[] = "/tmp/ebzip_grpc_limits.XXXXXX";
-  if (mkdtemp(dir) == nullptr) return fail_all(absl::ErrnoToStatus(errno, "mkdtemp"));
+  if (mkdtemp(dir) == nullptr) return absl::ErrnoToStatus(errno, "mkdtemp");
   const std::string unix_path = std::string(dir) + "/sock";
   int port_pipe[2], quit_pipe[2];
   if (pipe(port_pipe) != 0) {
     const absl::Status s = absl::ErrnoToStatus(errno, "pipe");
     rmdir(dir);
-    return fail_all(s);
+    return s;
   }
   if (pipe(quit_pipe) != 0) {
     const absl::Status s = absl::ErrnoToStatus(errno, "pipe");
     close(port_pipe[0]);
     close(port_pipe[1]);
     rmdir(dir);
-    return fail_all(s);
+    return s;
   }
   std::fflush(nullptr);  // nothing buffered twice
   const pid_t child = fork();
   if (child == 0) {
     close(port_pipe[0]);
     close(quit_pipe[1]);
-    _exit(Serve(plan, unix_path, port_pipe[1], quit_pipe[0]));
+    _exit(Serve(bytes, message_bytes, unix_path, port_pipe[1], quit_pipe[0]));
   }
   close(port_pipe[1]);
   close(quit_pipe[0]);
@@ -322,20 +431,15 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
     close(port_pipe[0]);
     close(quit_pipe[1]);
     rmdir(dir);
-    return fail_all(s);
+    return s;
   }
   const int port = ReadPort(port_pipe[0]);
   close(port_pipe[0]);
+  absl::Status status = absl::OkStatus();
   if (port == 0) {
-    fail_all(absl::UnavailableError("the gRPC server process did not start"));
+    status = absl::UnavailableError("the gRPC server process did not start");
   } else {
-    std::unique_ptr<char[]> data(new char[plan.bytes]);
-    std::memset(data.get(), 0x5a, plan.bytes);
-    for (GrpcTransport t : plan.transports) {
-      const std::string target = t == GrpcTransport::kTcp ? absl::StrCat("127.0.0.1:", port)
-                                                          : "unix:" + unix_path;
-      for (int n : plan.connections) MeasureConnections(target, t, plan, n, data.get(), &out);
-    }
+    client(absl::StrCat("127.0.0.1:", port), "unix:" + unix_path);
   }
   close(quit_pipe[1]);  // the child shuts its server down and exits
   int wstatus = 0;
@@ -343,6 +447,40 @@ std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan) {
   }
   unlink(unix_path.c_str());
   rmdir(dir);
+  return status;
+}
+
+}  // namespace
+
+GrpcLimits MeasureGrpc(const GrpcTransferPlan& transfers, const GrpcCallPlan& calls) {
+  GrpcLimits out;
+  const uint64_t call_bytes = std::max(calls.array_bytes, calls.archive_bytes) + kSmallMessage;
+  const uint64_t bytes = std::max(transfers.bytes, call_bytes);
+  const absl::Status s = WithServer(
+      bytes, transfers.message_bytes, [&](const std::string& tcp, const std::string& unix_target) {
+        std::unique_ptr<char[]> data(new char[bytes]);
+        std::memset(data.get(), 0x5a, bytes);
+        for (GrpcTransport t : transfers.transports) {
+          const std::string& target = t == GrpcTransport::kTcp ? tcp : unix_target;
+          for (int n : transfers.connections) {
+            MeasureConnections(target, t, transfers, n, data.get(), &out.transfers);
+          }
+        }
+        for (GrpcTransport t : calls.transports) {
+          MeasureCalls(t == GrpcTransport::kTcp ? tcp : unix_target, t, calls, data.get(),
+                       &out.calls);
+        }
+      });
+  if (!s.ok()) {
+    out = {};
+    for (GrpcTransport t : transfers.transports) {
+      for (int n : transfers.connections) {
+        out.transfers.push_back({t, GrpcDirection::kUp, n, s, {}});
+        out.transfers.push_back({t, GrpcDirection::kDown, n, s, {}});
+      }
+    }
+    for (GrpcTransport t : calls.transports) out.calls.push_back({t, calls.streams, s, {}});
+  }
   return out;
 }
 

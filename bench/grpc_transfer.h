@@ -36,15 +36,46 @@ struct GrpcRate {
   std::vector<double> gbps;  // one per repetition, 1e9 bytes per second
 };
 
+// gRPC's own ceiling on many small calls (the service's small-request
+// workload, ebzip_load --method both): `streams` threads, a connection each,
+// each making round trips one after another, `round_trips` in all per
+// repetition. A round trip is two calls with the messages of ebzip's: a
+// compression (a small header, then the array's bytes up; the archive's
+// bytes and a small summary down) and a decompression (the archive up, which
+// here follows a small message saying what to answer; a small header and
+// the array down). No codec, no protobuf, no copy out of gRPC's buffers:
+// what a small request spends beyond this is ebzip's.
+struct GrpcCallPlan {
+  std::vector<GrpcTransport> transports;
+  int streams = 32;
+  int64_t round_trips = 10000;
+  uint64_t array_bytes = uint64_t{256} << 10;
+  uint64_t archive_bytes = uint64_t{11} << 10;
+  int repeats = 3;
+};
+
+struct GrpcCallRate {
+  GrpcTransport transport;
+  int streams = 0;
+  absl::Status status;              // not OK: no rates
+  std::vector<double> calls_per_s;  // one per repetition; two calls a round trip
+};
+
+struct GrpcLimits {
+  std::vector<GrpcRate> transfers;  // for each transport and connection count: up, down
+  std::vector<GrpcCallRate> calls;  // for each of the call plan's transports
+};
+
 // Forks a server process (the ebzipd side: ebzipd's message and memory
 // limits; listening on loopback TCP and on a Unix-domain socket, as ebzipd
 // can) and, as its client, measures both directions for each transport and
-// connection count: each connection a channel of its own, as ebzip's client
-// library opens one per part. Connections are set up before the timing
-// starts.
+// connection count of `transfers` (each connection a channel of its own, as
+// ebzip's client library opens one per part), then the calls of `calls`.
+// Connections are set up before the timing starts.
 // Call with no other thread running and before anything else in this process
-// has used gRPC (the child forks a copy of this thread alone).
-std::vector<GrpcRate> MeasureGrpc(const GrpcTransferPlan& plan);
+// has used gRPC (the child forks a copy of this thread alone), once: both
+// plans are measured against one server.
+GrpcLimits MeasureGrpc(const GrpcTransferPlan& transfers, const GrpcCallPlan& calls);
 
 }  // namespace ebzip::bench
 

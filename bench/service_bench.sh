@@ -28,7 +28,11 @@
 #   big compress: 1.05 GB/s (1 x 1073741824 B / p50 1018.0 ms) = 23 % of TCP x1 4.60 GB/s, ...
 # (compression against gRPC up, decompression against gRPC down)
 # the rate being streams x array bytes / the operation's p50 latency, the
-# limits the tool's medians.
+# limits the tool's medians. For the small workload it also measures gRPC's
+# own rate of calls shaped as its round trips (STREAMS callers, SMALL_REQUESTS
+# round trips, arrays of SMALL_BYTES, 16 KiB archives; bench/grpc_transfer.h)
+# and prints the requests per second as a fraction of it:
+#   small requests: 14890 /s (7444.8 round trips/s) = 48 % of gRPC's own 31024 calls/s ...
 #
 # Environment:
 #   EBZIP_BACKEND   ebzipd --backend (auto, cpu, gpu; default auto)
@@ -208,6 +212,18 @@ for what, detail, label in wanted:
 if not any(what.startswith("h2d") for what, _ in limits):
     host.append("no H2D/D2H copies measured")
 print(f"{workload} host limits: " + ", ".join(host))
+# Many small calls: the requests per second against gRPC's own calls of the
+# same shape, on as many connections.
+calls = re.search(r'^limit (grpc_calls|grpc_uds_calls) streams=(\d+) bytes=(\d+) calls/s=(\d+)',
+                  open(limits_path).read(), re.M)
+trips = re.search(r'^round trip +(\d+)(?: +\S+){4} +(\S+) ', load, re.M)
+if calls and trips and int(trips.group(1)) > 0:
+    per_s = 2 * float(trips.group(2))
+    own = int(calls.group(4))
+    label = "gRPC's own" if calls.group(1) == "grpc_calls" else "gRPC UDS's own"
+    print(f"{workload} requests: {per_s:.0f} /s ({float(trips.group(2)):.1f} round trips/s) = "
+          f"{100 * per_s / own:.0f} % of {label} {own} calls/s ({calls.group(2)} streams, "
+          f"{calls.group(3)} B arrays)")
 PYEOF
 }
 
@@ -239,8 +255,13 @@ if [[ $measure_limits != 0 ]]; then
     echo
     echo "==== limits for $w: $s x $bytes B, connections: $c (ebzip_transfer_limits)"
     rc=0
-    "${limits[@]}" --bytes="$((s * bytes))" --connections="$c" --measure="$measure" \
-        "${extra_limits[@]}" > "$work/limits-$w.txt" || rc=$?
+    what=$measure calls=()
+    if [[ $w == small && $method == both ]]; then
+      what=$measure,${grpc}_calls
+      calls=(--call_streams="$s" --call_round_trips="$n" --call_array_bytes="$bytes")
+    fi
+    "${limits[@]}" --bytes="$((s * bytes))" --connections="$c" --measure="$what" \
+        "${calls[@]}" "${extra_limits[@]}" > "$work/limits-$w.txt" || rc=$?
     grep -v '^limit ' "$work/limits-$w.txt" || true
     if [[ $rc != 0 ]]; then
       echo "ebzip_transfer_limits exited $rc: $w's figures come without (some of) their limits"

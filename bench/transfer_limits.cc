@@ -8,6 +8,13 @@
 //   grpc     the bytes moved by N gRPC streaming calls at once, a connection
 //            each, up (client to server) and down (bench/grpc_transfer.h)
 //   grpc_uds the same over a Unix-domain socket
+//   grpc_calls  gRPC's own rate of small calls, in calls per second:
+//            --call_streams threads making --call_round_trips round trips,
+//            each a call the shape of a compression of --call_array_bytes
+//            into --call_archive_bytes and one of its decompression
+//            (bench/grpc_transfer.h): the ceiling of ebzip_load --method
+//            both on arrays of that size
+//   grpc_uds_calls  the same over a Unix-domain socket
 //   memcpy   host memcpy of the bytes, one thread and N threads (each a slice)
 //   cuda     when a CUDA device is visible: H2D and D2H of the bytes between
 //            device --device and pinned, then pageable, host memory
@@ -23,6 +30,7 @@
 //
 // Output: a table as it measures, then one line per measurement for scripts:
 //   limit tcp connections=4 bytes=1073741824 GB/s=17.70 best=18.02
+//   limit grpc_calls streams=64 bytes=262144 calls/s=30512 best=31004
 // (GB = 1e9 bytes, as ebzip_load counts). Exit status: 0, 1 when a
 // measurement failed, 2 on bad flags.
 #include <arpa/inet.h>
@@ -69,11 +77,16 @@ ABSL_FLAG(std::vector<std::string>, connections, std::vector<std::string>({"1", 
           "Socket connection counts to measure (memcpy also runs with each as its thread count)");
 ABSL_FLAG(std::vector<std::string>, measure,
           std::vector<std::string>({"tcp", "uds", "grpc", "grpc_uds", "memcpy", "cuda"}),
-          "What to measure: any of tcp, uds, grpc, grpc_uds, memcpy, cuda");
+          "What to measure: any of tcp, uds, grpc, grpc_uds, grpc_calls, grpc_uds_calls, memcpy, "
+          "cuda");
 ABSL_FLAG(int32_t, repeats, 3, "Timed repetitions per measurement (median and best reported)");
 ABSL_FLAG(std::string, send_bytes, "1M",
           "Bytes per send()/recv() call and per gRPC message (ebzip's default message size)");
 ABSL_FLAG(int32_t, device, 0, "CUDA device for the H2D/D2H copies");
+ABSL_FLAG(int32_t, call_streams, 32, "grpc_calls: concurrent callers, a connection each");
+ABSL_FLAG(int64_t, call_round_trips, 10000, "grpc_calls: round trips (two calls each) per repeat");
+ABSL_FLAG(std::string, call_array_bytes, "256K", "grpc_calls: the array's bytes");
+ABSL_FLAG(std::string, call_archive_bytes, "16K", "grpc_calls: the archive's bytes");
 
 namespace {
 
@@ -136,6 +149,13 @@ class Report {
     std::fprintf(stderr, "ebzip_transfer_limits: %s %s: %s\n", what.c_str(), detail.c_str(),
                  s.ToString().c_str());
     failed_ = true;
+  }
+  void AddCalls(const std::string& what, const std::string& detail, uint64_t bytes, Rate r) {
+    std::printf("%-13s %-16s %12.0f %10.0f calls/s\n", what.c_str(), detail.c_str(), r.median,
+                r.best);
+    std::fflush(stdout);
+    lines_.push_back(absl::StrFormat("limit %s %s bytes=%d calls/s=%.0f best=%.0f", what, detail,
+                                     bytes, r.median, r.best));
   }
   void PrintLines() const {
     for (const std::string& l : lines_) std::printf("%s\n", l.c_str());
@@ -497,7 +517,9 @@ void MaybeMeasureCuda(uint64_t bytes, int repeats, int device, Report* report) {
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "ebzip_transfer_limits [--bytes=1G] [--connections=1,2,4,8] "
-      "[--measure=tcp,uds,grpc,grpc_uds,memcpy,cuda]\n"
+      "[--measure=tcp,uds,grpc,grpc_uds,grpc_calls,grpc_uds_calls,memcpy,cuda]\n"
+      "[--call_streams=32] [--call_round_trips=10000] [--call_array_bytes=256K] "
+      "[--call_archive_bytes=16K]\n"
       "Loopback socket, gRPC, memcpy and host<->device copy bandwidth: the limits the service's\n"
       "figures are read against (bench/README.md).");
   absl::ParseCommandLine(argc, argv);
@@ -505,8 +527,16 @@ int main(int argc, char** argv) {
   const absl::StatusOr<uint64_t> bytes = ParseBytes(absl::GetFlag(FLAGS_bytes));
   const absl::StatusOr<uint64_t> step = ParseBytes(absl::GetFlag(FLAGS_send_bytes));
   const int repeats = absl::GetFlag(FLAGS_repeats);
+  const absl::StatusOr<uint64_t> call_array = ParseBytes(absl::GetFlag(FLAGS_call_array_bytes));
+  const absl::StatusOr<uint64_t> call_archive =
+      ParseBytes(absl::GetFlag(FLAGS_call_archive_bytes));
+  const int call_streams = absl::GetFlag(FLAGS_call_streams);
+  const int64_t call_round_trips = absl::GetFlag(FLAGS_call_round_trips);
   std::vector<int> connections;
-  bool flags_ok = bytes.ok() && *bytes > 0 && step.ok() && *step > 0 && repeats >= 1;
+  bool flags_ok = bytes.ok() && *bytes > 0 && step.ok() && *step > 0 && repeats >= 1 &&
+                  call_array.ok() && *call_array <= (uint64_t{32} << 20) && call_archive.ok() &&
+                  *call_archive <= (uint64_t{32} << 20) && call_streams >= 1 &&
+                  call_streams <= 1024 && call_round_trips >= call_streams;
   for (const std::string& c : absl::GetFlag(FLAGS_connections)) {
     int n = 0;
     if (!absl::SimpleAtoi(c, &n) || n < 1 || n > 1024) flags_ok = false;
@@ -515,7 +545,7 @@ int main(int argc, char** argv) {
     }
   }
   bool want_tcp = false, want_uds = false, want_memcpy = false, want_cuda = false;
-  std::vector<ebzip::bench::GrpcTransport> grpc_transports;
+  std::vector<ebzip::bench::GrpcTransport> grpc_transports, call_transports;
   for (const std::string& m : absl::GetFlag(FLAGS_measure)) {
     if (m == "tcp") {
       want_tcp = true;
@@ -525,6 +555,10 @@ int main(int argc, char** argv) {
       grpc_transports.push_back(ebzip::bench::GrpcTransport::kTcp);
     } else if (m == "grpc_uds") {
       grpc_transports.push_back(ebzip::bench::GrpcTransport::kUnix);
+    } else if (m == "grpc_calls") {
+      call_transports.push_back(ebzip::bench::GrpcTransport::kTcp);
+    } else if (m == "grpc_uds_calls") {
+      call_transports.push_back(ebzip::bench::GrpcTransport::kUnix);
     } else if (m == "memcpy") {
       want_memcpy = true;
     } else if (m == "cuda") {
@@ -538,8 +572,9 @@ int main(int argc, char** argv) {
        *bytes < static_cast<uint64_t>(*std::max_element(connections.begin(), connections.end())))) {
     std::fprintf(stderr,
                  "ebzip_transfer_limits: --bytes >= the most connections, --send_bytes > 0, "
-                 "--connections in 1..1024, --repeats >= 1 and --measure of tcp, uds, grpc, "
-                 "grpc_uds, memcpy, cuda, please\n");
+                 "--connections in 1..1024, --repeats >= 1, --call_streams in 1..1024, "
+                 "--call_round_trips >= --call_streams, --call_*_bytes <= 32M and --measure of "
+                 "tcp, uds, grpc, grpc_uds, grpc_calls, grpc_uds_calls, memcpy, cuda, please\n");
     return 2;
   }
 
@@ -566,9 +601,11 @@ int main(int argc, char** argv) {
     }
   }
   // gRPC next: it forks its server before this process first uses gRPC.
-  if (!grpc_transports.empty()) {
-    for (const ebzip::bench::GrpcRate& r : ebzip::bench::MeasureGrpc(
-             {*bytes, grpc_transports, connections, repeats, *step})) {
+  if (!grpc_transports.empty() || !call_transports.empty()) {
+    const ebzip::bench::GrpcLimits grpc = ebzip::bench::MeasureGrpc(
+        {*bytes, grpc_transports, connections, repeats, *step},
+        {call_transports, call_streams, call_round_trips, *call_array, *call_archive, repeats});
+    for (const ebzip::bench::GrpcRate& r : grpc.transfers) {
       const bool up = r.direction == ebzip::bench::GrpcDirection::kUp;
       const char* name = r.transport == ebzip::bench::GrpcTransport::kTcp
                              ? (up ? "grpc_up" : "grpc_down")
@@ -576,6 +613,16 @@ int main(int argc, char** argv) {
       const std::string detail = absl::StrCat("connections=", r.connections);
       if (r.status.ok()) {
         report.Add(name, detail, *bytes, Summarize(r.gbps));
+      } else {
+        report.Fail(name, detail, r.status);
+      }
+    }
+    for (const ebzip::bench::GrpcCallRate& r : grpc.calls) {
+      const char* name =
+          r.transport == ebzip::bench::GrpcTransport::kTcp ? "grpc_calls" : "grpc_uds_calls";
+      const std::string detail = absl::StrCat("streams=", r.streams);
+      if (r.status.ok()) {
+        report.AddCalls(name, detail, *call_array, Summarize(r.calls_per_s));
       } else {
         report.Fail(name, detail, r.status);
       }

@@ -2,7 +2,8 @@
 # bench/service_bench.sh with its limits, at a tiny size: ebzip_transfer_limits
 # runs before ebzipd, and each operation's figure is printed as a fraction
 # of the socket limits measured in the same run, for as many connections
-# as ebzip_load used; LIMITS=0 leaves all of that out. Only the lines' form
+# as ebzip_load used, and the small workload's requests per second as a
+# fraction of gRPC's own calls; LIMITS=0 leaves all of that out. Only the lines' form
 # is checked, never a rate.
 # usage: service_bench_limits_test.sh BUILD_DIR   (with ebzipd, ebzip_load and
 #        ebzip_transfer_limits built)
@@ -41,6 +42,16 @@ for op in compress decompress; do
   grep -qE "^big $op: $num GB/s \(2 x 1048576 B / p50 $num ms\) = $num % of TCP x2 $num GB/s, $num % of UDS x2 $num GB/s, $num % of gRPC UDS $way x2 $num GB/s$" \
     "$out" || fail "TRANSPORT=unix: no fraction line for $op"
 done
+
+# The small workload: its requests per second against gRPC's own calls of
+# the same shape, on as many connections.
+EBZIP_BACKEND=cpu WORKLOADS=small BATCHING=true SMALL_BYTES=$((64 << 10)) SMALL_REQUESTS=20 \
+  SMALL_STREAMS=2 SMALL_WARMUP=2 bash "$bench" "$build" > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "small: exit $rc"
+grep -qE "^grpc_calls +streams=2 +[0-9]+ +[0-9]+ calls/s$" "$out" || fail "small: no gRPC calls row"
+grep -qE "^small requests: [0-9]+ /s \($num round trips/s\) = [0-9]+ % of gRPC's own [0-9]+ calls/s \(2 streams, 65536 B arrays\)$" \
+  "$out" || fail "small: no requests line"
 
 LIMITS=0 EBZIP_BACKEND=cpu WORKLOADS=big BATCHING=true BIG_BYTES=$((1 << 20)) BIG_REQUESTS=2 \
   bash "$bench" "$build" > "$out" 2>&1

@@ -29,9 +29,25 @@ done
 [[ $(grep -c '^limit ' "$out") == 14 ]] || fail "expected exactly 14 limit lines"
 grep -q "cuda" "$out" && fail "cuda measured though not asked for"
 
+# gRPC's small calls: a rate per transport, in calls per second.
+"$tool" --bytes=64K --connections=1 --measure=grpc_calls,grpc_uds_calls --call_streams=2 \
+  --call_round_trips=20 --call_array_bytes=64K --call_archive_bytes=4K --repeats=2 > "$out" 2>&1
+rc=$?
+[[ $rc == 0 ]] || fail "calls: exit $rc"
+for what in grpc_calls grpc_uds_calls; do
+  line=$(grep -E "^limit $what streams=2 bytes=65536 calls/s=[0-9]+ best=[0-9]+$" "$out") ||
+    fail "no machine-readable line for $what"
+  awk -v l="$line" 'BEGIN {
+    split(l, f, " "); split(f[5], r, "="); split(f[6], b, "=");
+    exit !(r[2] > 0 && b[2] >= r[2]) }' || fail "not a positive rate, or best < median: $line"
+  grep -qE "^$what +streams=2 +[0-9]+ +[0-9]+ calls/s$" "$out" || fail "no table row for $what"
+done
+[[ $(grep -c '^limit ' "$out") == 2 ]] || fail "calls: expected exactly 2 limit lines"
+
 # Bad flags: exit 2, nothing measured.
 for bad in "--bytes=3 --connections=4" "--bytes=1X" "--measure=tcp,nfs" "--connections=0" \
-           "--repeats=0"; do
+           "--repeats=0" "--call_streams=0" "--call_streams=8 --call_round_trips=4" \
+           "--call_array_bytes=64M"; do
   # shellcheck disable=SC2086  # split on purpose
   "$tool" $bad > "$out" 2>&1
   rc=$?
