@@ -166,10 +166,25 @@ __device__ uint32_t TokensSpan(const uint32_t* lookup, uint32_t window, uint32_t
   return positions << kSpanPositionsAt | used;
 }
 
+// Six code lengths' symbol counts for one block scan: three in 21-bit fields
+// of each word (a count is at most 65536).
+struct LengthCounts {
+  static constexpr int kLengths = 6;
+  static constexpr int kField = 21;
+  uint64_t word[2];
+
+  __device__ uint32_t Get(int j) const {
+    return static_cast<uint32_t>(word[j / 3] >> (kField * (j % 3)) & ((uint64_t{1} << kField) - 1));
+  }
+};
+__device__ LengthCounts operator+(const LengthCounts& a, const LengthCounts& b) {
+  return {{a.word[0] + b.word[0], a.word[1] + b.word[1]}};
+}
+
 __global__ void __launch_bounds__(kTableThreads)
     BuildTablesKernel(const Segment* segments, const Item* items, DecodeTables t,
                       DeviceStatus* status) {
-  using LengthScan = cub::BlockScan<uint64_t, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
+  using LengthScan = cub::BlockScan<LengthCounts, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
   __shared__ typename LengthScan::TempStorage length_temp;
   // The section's scans: raking ones spilled registers there.
   using PieceScan = cub::BlockScan<uint32_t, kTableThreads, cub::BLOCK_SCAN_WARP_SCANS>;
@@ -179,7 +194,8 @@ __global__ void __launch_bounds__(kTableThreads)
   __shared__ uint32_t offset[kMaxLength + 2];
   __shared__ uint32_t bad;
   __shared__ uint8_t staged[code_lengths::kHistory + kSectionPiece];
-  extern __shared__ uint8_t lengths[];  // 65536, parsed from the section
+  extern __shared__ uint4 length_words[];  // 65536 lengths, parsed from the section
+  uint8_t* lengths = reinterpret_cast<uint8_t*>(length_words);
   const uint32_t s = blockIdx.x;
   const Segment& seg = segments[s];
   // With tokens (FORMAT.md §15.4, §15.4.1) the alphabet has the 12 run
@@ -193,7 +209,7 @@ __global__ void __launch_bounds__(kTableThreads)
     return;
   }
   uint32_t* lookup = t.lookup + uint64_t{s} * (1 << kLookupBits);
-  for (uint32_t i = threadIdx.x; i < 65536; i += kTableThreads) lengths[i] = 0;
+  for (uint32_t i = threadIdx.x; i < 65536 / 16; i += kTableThreads) length_words[i] = uint4{};
   if (threadIdx.x < kMaxLength + 2) count[threadIdx.x] = 0;
   __syncthreads();
 
@@ -248,37 +264,43 @@ __global__ void __launch_bounds__(kTableThreads)
   for (int k = 0; k < kWords; ++k) {
     mine[k] = reinterpret_cast<const uint32_t*>(lengths + my_begin)[k];
   }
-  // Symbols sorted by (length, symbol) and counted per length, three lengths
-  // a scan: each thread's matches of each (at most 64) in a 21-bit field of
-  // one block scan (a total is at most 65536), then its symbols of each
-  // length at its rank. The counts are the scans' totals: counting them
-  // first with shared-memory atomics (all threads on the same few lengths)
-  // took a third of this kernel.
+  // Most threads' symbols are unused (a code's symbols crowd around the
+  // radius and the run tokens): they count nothing. Counting in every thread
+  // was most of this kernel's instructions (Nsight Compute, 1 GiB REL 1e-4).
+  uint32_t any_length = 0;
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) any_length |= mine[k];
+  // Symbols sorted by (length, symbol) and counted per length, six lengths
+  // a scan (LengthCounts): each thread's matches of each (at most 64), then
+  // its symbols of each length at its rank. The counts are the scans'
+  // totals: counting them first with shared-memory atomics (all threads on
+  // the same few lengths) took a third of this kernel.
   uint16_t* sorted = t.sorted + uint64_t{s} * 65536;
   const int max_length = static_cast<int>(seg.max_code_length);
-  constexpr int kField = 21;
-  constexpr uint64_t kFieldMask = (uint64_t{1} << kField) - 1;
+  constexpr int kLengths = LengthCounts::kLengths;
   uint32_t shorter = 0;  // symbols of the shorter lengths, the same in every thread
-  for (int l0 = 1; l0 <= max_length; l0 += 3) {
-    uint64_t packed = 0;
+  for (int l0 = 1; l0 <= max_length; l0 += kLengths) {
+    LengthCounts mine_counts{{0, 0}};
+    if (any_length != 0) {
 #pragma unroll
-    for (int j = 0; j < 3; ++j) {
-      const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l0 + j);
-      uint32_t matches = 0;
+      for (int j = 0; j < kLengths; ++j) {
+        const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l0 + j);
+        uint32_t matches = 0;
 #pragma unroll
-      for (int k = 0; k < kWords; ++k) matches += __popc(__vcmpeq4(mine[k], pattern)) / 8;
-      packed |= uint64_t{matches} << (kField * j);
+        for (int k = 0; k < kWords; ++k) matches += __popc(__vcmpeq4(mine[k], pattern)) / 8;
+        mine_counts.word[j / 3] |= uint64_t{matches} << (LengthCounts::kField * (j % 3));
+      }
     }
-    uint64_t before, total;
-    LengthScan(length_temp).ExclusiveSum(packed, before, total);
+    LengthCounts before, total;
+    LengthScan(length_temp).ExclusiveSum(mine_counts, before, total);
     __syncthreads();  // length_temp is reused
-    for (int j = 0; j < 3 && l0 + j <= max_length; ++j) {
+    for (int j = 0; j < kLengths && l0 + j <= max_length; ++j) {
       const int l = l0 + j;
-      const uint32_t n = static_cast<uint32_t>(total >> (kField * j) & kFieldMask);
+      const uint32_t n = total.Get(j);
       if (threadIdx.x == 0) count[l] = n;
-      if ((packed >> (kField * j) & kFieldMask) != 0) {
+      if (mine_counts.Get(j) != 0) {
         const uint32_t pattern = 0x01010101u * static_cast<uint32_t>(l);
-        uint32_t rank = shorter + static_cast<uint32_t>(before >> (kField * j) & kFieldMask);
+        uint32_t rank = shorter + before.Get(j);
 #pragma unroll
         for (int k = 0; k < kWords; ++k) {
           // 0xFF in each byte of length l; lowest byte (lowest symbol) first.
