@@ -361,9 +361,7 @@ void MeasureCalls(const std::string& target, GrpcTransport transport, const Grpc
       const uint64_t k = Slice(static_cast<uint64_t>(count), n, i + 1) -
                          Slice(static_cast<uint64_t>(count), n, i);
       for (uint64_t j = 0; j < k; ++j) {
-        if (absl::Status s = Call(*channels[i], data, kSmallMessage + plan.array_bytes,
-                                  compress_down);
-            !s.ok()) {
+        if (absl::Status s = Call(*channels[i], data, plan.array_bytes, compress_down); !s.ok()) {
           return s;
         }
         if (absl::Status s = Call(*channels[i], data, plan.archive_bytes, decompress_down);

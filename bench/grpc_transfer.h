@@ -41,10 +41,12 @@ struct GrpcRate {
 // each making round trips one after another, `round_trips` in all per
 // repetition. A round trip is two calls with the messages of ebzip's: a
 // compression (a small header, then the array's bytes up; the archive's
-// bytes and a small summary down) and a decompression (the archive up, which
-// here follows a small message saying what to answer; a small header and
-// the array down). No codec, no protobuf, no copy out of gRPC's buffers:
-// what a small request spends beyond this is ebzip's.
+// bytes and a small summary down) and a decompression (the archive up; a
+// small header and the array down). Each call's first message is a small
+// one saying what to answer: the compression's header stands there, the
+// decompression sends one small message more than ebzip's. No codec, no
+// protobuf, no copy out of gRPC's buffers: what a small request spends
+// beyond this is ebzip's.
 struct GrpcCallPlan {
   std::vector<GrpcTransport> transports;
   int streams = 32;
