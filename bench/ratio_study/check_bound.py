@@ -12,7 +12,8 @@ MODES = [dict(T=8, mode='self', order='cubic'), dict(T=8, mode='self', order='li
          dict(T=16, mode='self', order='cubic'), dict(T=8, mode='anchor', order='cubic'),
          dict(T=16, mode='anchor', order='linear'), dict(T=8, mode='face', order='cubic'),
          dict(T=64, mode='face', order='cubic'),  # T past every extent: global interpolation
-         dict(T=8, mode='face', order='linear', batch_dim0=True)]
+         dict(T=8, mode='face', order='linear', batch_dim0=True),
+         dict(T=16, mode='face', order='cubic', coarse=0.5)]  # coarse levels' tighter bound
 
 rng = np.random.default_rng(0)
 failures = 0

@@ -10,12 +10,6 @@ import zlib
 
 import numpy as np
 
-try:
-    import zstandard
-except ImportError:
-    sys.exit('ratio_study needs zstd for Python: apt-get install python3-zstandard '
-             '(Debian package, for /usr/bin/python3)')
-
 from predict import ZERO
 
 ALPHABET = 2 * ZERO
@@ -147,6 +141,12 @@ def run_value_tokens(sym):
 
 
 def zstd(b, level=3):
+    # Imported here: the histogram-only candidates (and stretch.py) do without it.
+    try:
+        import zstandard
+    except ImportError:
+        sys.exit('ratio_study needs zstd for Python: apt-get install python3-zstandard '
+                 '(Debian package, for /usr/bin/python3)')
     return len(zstandard.ZstdCompressor(level=level).compress(b))
 
 

@@ -75,7 +75,7 @@ def _weights(I, lo, hi, s, order):
     return W
 
 
-def interp(x, fill, e, T, order='cubic', mode='self', idims=None):
+def interp(x, fill, e, T, order='cubic', mode='self', idims=None, coarse=1.0, coarse_stride=4):
     """Tile-local multilevel interpolation (SZ3 / cuSZ-i family).
 
     T: tile edge (power of two) on the interpolated dims idims (default all); the other dims are
@@ -91,10 +91,15 @@ def interp(x, fill, e, T, order='cubic', mode='self', idims=None):
     'face' with T >= the largest extent is SZ3's global interpolation.
     Fill points emit no symbol (the decoder knows the mask) and take the prediction as value.
     Symbols: the anchor stream first, then tile by tile, level order inside a tile (a region
-    decoder can find a tile's symbols); sym_levelmajor is the frame-wide level order instead."""
+    decoder can find a tile's symbols); sym_levelmajor is the frame-wide level order instead.
+    coarse < 1: the anchors and the levels of stride >= coarse_stride quantize against
+    coarse * e (SZ3 halves its bound on such levels, whose errors feed the finer levels'
+    predictions); e still bounds every point."""
     nd = x.ndim
     shape = x.shape
     idims = list(range(nd)) if idims is None else list(idims)
+    e_fine = e
+    e = e_fine * coarse
     step = 2 * e
     xd = x.astype(np.float64)
     rec = np.zeros(shape, np.float32)
@@ -125,6 +130,8 @@ def interp(x, fill, e, T, order='cubic', mode='self', idims=None):
 
     s, lev = T // 2, 1
     while s >= 1:
+        e = e_fine * (coarse if s >= coarse_stride else 1.0)
+        step = 2 * e
         for d in idims:
             # targets: odd multiples of s along d; dims before d in idims are already at stride s
             sl, coords = [], []
