@@ -58,7 +58,9 @@ bool ReadWords(const grpc::ByteBuffer& buffer, uint64_t* words, size_t n) {
   std::vector<grpc::Slice> slices;
   if (!buffer.Dump(&slices).ok()) return false;
   std::string bytes;
-  for (const grpc::Slice& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices) {
+    bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
   if (bytes.size() < 8 * n) return false;
   std::memcpy(words, bytes.data(), 8 * n);
   return true;
@@ -291,8 +293,7 @@ void MeasureConnections(const std::string& target, GrpcTransport transport,
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < n; ++i) {
-    channels.push_back(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
   GrpcRate up{transport, GrpcDirection::kUp, n, absl::OkStatus(), {}};
   GrpcRate down{transport, GrpcDirection::kDown, n, absl::OkStatus(), {}};
@@ -349,8 +350,7 @@ void MeasureCalls(const std::string& target, GrpcTransport transport, const Grpc
   const int n = plan.streams;
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < n; ++i) {
-    channels.push_back(
-        grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
+    channels.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
   GrpcCallRate rate{transport, n, absl::OkStatus(), {}};
   const uint64_t compress_down[2] = {plan.archive_bytes, kSmallMessage};
@@ -358,8 +358,8 @@ void MeasureCalls(const std::string& target, GrpcTransport transport, const Grpc
   // Stream i makes round trips [Slice(i), Slice(i + 1)) of `count`.
   auto round_trips = [&](int64_t count) {
     return [&, count](int i) -> absl::Status {
-      const uint64_t k = Slice(static_cast<uint64_t>(count), n, i + 1) -
-                         Slice(static_cast<uint64_t>(count), n, i);
+      const uint64_t k =
+          Slice(static_cast<uint64_t>(count), n, i + 1) - Slice(static_cast<uint64_t>(count), n, i);
       for (uint64_t j = 0; j < k; ++j) {
         if (absl::Status s = Call(*channels[i], data, plan.array_bytes, compress_down); !s.ok()) {
           return s;

@@ -21,7 +21,7 @@ enum class GrpcDirection {
 enum class GrpcTransport { kTcp, kUnix };  // loopback TCP, or a Unix-domain socket
 
 struct GrpcTransferPlan {
-  uint64_t bytes = 0;            // per measurement, split evenly over the calls
+  uint64_t bytes = 0;  // per measurement, split evenly over the calls
   std::vector<GrpcTransport> transports;
   std::vector<int> connections;  // one call per connection, all at once
   int repeats = 3;

@@ -528,8 +528,7 @@ int main(int argc, char** argv) {
   const absl::StatusOr<uint64_t> step = ParseBytes(absl::GetFlag(FLAGS_send_bytes));
   const int repeats = absl::GetFlag(FLAGS_repeats);
   const absl::StatusOr<uint64_t> call_array = ParseBytes(absl::GetFlag(FLAGS_call_array_bytes));
-  const absl::StatusOr<uint64_t> call_archive =
-      ParseBytes(absl::GetFlag(FLAGS_call_archive_bytes));
+  const absl::StatusOr<uint64_t> call_archive = ParseBytes(absl::GetFlag(FLAGS_call_archive_bytes));
   const int call_streams = absl::GetFlag(FLAGS_call_streams);
   const int64_t call_round_trips = absl::GetFlag(FLAGS_call_round_trips);
   std::vector<int> connections;
