@@ -69,7 +69,9 @@ EBZIP_HD inline ResolvedBound ResolveBoundFor(BoundMode mode, double bound, bool
     const double magnitude = fmax(fabs(min), fabs(max)) + b.abs_bound;
     if (narrowing != Narrowing::kNone && mode == BoundMode::kRel && std::isfinite(magnitude)) {
       const double margin = RoundingMargin(narrowing, magnitude);
-      if (margin < b.abs_bound / 2) b.quant_step = 2 * (b.abs_bound - margin);
+      // (Below DBL_MAX as twice the bound is: a bound past DBL_MAX / 2 from
+      // a huge REL would otherwise make the step infinite.)
+      if (margin < b.abs_bound / 2) b.quant_step = fmin(2 * (b.abs_bound - margin), DBL_MAX);
     }
   } else if (any && min != 0) {
     b.quant_step = std::fabs(min);  // one value: q = +-1 rebuilds it exactly

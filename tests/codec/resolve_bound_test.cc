@@ -4,6 +4,7 @@
 // go verbatim back into symbols, every value still within the bound.
 #include "codec/resolve_bound.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -59,6 +60,13 @@ TEST(ResolveBoundFor, TheStepLeavesRoomOnlyWithARangeAndANarrowing) {
   const ResolvedBound tight = ResolveBoundFor(BoundMode::kRel, 1e-7, true, 250, 300,
                                               Narrowing::kFloat32);
   EXPECT_EQ(tight.quant_step, 2 * tight.abs_bound);
+  // A bound past DBL_MAX / 2 (REL 1e300 of a range of 1e8): the step stays
+  // finite, at DBL_MAX, with room for the rounding as without it.
+  for (Narrowing n : {Narrowing::kNone, Narrowing::kFloat32, Narrowing::kFloat64}) {
+    const ResolvedBound huge = ResolveBoundFor(BoundMode::kRel, 1e300, true, 0, 1e8, n);
+    EXPECT_EQ(huge.abs_bound, 1e300 * 1e8);
+    EXPECT_EQ(huge.quant_step, DBL_MAX);
+  }
   // A zero range: exact reconstruction, step from the value as before.
   EXPECT_EQ(ResolveBoundFor(BoundMode::kRel, 1e-4, true, 300, 300, Narrowing::kFloat32).quant_step,
             300);

@@ -180,6 +180,25 @@ TEST(RoundTrip, HugeBounds) {
   RoundTrip(data, {4096}, Rel(10));
 }
 
+// A relative bound whose absolute bound passes DBL_MAX / 2: the step with
+// room for the rounding must stay finite (at DBL_MAX), as twice the bound
+// does, for every predictor and both types (codec/resolve_bound.h). Found by
+// the service fuzzer: such a request made an infinite step.
+TEST(RoundTrip, RelativeBoundPastHalfOfDblMax) {
+  std::vector<double> wide = Smooth<double>(40 * 30, 10);
+  for (double& x : wide) x *= 1e6;  // a range of about 2e8: REL 1e300 is 2e308, clamped
+  std::vector<float> narrow(wide.begin(), wide.end());
+  for (Predictor p : {Predictor::kAuto, Predictor::kInterp, Predictor::kLorenzo}) {
+    for (double rel : {1e300, 8e299}) {  // abs_bound DBL_MAX, and about 1.6e308
+      SCOPED_TRACE(std::to_string(static_cast<int>(p)) + " rel " + std::to_string(rel));
+      CompressOptions o = Rel(rel);
+      o.predictor = p;
+      RoundTrip(wide, {40, 30}, o);
+      RoundTrip(narrow, {40, 30}, o);
+    }
+  }
+}
+
 TEST(RoundTrip, DoublesBeyondFloatRange) {
   std::vector<double> data = Smooth<double>(3000, 8);
   for (int i = 0; i < 3000; i += 7) data[i] = (i % 2 ? 1 : -1) * 1e200 * (1 + i);

@@ -116,6 +116,14 @@ int main(int argc, char** argv) {
                        OneRound({Call(CallPlan::kCompress, {HeaderAction(h), DataRest(6, 1)})}));
   }
   {
+    // REL 1e300 of float64 values: an absolute bound past DBL_MAX / 2 once
+    // made an infinite step that the server refused and the codec did not.
+    HeaderPlan h = Header({40, 30}, /*f64=*/true, /*rel=*/true);
+    h.bound = 8;  // 1e300
+    seeds.emplace_back("compress-rel-huge",
+                       OneRound({Call(CallPlan::kCompress, {HeaderAction(h), DataRest(6, 1)})}));
+  }
+  {
     HeaderPlan h = Header({16, 8, 4, 2});
     h.radius = 1;
     h.radius_value = 3;  // radius 4: most residuals are outliers
