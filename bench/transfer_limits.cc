@@ -30,7 +30,7 @@
 //
 // Output: a table as it measures, then one line per measurement for scripts:
 //   limit tcp connections=4 bytes=1073741824 GB/s=17.70 best=18.02
-//   limit grpc_calls streams=64 bytes=262144 calls/s=30512 best=31004
+//   limit grpc_calls streams=64 bytes=262144 calls/s=25030 best=26097
 // (GB = 1e9 bytes, as ebzip_load counts). Exit status: 0, 1 when a
 // measurement failed, 2 on bad flags.
 #include <arpa/inet.h>
