@@ -284,17 +284,23 @@ absl::StatusOr<double> TimeCalls(int n, F call) {
   return seconds;
 }
 
-void MeasureConnections(const std::string& target, GrpcTransport transport,
-                        const GrpcTransferPlan& plan, int n, const char* data,
-                        std::vector<GrpcRate>* out) {
+// `n` channels to `target`, each its own connection (as ebzip's client opens
+// one per part, and ebzip_load one per stream), with ebzipd's message limit.
+std::vector<std::shared_ptr<grpc::Channel>> Channels(const std::string& target, int n) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
-  // A connection per channel, as ebzip's client opens one per part.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   for (int i = 0; i < n; ++i) {
     channels.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
   }
+  return channels;
+}
+
+void MeasureConnections(const std::string& target, GrpcTransport transport,
+                        const GrpcTransferPlan& plan, int n, const char* data,
+                        std::vector<GrpcRate>* out) {
+  const std::vector<std::shared_ptr<grpc::Channel>> channels = Channels(target, n);
   GrpcRate up{transport, GrpcDirection::kUp, n, absl::OkStatus(), {}};
   GrpcRate down{transport, GrpcDirection::kDown, n, absl::OkStatus(), {}};
   // Connected, and one small call each, before anything is timed.
@@ -344,14 +350,8 @@ constexpr uint64_t kSmallMessage = 64;
 
 void MeasureCalls(const std::string& target, GrpcTransport transport, const GrpcCallPlan& plan,
                   const char* data, std::vector<GrpcCallRate>* out) {
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection per stream, as ebzip_load
   const int n = plan.streams;
-  std::vector<std::shared_ptr<grpc::Channel>> channels;
-  for (int i = 0; i < n; ++i) {
-    channels.push_back(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args));
-  }
+  const std::vector<std::shared_ptr<grpc::Channel>> channels = Channels(target, n);
   GrpcCallRate rate{transport, n, absl::OkStatus(), {}};
   const uint64_t compress_down[2] = {plan.archive_bytes, kSmallMessage};
   const uint64_t decompress_down[2] = {kSmallMessage, plan.array_bytes};
