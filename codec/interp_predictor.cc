@@ -707,10 +707,11 @@ template <Formula kF, bool kOwn, bool kFill>
 [[gnu::target("avx2")]] uint16_t* EncodeRunAvx2(const TilePlan& plan, const TilePlan::Run& run,
                                                 uint32_t groups, float* w, const float* x,
                                                 const uint8_t* fill, uint64_t anchor,
-                                                double quant_step, double abs_bound,
-                                                int32_t radius, uint16_t* o,
+                                                double quant_step, double inv_step,
+                                                double abs_bound, int32_t radius, uint16_t* o,
                                                 std::vector<uint32_t>* verbatim) {
   const __m256d step = _mm256_set1_pd(quant_step);
+  const __m256d inv = _mm256_set1_pd(inv_step);
   const __m256d bound = _mm256_set1_pd(abs_bound);
   const __m256d max_r = _mm256_set1_pd(static_cast<double>(radius - 1));
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
@@ -732,7 +733,7 @@ template <Formula kF, bool kOwn, bool kFill>
     }
     const __m128 xv = LoadAvx2(x + anchor, gi);
     const __m256d xd = _mm256_cvtps_pd(xv);
-    const __m256d r = _mm256_div_pd(_mm256_sub_pd(xd, pred), step);
+    const __m256d r = _mm256_mul_pd(_mm256_sub_pd(xd, pred), inv);
     // Verbatim whatever the prediction: exponent all ones, or zero with a
     // non-zero pattern (IsSpecial).
     const __m128i bits = _mm_castps_si128(xv);
@@ -852,6 +853,7 @@ struct TileInputs {
   const T* anchor_w = nullptr;    // by tile
   const uint16_t* anchor_sym = nullptr;
   double step = 0;
+  double inv_step = 0;  // InverseStep(step)
   double abs_bound = 0;
   int32_t radius = 0;
 };
@@ -950,6 +952,7 @@ class TileEncoder {
     const uint32_t* const frame = plan.frame.data();
     const uint64_t s = run.box_distance;
     const double quant_step = in_.step;
+    const double inv_step = in_.inv_step;
     const double abs_bound = in_.abs_bound;
     const int32_t radius = in_.radius;
     const double max_r = static_cast<double>(radius - 1);
@@ -960,7 +963,8 @@ class TileEncoder {
       if (plan.int32_offsets && avx2_ && run.end - run.begin >= kMinSimd) {
         const uint32_t groups = (run.end - run.begin) / 4;
         o = EncodeRunAvx2<kF, kOwn, kFill>(plan, run, groups, w, in_.x, in_.fill, anchor,
-                                           quant_step, abs_bound, radius, o, verbatim_);
+                                           quant_step, inv_step, abs_bound, radius, o,
+                                           verbatim_);
         begin += 4 * groups;
       }
     }
@@ -976,7 +980,7 @@ class TileEncoder {
       }
       const T xv = x[gi];
       const double xd = static_cast<double>(xv);
-      const double r = (xd - pred) / quant_step;
+      const double r = (xd - pred) * inv_step;
       int32_t rho = 0;
       T y{};
       bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
@@ -1101,6 +1105,7 @@ class TileEncoder {
     const T* const x = in_.x;
     const uint8_t* const fill = in_.fill;
     const double quant_step = in_.step;
+    const double inv_step = in_.inv_step;
     const double abs_bound = in_.abs_bound;
     const int32_t radius = in_.radius;
     const double max_r = static_cast<double>(radius - 1);
@@ -1116,7 +1121,7 @@ class TileEncoder {
       }
       const T xv = x[gi];
       const double xd = static_cast<double>(xv);
-      const double r = (xd - pred) / quant_step;
+      const double r = (xd - pred) * inv_step;
       int32_t rho = 0;
       T y{};
       bool ok = !IsSpecial(xv) && std::fabs(r) <= max_r;
@@ -1208,6 +1213,7 @@ absl::Status EncodeT(const InterpParams& p, const T* data, const uint8_t* fill, 
   in.anchor_w = anchor_w.data();
   in.anchor_sym = anchor_sym.data();
   in.step = p.quant_step;
+  in.inv_step = InverseStep(p.quant_step);
   in.abs_bound = p.abs_bound;
   in.radius = static_cast<int32_t>(p.radius);
   const bool cubic = p.order == InterpOrder::kCubic;

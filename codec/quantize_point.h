@@ -65,6 +65,17 @@ EBZIP_HD inline T Dequantize(int32_t q, double step) {
   return Narrow<T>(static_cast<double>(q) * step);
 }
 
+// What version 2's interpolation writers compute a quotient by the
+// quantization step as: a product with this, rounded once per frame
+// (FORMAT.md §15.8). On the GPU an f64 division is a dependent sequence for
+// every element, a product one instruction; the check against the bound
+// makes either correct. (QuantizePoint still divides: in the Lorenzo
+// kernels the product let the compiler keep more values live, and their
+// spills cost more than the division.)
+EBZIP_HD inline double InverseStep(double step) {
+  return std::fmin(1.0 / step, 1.7976931348623157e308);  // DBL_MAX
+}
+
 struct QuantRule {
   double abs_bound;  // every quantized value reconstructs within this
   double step;       // quantization step, normally 2 * abs_bound

@@ -141,13 +141,6 @@ EBZIP_HD inline double Mul(double a, double b) {
   return a * b;
 #endif
 }
-EBZIP_HD inline double Quot(double a, double b) {
-#ifdef __CUDA_ARCH__
-  return __ddiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
 EBZIP_HD inline bool IsFinite(double v) {
   return (ToBits(v) & FloatTraits<double>::kExponent) != FloatTraits<double>::kExponent;
 }
@@ -218,10 +211,10 @@ struct Decision {
 };
 
 template <typename T>
-EBZIP_HD inline Decision<T> Encode(T x, double pred, double step, double abs_bound,
-                                   int32_t radius) {
+EBZIP_HD inline Decision<T> Encode(T x, double pred, double step, double inv_step,
+                                   double abs_bound, int32_t radius) {
   const double xd = static_cast<double>(x);
-  const double r = Quot(Sub(xd, pred), step);
+  const double r = Mul(Sub(xd, pred), inv_step);
   int32_t rho = 0;
   T y{};
   bool ok = !IsSpecial(x) && std::fabs(r) <= static_cast<double>(radius - 1);
@@ -656,6 +649,7 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
   }
   ex.Sync();
   const bool cubic = g.cubic != 0;
+  const double inv_step = InverseStep(a.bound.step);
   for (uint32_t p = 0, level = 0, pos = 0; p < g.num_passes; ++p) {
     const uint32_t hh = g.E >> (level + 1);
     const uint32_t s = hh * g.bstride[pos];
@@ -673,7 +667,7 @@ EBZIP_HD void EncodeTile(Exec& ex, const Geometry& g, const KeyHeader* headers,
         continue;
       }
       const Decision<T> dec =
-          Encode<T>(sm.box[o], pred, a.bound.step, a.bound.abs_bound, g.radius);
+          Encode<T>(sm.box[o], pred, a.bound.step, inv_step, a.bound.abs_bound, g.radius);
       sm.box[o] = dec.y;
       if (j >= own) continue;  // a far-face element: its own tile writes it
       if (dec.verbatim) {

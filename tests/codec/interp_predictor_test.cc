@@ -256,6 +256,7 @@ template <typename T>
 RefEncoded<T> RefEncode(const InterpParams& p, const std::vector<T>& x, const uint8_t* fill) {
   const Ref ref(p);
   const double step = p.quant_step;
+  const double inv_step = std::fmin(1.0 / step, DBL_MAX);  // §15.8, for non-anchors
   const int64_t radius = p.radius;
   RefEncoded<T> out;
   out.sym.assign(ref.n, -1);
@@ -326,7 +327,7 @@ RefEncoded<T> RefEncode(const InterpParams& p, const std::vector<T>& x, const ui
         int64_t rho = 0;
         bool keep = RefSpecial(v);
         if (!keep) {
-          const double r = (static_cast<double>(v) - pred) / step;
+          const double r = (static_cast<double>(v) - pred) * inv_step;
           keep = !(std::fabs(r) <= static_cast<double>(radius - 1));
           if (!keep) {
             rho = static_cast<int64_t>(std::rint(r));
@@ -849,6 +850,30 @@ TEST(InterpSymbols, ResidualsAtTheRadius) {
     EXPECT_EQ(e.verbatim_index, std::vector<uint32_t>{5});
     const std::vector<double> w = Decode<double>(p, e, nullptr);
     EXPECT_EQ(w, (std::vector<double>{0, 4.5, 3, 2, 7, 7, 7}));
+  }
+}
+
+TEST(InterpSymbols, QuotientIsTheProductWithTheReciprocal) {
+  // §15.8: r = (x - pred) × inv_step, inv_step = 1 / quant_step rounded
+  // once. 1-D f64, T = 8, ABS 0.1 (step 0.2, inv_step exactly 5): the
+  // anchors 0 and 8 hold 0, so element 4's prediction is 0, and x = 0.3
+  // (the double nearest it, just below 0.3) gives r = 1.5 by the product,
+  // which rounds to even, 2, whose reconstruction 0.4 misses the bound by
+  // an ulp: verbatim. The quotient 0.3 / 0.2 = 1.4999999999999998 would
+  // have rounded to 1 (0.2, within the bound) and given symbol radius + 1.
+  ASSERT_EQ(0.3 * (1.0 / 0.2), 1.5);
+  ASSERT_LT(0.3 / 0.2, 1.5);
+  const std::vector<double> x = {0, 0, 0, 0, 0.3, 0, 0, 0, 0};
+  for (InterpOrder order : {InterpOrder::kLinear, InterpOrder::kCubic}) {
+    const InterpParams p = Params(DType::kFloat64, {9}, {8}, order, 0.1);
+    InterpEncoded e;
+    ASSERT_TRUE(InterpEncode(p, Bytes(x), nullptr, &e).ok());
+    EXPECT_EQ(e.verbatim_index, std::vector<uint32_t>{4});
+    ExpectMatchesReference(p, x, nullptr);
+    // Every element round-trips within the bound (element 4 exactly).
+    std::vector<double> y = Decode<double>(p, e, nullptr);
+    for (uint32_t i : e.verbatim_index) y[i] = x[i];
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_LE(std::fabs(y[i] - x[i]), 0.1) << i;
   }
 }
 

@@ -148,6 +148,11 @@ def words_of(bits):  # a '0'/'1' string -> u32 words, MSB first, zero padded (§
 
 # ---------------------------------------------------------------- quantizing
 
+def inverse_step(step):
+    """§15.8's inv_step: min(1 / quant_step, DBL_MAX)."""
+    return min(1.0 / step, sys.float_info.max)
+
+
 def quantize(x, f32, fill, step, abs_bound):
     """§10.2 for one element: ("fill"|"verbatim"|"q", q)."""
     if fill is not None and raw(x, f32) == raw(to_t(fill, f32), f32):
@@ -279,7 +284,7 @@ def encode_interp(values, shape, p):
                     continue
                 kind = "verbatim"
                 if not special(x, f32):
-                    r = (x - pred) / step
+                    r = (x - pred) * inverse_step(step)
                     if abs(r) <= radius - 1:
                         rho = round(r)
                         y = to_t(pred + float(rho) * step, f32)

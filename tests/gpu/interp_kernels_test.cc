@@ -210,7 +210,17 @@ struct Case {
   std::vector<uint16_t> tile;
 };
 
-enum class Variant { kSmooth, kNoisy, kSpecials, kFill, kSmallRadius, kAllFill, kPoisoned, kExact };
+enum class Variant {
+  kSmooth,
+  kNoisy,
+  kSpecials,
+  kFill,
+  kSmallRadius,
+  kAllFill,
+  kPoisoned,
+  kExact,
+  kTies
+};
 
 const char* VariantName(Variant v) {
   switch (v) {
@@ -230,6 +240,8 @@ const char* VariantName(Variant v) {
       return "NaN anchor block, specials";
     case Variant::kExact:
       return "integers, bound 0";
+    case Variant::kTies:
+      return "odd multiples of half the step";
   }
   return "?";
 }
@@ -272,6 +284,16 @@ Frame MakeFrameT(const Case& c, InterpOrder order, Variant variant, uint32_t see
       f.p.abs_bound = 0;
       f.p.quant_step = 1;
       f.p.radius = 64;
+      break;
+    }
+    case Variant::kTies: {
+      // Step 0.2, whose reciprocal 5 is not its exact inverse: residuals of
+      // x = (k + 0.5) * 0.2 from such neighbours fall on or next to ties,
+      // where §15.8's product and a quotient round differently (0.3 * 5 is
+      // 1.5, 0.3 / 0.2 is 1.4999999999999998) and one side misses the bound.
+      f.p.abs_bound = 0.1;
+      f.p.quant_step = 0.2;
+      for (T& v : x) v = static_cast<T>((std::round(v * 20) + 0.5) * 0.2);
       break;
     }
   }
@@ -344,7 +366,7 @@ void ForEachFrame(const std::function<bool(const Frame&)>& fn) {
           variants.insert(variants.end(), {Variant::kSmooth, Variant::kSmallRadius,
                                            Variant::kPoisoned, Variant::kExact});
         } else {
-          variants.insert(variants.end(), {Variant::kNoisy, Variant::kAllFill});
+          variants.insert(variants.end(), {Variant::kNoisy, Variant::kAllFill, Variant::kTies});
         }
         for (Variant v : variants) {
           if (!fn(MakeFrame(dtype, c, order, v, seed++)) && ++failed == kMaxFailedFrames) {
