@@ -15,11 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
 namespace ebzip {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 // One ParallelFor call: workers and the caller claim indices from `next`.
 struct Job {
@@ -72,29 +75,61 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int i = 0; i < helpers; ++i) queue_.push_back(job);
+      queued_.store(queue_.size(), std::memory_order_release);
+    }
+    cv_.notify_all();
+  }
+
+  // Sleeping workers wake and spin until `deadline` or a job.
+  void WarmUp(Clock::time_point deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (deadline <= spin_until_) return;  // already spinning as long
+      spin_until_ = deadline;
+      ++warm_epoch_;
     }
     cv_.notify_all();
   }
 
  private:
   void Loop() {
+    uint64_t seen_epoch = 0;
     for (;;) {
       std::shared_ptr<Job> job;
+      Clock::time_point spin_until;
       {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+        cv_.wait(lock,
+                 [&] { return stop_ || !queue_.empty() || warm_epoch_ != seen_epoch; });
         if (stop_) return;
-        job = std::move(queue_.front());
-        queue_.pop_front();
+        seen_epoch = warm_epoch_;
+        spin_until = spin_until_;
+        if (!queue_.empty()) {
+          job = std::move(queue_.front());
+          queue_.pop_front();
+          queued_.store(queue_.size(), std::memory_order_release);
+        }
       }
-      job->Work();
+      if (job != nullptr) job->Work();
+      // Warmed up (a window not yet passed, after a job too: a warmed-up
+      // caller's parallel steps come in series): wait for the next job on
+      // this core, not in the scheduler.
+      for (int spins = 0; queued_.load(std::memory_order_acquire) == 0; ++spins) {
+        if (spins % 64 == 63) {
+          if (Clock::now() >= spin_until) break;
+          std::this_thread::yield();
+        }
+      }
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  bool stop_ = false;
+  std::deque<std::shared_ptr<Job>> queue_ ABSL_GUARDED_BY(mu_);
+  std::atomic<size_t> queued_{0};  // queue_.size(), for spinning workers
+  Clock::time_point spin_until_ ABSL_GUARDED_BY(mu_);
+  uint64_t warm_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };
 
@@ -144,6 +179,11 @@ int CoresFromCpuMax(std::string_view cpu_max) {
   }
   const uint64_t cores = (quota + period - 1) / period;
   return static_cast<int>(std::min<uint64_t>(cores, 1 << 16));
+}
+
+void ParallelWarmUp(std::chrono::microseconds window) {
+  if (DefaultThreadCount() <= 1) return;
+  GlobalPool().WarmUp(Clock::now() + window);
 }
 
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads) {

@@ -4,6 +4,7 @@
 #ifndef EBZIP_CODEC_PARALLEL_H_
 #define EBZIP_CODEC_PARALLEL_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -15,6 +16,15 @@ namespace ebzip {
 // threw, rethrows the first exception on the calling thread (on one thread,
 // the indices after it do not run; on several, the others still do).
 void ParallelFor(uint64_t n, const std::function<void(uint64_t)>& fn, int max_threads = 0);
+
+// Wakes the pool's workers to wait for the next ParallelFor by spinning,
+// for at most `window`: one that comes within it starts on every thread at
+// once. A sleeping worker takes its wake-up to start, which on a virtual
+// machine (the GPU hosts of bench/GPU_NOTES.md) left the last of 15 workers
+// idle for 0.3-0.7 ms, as long as the whole parallel step between two of a
+// GPU's stages. For a caller about to wait (on a GPU) before such a step;
+// the workers spin, yielding, on cores that would otherwise sleep.
+void ParallelWarmUp(std::chrono::microseconds window);
 
 // Threads ParallelFor uses by default: $EBZIP_THREADS, else AvailableCores(),
 // else the hardware threads.

@@ -1,12 +1,15 @@
 // ParallelFor runs every index once and hands an exception to its caller,
-// and the pool is sized by the cores the process may use: its CPU affinity
+// workers woken ahead (ParallelWarmUp) take jobs, and the pool is sized by the cores the process may use: its CPU affinity
 // and its cgroup's CPU quota.
 #include "codec/parallel.h"
 
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -51,6 +54,36 @@ TEST(ParallelFor, AnExceptionReachesTheCaller) {
                            }),
                std::bad_alloc);
   std::vector<std::atomic<int>> hits(5000);
+  ParallelFor(hits.size(), [&](uint64_t i) { hits[i].fetch_add(1); });
+  for (uint64_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+}
+
+// Workers woken by ParallelWarmUp spin for jobs: calls in series within the
+// window run every index once, with the workers taking part (each index
+// sleeps, so a caller alone would not take them all); after the window they
+// sleep again and still take jobs.
+TEST(ParallelWarmUp, WarmedWorkersTakeJobsInSeriesThenSleep) {
+  ParallelWarmUp(std::chrono::milliseconds(200));
+  for (int call = 0; call < 3; ++call) {
+    std::vector<std::atomic<int>> hits(64);
+    std::mutex mu;
+    std::set<std::thread::id> threads;
+    ParallelFor(hits.size(), [&](uint64_t i) {
+      hits[i].fetch_add(1);
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        threads.insert(std::this_thread::get_id());
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    });
+    for (uint64_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+    if (DefaultThreadCount() > 1) {
+      EXPECT_GT(threads.size(), 1u) << "call " << call;
+    }
+  }
+  ParallelWarmUp(std::chrono::microseconds(0));  // nothing to wake for
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the window
+  std::vector<std::atomic<int>> hits(1000);
   ParallelFor(hits.size(), [&](uint64_t i) { hits[i].fetch_add(1); });
   for (uint64_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
 }
