@@ -78,7 +78,7 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
                                        S * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
                                        cudaMemcpyDeviceToHost, st));
-  if (S > 2) ParallelWarmUp(kPoolWarmUp);
+  if (S > 2 && plan.totals.symbols >= kPoolWarmUpElements) ParallelWarmUp(kPoolWarmUp);
   Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("wait for the symbol lists", since);
@@ -146,7 +146,7 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_extra_bits, b.extra_bits, S * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, st));
-  if (S > 2) ParallelWarmUp(kPoolWarmUp);
+  if (S > 2 && plan->totals.symbols >= kPoolWarmUpElements) ParallelWarmUp(kPoolWarmUp);
   Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("stage codes: wait for the device", since);

@@ -78,8 +78,12 @@ inline constexpr uint32_t kStages = format::kLosslessRunValues + 1;
 // waits for the device's lists before building codes from them on the
 // pool: longer than the waits of a 1 GiB batch (1.1 ms before the survey's
 // estimates, 3.5 ms before the stage codes on the H200), after which they
-// sleep again and the codes start as before.
+// sleep again and the codes start as before. Only batches of at least
+// kPoolWarmUpElements do: a small batch's host steps are short, and a
+// server under load (a batch every few milliseconds) would keep the
+// workers spinning beside the threads that move its requests' bytes.
 inline constexpr std::chrono::microseconds kPoolWarmUp{5000};
+inline constexpr uint64_t kPoolWarmUpElements = uint64_t{1} << 26;
 
 // The lossless stages' used-symbol lists of one frame (FORMAT.md §15.4):
 // stage id's list and the extra bits of its tokens (0 for stage 0).

@@ -496,7 +496,9 @@ absl::StatusOr<std::vector<PredictorConfig>> PredictorSurvey::Finish(cudaStream_
   const uint32_t H = kStages * P;
   SymbolCount* list = reinterpret_cast<SymbolCount*>(info_ + P);
   const uint64_t capacity = std::min(uint64_t{P} * kListedPerHistogram, listed_capacity_);
-  if (P > 1) ParallelWarmUp(kPoolWarmUp);
+  uint64_t elements = 0;
+  for (const FrameParams& p : params) elements += Elements(p);
+  if (P > 1 && elements >= kPoolWarmUpElements) ParallelWarmUp(kPoolWarmUp);
   Clock::time_point since = Clock::now();
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
   note("survey: wait for the device", since);
