@@ -111,10 +111,13 @@ cudaError_t LaunchCountSpecials(const Segment* segments, uint32_t num_segments,
                                 uint64_t num_mask_tiles, const uint32_t* outlier_mask,
                                 const uint32_t* verbatim_mask, const uint32_t* fill_mask,
                                 SpecialCounts* tile_counts, cudaStream_t stream);
+// `tile_counts` (LaunchCountSpecials's), when not null, lets a tile with
+// nothing to write skip its masks.
 cudaError_t LaunchWriteSpecials(int elem_size, const Segment* segments, uint32_t num_segments,
                                 uint64_t num_mask_tiles, const Item* items,
                                 const FrameLayout* layouts, const uint32_t* outlier_mask,
                                 const uint32_t* verbatim_mask, const uint32_t* fill_mask,
+                                const SpecialCounts* tile_counts,
                                 const SpecialCounts* tile_prefix, const int32_t* deltas,
                                 cudaStream_t stream);
 

@@ -59,9 +59,16 @@ template <typename T>
 __global__ void WriteKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                             const FrameLayout* layouts, const uint32_t* outlier_mask,
                             const uint32_t* verbatim_mask, const uint32_t* fill_mask,
-                            const SpecialCounts* tile_prefix, const int32_t* deltas) {
+                            const SpecialCounts* tile_counts, const SpecialCounts* tile_prefix,
+                            const int32_t* deltas) {
   using Scan = cub::BlockScan<SpecialCounts, kMaskTileWords>;
   __shared__ typename Scan::TempStorage temp;
+  // Given the tiles' counts (CountKernel's), a tile with nothing to write
+  // leaves before it reads a mask or scans.
+  if (tile_counts != nullptr) {
+    const SpecialCounts mine = tile_counts[blockIdx.x];
+    if ((mine.outliers | mine.verbatim | mine.run_starts | mine.run_ends) == 0) return;
+  }
   const uint32_t s = SegmentOfMaskTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
   const FrameLayout& layout = layouts[s];
@@ -143,16 +150,17 @@ cudaError_t LaunchWriteSpecials(int elem_size, const Segment* segments, uint32_t
                                 uint64_t num_mask_tiles, const Item* items,
                                 const FrameLayout* layouts, const uint32_t* outlier_mask,
                                 const uint32_t* verbatim_mask, const uint32_t* fill_mask,
+                                const SpecialCounts* tile_counts,
                                 const SpecialCounts* tile_prefix, const int32_t* deltas,
                                 cudaStream_t stream) {
   if (elem_size == 4) {
     WriteKernel<float><<<num_mask_tiles, kMaskTileWords, 0, stream>>>(
         segments, num_segments, items, layouts, outlier_mask, verbatim_mask, fill_mask,
-        tile_prefix, deltas);
+        tile_counts, tile_prefix, deltas);
   } else {
     WriteKernel<double><<<num_mask_tiles, kMaskTileWords, 0, stream>>>(
         segments, num_segments, items, layouts, outlier_mask, verbatim_mask, fill_mask,
-        tile_prefix, deltas);
+        tile_counts, tile_prefix, deltas);
   }
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   FinishSectionsKernel<<<num_segments, kThreads, 0, stream>>>(segments, items, layouts);
