@@ -1,6 +1,4 @@
 // The codes built on the host (gpu/compress_host_codes.h).
-#include "gpu/compress_host_codes.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,10 +12,12 @@
 #include "codec/frame_codec.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
+#include "gpu/compress_host_codes.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/kernels.h"
 #include "gpu/run_kernels.h"
+#include "gpu/scoped_event.h"
 #include "gpu/segment_plan.h"
 
 namespace ebzip::gpu::compress {
@@ -112,15 +112,9 @@ absl::StatusOr<UploadLayout> BuildCodesOnHost(const Plan& plan, const Buffers& b
   return up;
 }
 
-absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
-                                                  StageTimer* timer) {
-  using Clock = std::chrono::steady_clock;
-  auto note = [&](const char* step, Clock::time_point since) {
-    if (timer) {
-      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
-    }
-  };
-  const uint32_t S = static_cast<uint32_t>(plan->segments.size());
+absl::Status LaunchStageLists(const Plan& plan, const Buffers& b, cudaStream_t st,
+                              ScopedEvent* lists_ready) {
+  const uint32_t S = static_cast<uint32_t>(plan.segments.size());
   // Histogram (and list) k * S + s: segment s's of stage k (the symbols'
   // for 0, each token stage's copy of them patched for 1 and 2).
   const uint32_t H = kStages * S;
@@ -130,15 +124,15 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(tokens, b.histogram, uint64_t{S} * kAlphabet * 4,
                                          cudaMemcpyDeviceToDevice, st));
   }
-  if (plan->totals.chunks > b.slice_state_chunks) {
+  if (plan.totals.chunks > b.slice_state_chunks) {
     return absl::InternalError("more chunks than slice states planned");
   }
-  CUDA_RETURN_IF_ERROR(LaunchRunCounters(b.segments, S, plan->totals.chunks, b.symbols,
+  CUDA_RETURN_IF_ERROR(LaunchRunCounters(b.segments, S, plan.totals.chunks, b.symbols,
                                          b.run_counters, b.slice_states, st));
   CUDA_RETURN_IF_ERROR(LaunchTokenHistogram(b.segments, S, b.run_counters, zero_runs, run_values,
                                             b.extra_bits, st));
   CUDA_RETURN_IF_ERROR(LaunchListUsedSymbols(b.histogram, H, b.used, b.info, b.list, st));
-  const uint64_t capacity = std::min(uint64_t{H} * kListedPerSegment, plan->listed_capacity);
+  const uint64_t capacity = std::min(uint64_t{H} * kListedPerSegment, plan.listed_capacity);
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_info, b.info,
                                        H * sizeof(UsedSymbols) + capacity * sizeof(SymbolCount),
                                        cudaMemcpyDeviceToHost, st));
@@ -146,9 +140,24 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
                                        cudaMemcpyDeviceToHost, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.host_extra_bits, b.extra_bits, S * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, st));
+  CUDA_RETURN_IF_ERROR(lists_ready->Record(st));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
+                                                 ScopedEvent* lists_ready, StageTimer* timer) {
+  using Clock = std::chrono::steady_clock;
+  auto note = [&](const char* step, Clock::time_point since) {
+    if (timer) {
+      timer->Note(step, std::chrono::duration<double, std::milli>(Clock::now() - since).count());
+    }
+  };
+  const uint32_t S = static_cast<uint32_t>(plan->segments.size());
+  const uint32_t H = kStages * S;
+  const uint64_t capacity = std::min(uint64_t{H} * kListedPerSegment, plan->listed_capacity);
   if (S > 2 && plan->totals.symbols >= kPoolWarmUpElements) ParallelWarmUp(kPoolWarmUp);
   Clock::time_point since = Clock::now();
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(st));
+  CUDA_RETURN_IF_ERROR(lists_ready->Synchronize());
   note("stage codes: wait for the device", since);
   since = Clock::now();
   auto rest = CopyRestOfLists(b.host_info, b.host_list, b.list, H, capacity, st);
@@ -230,12 +239,6 @@ absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, c
     format::AppendFrameHeader(h, &plan->frame_templates);
   }
   plan->totals = totals;
-  std::memcpy(b.host_segments, plan->segments.data(), S * sizeof(Segment));
-  std::memcpy(b.host_frame_templates, plan->frame_templates.data(), plan->frame_templates.size());
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
-                                       cudaMemcpyHostToDevice, st));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.frame_templates, b.host_frame_templates,
-                                       plan->frame_templates.size(), cudaMemcpyHostToDevice, st));
   note("stage codes: upload and segments", since);
   return StageCodes{reinterpret_cast<const Codebook*>(b.upload), b.upload + sections_at};
 }

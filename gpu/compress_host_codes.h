@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "gpu/compress_plan.h"
+#include "gpu/scoped_event.h"
 #include "gpu/segment.h"
 #include "gpu/stage_timer.h"
 
@@ -42,15 +43,23 @@ struct StageCodes {
   const uint8_t* sections;
 };
 
-// The second synchronization: both token stages' histograms beside the
-// symbols', the three lists of used symbols, S and the extra bits to the
-// host; there the allowed stages' codes are built and the smallest taken,
-// the lower stage of equal ones (FORMAT.md §15.9, as codec/entropy_coder.h's
-// SmallerCode); the chosen codes go up, and the segments are laid out again
-// over their S positions with their stage. `timer` may be null; given, it
-// notes the host's steps.
+// Version 2's stages, in two steps around the compressor's work that needs
+// no code (the special elements' counts), which runs while the host builds.
+// First, enqueued: both token stages' histograms beside the symbols', the
+// three lists of used symbols, S and the extra bits copied to the host, then
+// `lists_ready` recorded.
+absl::Status LaunchStageLists(const Plan& plan, const Buffers& b, cudaStream_t st,
+                              ScopedEvent* lists_ready);
+// Then the second synchronization, on `lists_ready` alone: the host builds
+// the allowed stages' codes and takes the smallest, the lower stage of equal
+// ones (FORMAT.md §15.9, as codec/entropy_coder.h's SmallerCode); the chosen
+// codes go up, and the plan's segments are laid out again over their S
+// positions with their stage (their mask tiles where they were), on the
+// host: the caller uploads them (UploadSegments) once nothing on the device
+// reads the table any more. `timer` may be null; given, it notes the host's
+// steps.
 absl::StatusOr<StageCodes> BuildStageCodesOnHost(Plan* plan, const Buffers& b, cudaStream_t st,
-                                                  StageTimer* timer);
+                                                 ScopedEvent* lists_ready, StageTimer* timer);
 
 }  // namespace ebzip::gpu::compress
 

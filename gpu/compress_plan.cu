@@ -1,12 +1,11 @@
 // The batch's plan (gpu/compress_plan.h): the segment table and every
 // batch-wide array's size from shapes and options alone, the workspace
 // carved from it, and the public worst case of an archive's size.
-#include "gpu/compress_plan.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <cub/device/device_scan.cuh>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "codec/format.h"
 #include "codec/predictor_choice.h"
 #include "codec/quantize_point.h"
+#include "gpu/compress_plan.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/run_kernels.h"
@@ -359,6 +359,17 @@ Buffers Carve(Plan& plan, size_t cub_temp_bytes, void* device, void* host,
   plan.survey.Carve(&d, &h);
   if (size) *size = {d.size(), h.size()};
   return b;
+}
+
+absl::Status UploadSegments(const Plan& plan, const Buffers& b, cudaStream_t st) {
+  const size_t table = plan.segments.size() * sizeof(Segment);
+  std::memcpy(b.host_segments, plan.segments.data(), table);
+  std::memcpy(b.host_frame_templates, plan.frame_templates.data(), plan.frame_templates.size());
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(b.segments, b.host_segments, table, cudaMemcpyHostToDevice, st));
+  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.frame_templates, b.host_frame_templates,
+                                       plan.frame_templates.size(), cudaMemcpyHostToDevice, st));
+  return absl::OkStatus();
 }
 
 }  // namespace ebzip::gpu::compress

@@ -166,6 +166,10 @@ absl::StatusOr<size_t> CubTempBytes(const Plan& plan);
 // plan's survey.
 Buffers Carve(Plan& plan, size_t cub_temp_bytes, void* device, void* host, WorkspaceSize* size);
 
+// The plan's segment table and frame header templates to the device, on
+// `st`, through their pinned copies.
+absl::Status UploadSegments(const Plan& plan, const Buffers& b, cudaStream_t st);
+
 }  // namespace ebzip::gpu::compress
 
 #endif  // EBZIP_GPU_COMPRESS_PLAN_H_

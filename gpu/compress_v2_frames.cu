@@ -1,7 +1,5 @@
 // Version 2's predictor choice and interpolation frames
 // (gpu/compress_v2_frames.h).
-#include "gpu/compress_v2_frames.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,37 +12,18 @@
 #include "codec/frame_codec.h"
 #include "codec/frame_content.h"
 #include "codec/resolve_bound.h"
+#include "gpu/compress_v2_frames.h"
 #include "gpu/cuda_status.h"
 #include "gpu/interp_frame_encode.h"
 #include "gpu/interp_kernels.h"
 #include "gpu/run_kernels.h"
+#include "gpu/scoped_event.h"
 #include "gpu/segment.h"
 #include "gpu/segment_plan.h"
 
 namespace ebzip::gpu::compress {
 
 namespace {
-
-// A CUDA event for the length of a call (none allocates device memory).
-class ScopedEvent {
- public:
-  ~ScopedEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  cudaError_t Record(cudaStream_t st) {
-    if (event_ == nullptr) {
-      if (cudaError_t e = cudaEventCreateWithFlags(&event_, cudaEventDisableTiming);
-          e != cudaSuccess) {
-        return e;
-      }
-    }
-    return cudaEventRecord(event_, st);
-  }
-  cudaError_t Synchronize() { return cudaEventSynchronize(event_); }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
 
 // Whether interpolation frames a and z have one plan but for the bound:
 // shape, tile, order, radius and fill coding.

@@ -21,24 +21,28 @@
 #include "gpu/gpu_codec.h"
 #include "gpu/kernels.h"
 #include "gpu/run_kernels.h"
+#include "gpu/scoped_event.h"
 #include "gpu/segment.h"
 #include "gpu/segment_plan.h"
 #include "gpu/stage_timer.h"
+#include "gpu/stream_fork.h"
 
 namespace ebzip::gpu {
 
 using compress::AddCounts;
+using compress::Buffers;
 using compress::BuildCodesOnHost;
 using compress::BuildStageCodesOnHost;
-using compress::Buffers;
 using compress::Carve;
 using compress::ChoosePredictors;
 using compress::CubTempBytes;
 using compress::EncodeInterpFrames;
 using compress::FrameV2;
 using compress::kAlphabet;
+using compress::LaunchStageLists;
 using compress::MakePlan;
 using compress::Plan;
+using compress::UploadSegments;
 
 absl::StatusOr<WorkspaceSize> CompressWorkspaceSize(absl::Span<const CompressTask> tasks,
                                                     CodeBuilder builder) {
@@ -73,16 +77,11 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
   };
   if (timer) timer->Start(st);
 
-  std::memcpy(b.host_segments, plan.segments.data(), S * sizeof(Segment));
+  if (auto u = UploadSegments(plan, b, st); !u.ok()) return u;
   std::memcpy(b.host_items, plan.items.data(), I * sizeof(Item));
-  std::memcpy(b.host_frame_templates, plan.frame_templates.data(), plan.frame_templates.size());
   std::memcpy(b.host_file_templates, plan.file_templates.data(), plan.file_templates.size());
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.segments, b.host_segments, S * sizeof(Segment),
-                                       cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(b.items, b.host_items, I * sizeof(Item), cudaMemcpyHostToDevice, st));
-  CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.frame_templates, b.host_frame_templates,
-                                       plan.frame_templates.size(), cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(b.file_templates, b.host_file_templates,
                                        plan.file_templates.size(), cudaMemcpyHostToDevice, st));
   CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b.histogram, 0, S * kAlphabet * 4, st));
@@ -113,12 +112,38 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
     mark("interpolation+histogram");
   }
 
+  // Special elements per mask tile, and their scan. They need no code, so
+  // version 2 counts them on a side lane while the host builds its codes
+  // (the stream stays free for a second copy of long lists).
+  const uint32_t* outlier_mask = b.masks;
+  const uint32_t* verbatim_mask = b.masks + t.mask_words;
+  const uint32_t* fill_mask = b.masks + 2 * t.mask_words;
+  auto count_specials = [&](cudaStream_t lane) -> absl::Status {
+    CUDA_RETURN_IF_ERROR(LaunchCountSpecials(b.segments, S, t.mask_tiles, outlier_mask,
+                                             verbatim_mask, fill_mask, b.tile_counts, lane));
+    size_t temp = b.cub_temp_bytes;
+    CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(b.cub_temp, temp, b.tile_counts,
+                                                        b.tile_prefix, AddCounts(), SpecialCounts{},
+                                                        t.mask_tiles, lane));
+    return absl::OkStatus();
+  };
+
   const Codebook* codebooks = b.codebooks;
   const uint8_t* code_sections = b.sections;
   bool any_runs = false;
   if (plan.v2) {
-    auto codes = BuildStageCodesOnHost(&plan, b, st, timer);
+    ScopedEvent lists_ready;
+    if (auto l = LaunchStageLists(plan, b, st, &lists_ready); !l.ok()) return l;
+    auto side = StreamFork::Begin(st, 2);
+    if (!side.ok()) return side.status();
+    const absl::Status counted = count_specials(side->lane(1));
+    auto codes = counted.ok() ? BuildStageCodesOnHost(&plan, b, st, &lists_ready, timer)
+                              : absl::StatusOr<compress::StageCodes>(counted);
+    // Joined after a failure too: the stream must not pass the lane's work.
+    // Then the table the lane read takes the stages' layout.
+    if (absl::Status j = side->Join(); !j.ok()) return j;
     if (!codes.ok()) return codes.status();
+    if (auto u = UploadSegments(plan, b, st); !u.ok()) return u;
     codebooks = codes->codebooks;
     code_sections = codes->sections;
     for (const Segment& seg : plan.segments) any_runs |= seg.lossless != 0;
@@ -137,16 +162,11 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
     mark("huffman code (host)");
   }
 
-  // Sizes: special elements per mask tile, bits per chunk, and their scans.
-  const uint32_t* outlier_mask = b.masks;
-  const uint32_t* verbatim_mask = b.masks + t.mask_words;
-  const uint32_t* fill_mask = b.masks + 2 * t.mask_words;
-  CUDA_RETURN_IF_ERROR(LaunchCountSpecials(b.segments, S, t.mask_tiles, outlier_mask, verbatim_mask,
-                                           fill_mask, b.tile_counts, st));
+  // Sizes: bits per chunk, and their scans.
+  if (!plan.v2) {
+    if (auto c = count_specials(st); !c.ok()) return c;
+  }
   size_t temp = b.cub_temp_bytes;
-  CUDA_RETURN_IF_ERROR(cub::DeviceScan::ExclusiveScan(b.cub_temp, temp, b.tile_counts,
-                                                      b.tile_prefix, AddCounts(), SpecialCounts{},
-                                                      t.mask_tiles, st));
   if (any_runs) {
     CUDA_RETURN_IF_ERROR(LaunchRunChunkBits(b.segments, S, t.chunks, b.symbols, b.lengths,
                                             b.slice_states, b.chunk_bits, b.chunk_words,

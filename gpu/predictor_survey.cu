@@ -388,8 +388,12 @@ absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_
                                                    fill_workspace_, fill_sizes + 2 * fi,
                                                    fill_sizes + 2 * fi + 1, st));
   }
-  // Every Lorenzo candidate, in one launch.
+  // Every Lorenzo candidate, in one launch, which LaunchWithBounds's
+  // interpolation candidates run beside (they start at the mark).
   if (lorenzo_ > 0) {
+    if (!groups_.empty()) {
+      if (absl::Status s = StreamFork::Mark(st); !s.ok()) return s;
+    }
     const PredictOutputs out{symbols_, deltas_, histogram_, masks_, masks_ + W, masks_ + 2 * W};
     CUDA_RETURN_IF_ERROR(
         LaunchPredict(elem_size_, segments_, lorenzo_, items, lorenzo_tiles_, out, st));
@@ -452,7 +456,10 @@ absl::Status PredictorSurvey::LaunchWithBounds(absl::Span<const FrameParams> par
                                                first.n, histogram_ + g.first_pseudo * kBins, ls));
     return absl::OkStatus();
   };
-  auto fork = StreamFork::Begin(st, lanes_);
+  // Beside the Lorenzo candidates, which leave most of the GPU idle on
+  // shallow samples (two rows of a large 3-D frame: its 8-deep blocks cut
+  // to a quarter).
+  auto fork = lorenzo_ > 0 ? StreamFork::BeginAtMark(st, lanes_) : StreamFork::Begin(st, lanes_);
   if (!fork.ok()) return fork.status();
   absl::Status launched;
   for (size_t gi = 0; gi < groups_.size() && launched.ok(); ++gi) {

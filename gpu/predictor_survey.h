@@ -69,8 +69,9 @@ class PredictorSurvey {
   absl::Status LaunchWithoutBounds(const Item* items, cudaStream_t stream);
 
   // Step 2, given each frame's parameters with the resolved bound (in Plan's
-  // order): the interpolation candidates, the histograms and lists, their
-  // copies to the host.
+  // order): the interpolation candidates (beside step 1's Lorenzo ones, on
+  // lanes of a StreamFork begun at the samples), the histograms and lists,
+  // their copies to the host.
   absl::Status LaunchWithBounds(absl::Span<const FrameParams> params, cudaStream_t stream);
 
   // Step 3: the synchronization (a second one when samples use over 1024
