@@ -71,7 +71,7 @@ enum class BlockShape : uint32_t { kOther, k1D, k2D, k3D };
 // The group path's shape for the frame's blocks; with kShallow (prediction)
 // also 3-D blocks cut to a frame of fewer than 8 rows.
 template <bool kShallow = false>
-__device__ inline BlockShape ShapeOf(const Geometry& g) {
+EBZIP_HD inline BlockShape ShapeOf(const Geometry& g) {
   if (Block3D::Matches<kShallow>(g)) return BlockShape::k3D;
   if (Block2D::Matches(g)) return BlockShape::k2D;
   if (Block1D::Matches(g)) return BlockShape::k1D;
@@ -80,7 +80,7 @@ __device__ inline BlockShape ShapeOf(const Geometry& g) {
 
 // Whether some blocks of the frame are cut short by its edges (the group
 // path leaves them to the per-block path).
-__device__ inline bool HasEdgeBlocks(const Geometry& g) {
+EBZIP_HD inline bool HasEdgeBlocks(const Geometry& g) {
   for (int d = 0; d < kDims; ++d) {
     if (g.dims[d] % g.block[d] != 0) return true;
   }
@@ -91,7 +91,7 @@ __device__ inline bool HasEdgeBlocks(const Geometry& g) {
 // quantized element.
 struct GroupState {
   uint64_t origin[32];  // element index of the block's first element
-  uint32_t first[32];
+  uint32_t first[32];   // its first quantized element, in-block (prediction)
   uint32_t count;
   uint32_t depth;  // the blocks' extent along dimension 1 (Shape::kE1 when whole)
 };
@@ -115,13 +115,18 @@ __device__ inline bool Groupable(const BlockView& view) {
 // take block b. Fills st.origin and st.depth and resets st.first for them.
 // Starts with a barrier: the previous group's readers of `st` (and of the
 // kernel's q) are done.
-template <class Shape, bool kShallow = false>
+//
+// kPack > 1 (prediction, a frame of Shape::kE1 / kPack rows along dimension
+// 1, so that every block is cut to that depth): kPack such blocks stacked
+// make one of the group's kBlocks, at most kBlocks * kPack of them (32).
+template <class Shape, bool kShallow = false, uint32_t kPack = 1>
 __device__ uint32_t StartGroup(const Geometry& g, uint64_t b, uint64_t b_end, GroupState& st) {
+  static_assert(Shape::kBlocks * kPack <= 32 && Shape::kE1 % kPack == 0);
   __syncthreads();
   if (threadIdx.x < 32) {
     bool fits = false;
     uint32_t depth = 0;
-    if (threadIdx.x < Shape::kBlocks && b + threadIdx.x < b_end) {
+    if (threadIdx.x < Shape::kBlocks * kPack && b + threadIdx.x < b_end) {
       BlockView view;
       view.Init(g, b + threadIdx.x);
       fits = Groupable<Shape, kShallow>(view);
@@ -133,7 +138,7 @@ __device__ uint32_t StartGroup(const Geometry& g, uint64_t b, uint64_t b_end, Gr
     const uint32_t group_depth = __shfl_sync(0xFFFFFFFFu, depth, 0);
     const unsigned mask = __ballot_sync(0xFFFFFFFFu, fits && depth == group_depth);
     if (threadIdx.x == 0) {
-      st.count = __ffs(~mask) - 1;
+      st.count = mask == 0xFFFFFFFFu ? 32 : __ffs(~mask) - 1;
       st.depth = group_depth;
     }
   }

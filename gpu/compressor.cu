@@ -105,7 +105,8 @@ absl::Status CompressBatch(absl::Span<const CompressTask> tasks, const Workspace
                      b.masks,
                      b.masks + t.mask_words,
                      b.masks + 2 * t.mask_words};
-  CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, S, b.items, t.tiles, out, st));
+  CUDA_RETURN_IF_ERROR(LaunchPredict(plan.elem_size, b.segments, plan.segments.data(), S, b.items,
+                                     t.tiles, out, st));
   mark("quantize+lorenzo+histogram");
   if (plan.v2) {
     if (auto e = EncodeInterpFrames(plan, b, st); !e.ok()) return e;

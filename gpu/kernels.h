@@ -24,7 +24,9 @@ cudaError_t LaunchRange(int elem_size, const Segment* segments, uint32_t num_seg
 // Resolves every item's absolute bound and step (ResolveBoundFor).
 cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t stream);
 // Quantize, placeholder, Lorenzo, symbols, histogram and special-element
-// masks, one Lorenzo block at a time, for every tile of every segment.
+// masks, one Lorenzo block at a time, for every tile of every Lorenzo
+// segment. `host_segments`: the table's host copy, from which only the
+// kernels with work are launched (none when no segment is Lorenzo).
 struct PredictOutputs {
   uint16_t* symbols;
   int32_t* deltas;      // outlier residuals, written at their element's index
@@ -33,9 +35,9 @@ struct PredictOutputs {
   uint32_t* verbatim_mask;
   uint32_t* fill_mask;
 };
-cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_segments,
-                          const Item* items, uint64_t num_tiles, PredictOutputs out,
-                          cudaStream_t stream);
+cudaError_t LaunchPredict(int elem_size, const Segment* segments, const Segment* host_segments,
+                          uint32_t num_segments, const Item* items, uint64_t num_tiles,
+                          PredictOutputs out, cudaStream_t stream);
 
 // --- codebook_kernels.cu: each frame's used symbols, and the host-built
 // codes' way back.

@@ -312,26 +312,32 @@ struct PredictTile {
 
   // The n blocks of a group (StartGroup), all at once, in rows of 8
   // (RowLayout): the same arithmetic as Block with the extents fixed but the
-  // depth (st.depth), whose missing planes' rows stay idle.
-  template <typename T, class Shape>
+  // depth (st.depth), whose missing planes' rows stay idle; or, with kPack >
+  // 1, n blocks of depth Shape::kE1 / kPack stacked kPack to a group block,
+  // so that no row is idle (the survey's two-row samples, FORMAT.md §15.9).
+  template <typename T, class Shape, uint32_t kPack>
   __device__ void Rows(uint32_t n, GroupState& st, uint64_t row_offset, int32_t* q) const {
     using L = RowLayout<Shape>;
     constexpr uint32_t K = L::kPerThread;
-    const uint32_t s = threadIdx.x % L::kPerBlock;  // the same in-block row in each block
-    const bool in_depth = L::C1(s) < st.depth;
-    // A warp's rows lie in one block, so `grouped` is uniform across a warp
-    // and the warp's collectives run where it is set; `active` (the row is
-    // in the block) is not, in a group of cut blocks.
+    constexpr uint32_t kDepth = Shape::kE1 / kPack;
+    constexpr uint32_t kRowsPerBlock = L::kPerBlock / kPack;  // of one stacked block
+    const uint32_t s = threadIdx.x % L::kPerBlock;            // the same group-block row in each
+    const uint32_t sub = L::C1(s) / kDepth;                   // which stacked block (0 unpacked)
+    const bool in_depth = kPack > 1 || L::C1(s) < st.depth;
+    // A warp's rows lie in one group block, so `grouped` is uniform across a
+    // warp and the warp's collectives run where it is set; `active` (the row
+    // is in a block) is not, in a group of cut blocks or a partial stack.
     bool grouped[K], active[K];
-    uint32_t blk[K], g[K];
+    uint32_t blk[K], g[K], rb[K];  // group block, group row, block
     T v[K][L::kLen];
 #pragma unroll
     for (uint32_t k = 0; k < K; ++k) {
       g[k] = threadIdx.x + k * kThreads;
       blk[k] = g[k] / L::kPerBlock;
-      grouped[k] = blk[k] < n;
-      active[k] = grouped[k] && in_depth;
-      if (active[k]) LoadRow(static_cast<const T*>(input) + st.origin[blk[k]] + row_offset, v[k]);
+      rb[k] = blk[k] * kPack + sub;
+      grouped[k] = blk[k] * kPack < n;
+      active[k] = rb[k] < n && in_depth;
+      if (active[k]) LoadRow(static_cast<const T*>(input) + st.origin[rb[k]] + row_offset, v[k]);
     }
     int32_t qv[K][L::kLen];
     uint32_t special[K];  // bit e: element e of the row is not quantized
@@ -352,7 +358,7 @@ struct PredictTile {
           int32_t ignored;
           if (special[k] >> e & 1) {
             MarkSpecial(QuantizePoint<T>(v[k][e], rule, &ignored),
-                        st.origin[blk[k]] + row_offset + e);
+                        st.origin[rb[k]] + row_offset + e);
           }
         }
       }
@@ -364,23 +370,34 @@ struct PredictTile {
 #pragma unroll
     for (uint32_t k = 0; k < K; ++k) any_special |= special[k];
     if (__syncthreads_or(any_special != 0)) {
+      // The lanes of one block: the warp, or (stacks of blocks of 16 rows)
+      // each half of it.
+      constexpr uint32_t kLanes = kRowsPerBlock < 32 ? kRowsPerBlock : 32;
 #pragma unroll
       for (uint32_t k = 0; k < K; ++k) {
         if (!grouped[k]) continue;
         const uint32_t quantized = active[k] ? ~special[k] & 0xFFu : 0;
-        const uint32_t mine = quantized != 0 ? s * L::kLen + __ffs(quantized) - 1 : Shape::kVolume;
-        const uint32_t first = __reduce_min_sync(0xFFFFFFFFu, mine);
-        if (threadIdx.x % 32 == 0 && first < Shape::kVolume) atomicMin(&st.first[blk[k]], first);
+        const uint32_t mine =
+            quantized != 0 ? s % kRowsPerBlock * L::kLen + __ffs(quantized) - 1 : Shape::kVolume;
+        uint32_t first;
+        if constexpr (kLanes == 32) {
+          first = __reduce_min_sync(0xFFFFFFFFu, mine);
+        } else {
+          first = mine;
+#pragma unroll
+          for (uint32_t d = kLanes / 2; d > 0; d /= 2) {
+            first = min(first, __shfl_xor_sync(0xFFFFFFFFu, first, d));
+          }
+        }
+        if (threadIdx.x % kLanes == 0 && first < Shape::kVolume) atomicMin(&st.first[rb[k]], first);
       }
       __syncthreads();
 #pragma unroll
       for (uint32_t k = 0; k < K; ++k) {
         if (!active[k] || special[k] == 0) continue;
-        const uint32_t first = st.first[blk[k]];
-        const int32_t placeholder =
-            first < Shape::kVolume
-                ? q[L::Word(blk[k] * L::kPerBlock + first / L::kLen, first % L::kLen)]
-                : 0;
+        const uint32_t first = st.first[rb[k]];
+        const uint32_t row = blk[k] * L::kPerBlock + sub * kRowsPerBlock + first / L::kLen;
+        const int32_t placeholder = first < Shape::kVolume ? q[L::Word(row, first % L::kLen)] : 0;
         // Only the placeholders' words: a first quantized element, which
         // other threads read here, is never one of them.
 #pragma unroll
@@ -396,7 +413,7 @@ struct PredictTile {
     // Residuals: the rows behind this one (inclusion-exclusion over the
     // in-block neighbours along dimensions 1 and 2), then the difference
     // along the row. A missing neighbour row reads this row, masked to zero.
-    const bool up = L::C2(s) > 0, back = L::C1(s) > 0, left = L::X(s) > 0;
+    const bool up = L::C2(s) > 0, back = L::C1(s) % kDepth > 0, left = L::X(s) > 0;
     constexpr uint32_t kUp = L::kPerLine, kBack = L::kPerLine * Shape::kE2;
 #pragma unroll
     for (uint32_t k = 0; k < K; ++k) {
@@ -417,7 +434,7 @@ struct PredictTile {
       int32_t delta[L::kLen];
 #pragma unroll
       for (uint32_t e = 0; e < L::kLen; ++e) delta[e] = r[e] - (e > 0 ? r[e - 1] : before);
-      EmitRow(active[k], st.origin[blk[k]] + row_offset, delta);
+      EmitRow(active[k], st.origin[rb[k]] + row_offset, delta);
     }
   }
 
@@ -507,16 +524,18 @@ struct PredictTile {
   }
 
   // The tile's blocks of a default shape that are whole, or cut along
-  // dimension 1 alone (Groupable), in groups.
-  template <typename T, class Shape>
+  // dimension 1 alone (Groupable), in groups; with kPack > 1 blocks all cut
+  // to Shape::kE1 / kPack (Rows).
+  template <typename T, class Shape, uint32_t kPack = 1>
   __device__ void RunGroups(uint64_t b_begin, uint64_t b_end, int32_t* q, GroupState& st) const {
     using L = RowLayout<Shape>;
     const uint32_t s = threadIdx.x % L::kPerBlock;
     const uint64_t row_offset =
-        L::C1(s) * seg.geo.dims[2] * seg.geo.dims[3] + L::C2(s) * seg.geo.dims[3] + L::X(s);
+        L::C1(s) % (Shape::kE1 / kPack) * seg.geo.dims[2] * seg.geo.dims[3] +
+        L::C2(s) * seg.geo.dims[3] + L::X(s);
     for (uint64_t b = b_begin; b < b_end;) {
-      const uint32_t n = StartGroup<Shape, true>(seg.geo, b, b_end, st);
-      if (n > 0) Rows<T, Shape>(n, st, row_offset, q);
+      const uint32_t n = StartGroup<Shape, true, kPack>(seg.geo, b, b_end, st);
+      if (n > 0) Rows<T, Shape, kPack>(n, st, row_offset, q);
       b += n > 0 ? n : 1;
     }
   }
@@ -549,10 +568,13 @@ struct PredictTile {
 
 // Which blocks a launch takes: blocks of a default shape, whole or cut along
 // dimension 1 alone, in groups (nearly all of them), or the rest one at a
-// time (other edge blocks; every block of another shape). Two kernels rather
-// than two paths of one, so that the per-block path's registers do not limit
-// the group path's occupancy.
-enum class Pass { kGroups, kEdges };
+// time (other edge blocks; every block of another shape); a frame of 2 or 4
+// rows along dimension 1 with 3-D blocks (all cut to them: the survey's
+// samples of large 3-D frames) in groups of such blocks stacked (Rows).
+// Kernels rather than paths of one, so that neither the per-block path's
+// registers nor the stacked path's limit the group path's occupancy or add
+// to its spills.
+enum class Pass { kGroups, kEdges, kStacked };
 
 // Blocks of kThreads an SM should hold at once (the register cap follows):
 // the group pass is latency-bound, and on the H100 float32 ran fastest with
@@ -560,26 +582,43 @@ enum class Pass { kGroups, kEdges };
 // 1.3x slower). float64 holds twice the bytes per element and takes 3 (80
 // registers).
 template <Pass kPass, typename T>
-inline constexpr int kPredictBlocksPerSm = kPass == Pass::kGroups ? (sizeof(T) == 4 ? 4 : 3) : 1;
+inline constexpr int kPredictBlocksPerSm = kPass == Pass::kEdges ? 1 : (sizeof(T) == 4 ? 4 : 3);
+
+// The stacking factor of a frame's 3-D blocks (Pass::kStacked), 1 for none.
+EBZIP_HD inline uint32_t StackOf(const Geometry& g) {
+  return g.block[1] == 2 ? 4 : g.block[1] == 4 ? 2 : 1;
+}
+
+// The passes with work in a segment (bit 1 << kPass): the kernels leave the
+// others at once, and LaunchPredict launches no pass without work.
+EBZIP_HD inline uint32_t PassesOf(const Segment& seg) {
+  if (seg.predictor != format::kPredictorLorenzo) return 0;  // gpu/interp_kernels.h codes it
+  const BlockShape shape = ShapeOf<true>(seg.geo);
+  const bool stacked = shape == BlockShape::k3D && StackOf(seg.geo) > 1;
+  uint32_t passes = 0;
+  if (shape != BlockShape::kOther) {
+    passes |= 1u << static_cast<int>(stacked ? Pass::kStacked : Pass::kGroups);
+  }
+  if (shape == BlockShape::kOther || HasEdgeBlocks(seg.geo)) {
+    passes |= 1u << static_cast<int>(Pass::kEdges);
+  }
+  return passes;
+}
 
 // One block of kThreads per tile.
 template <Pass kPass, typename T>
 __global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
     PredictKernel(const Segment* segments, uint32_t num_segments, const Item* items,
                   PredictOutputs out) {
-  constexpr uint32_t kQWords = kPass == Pass::kGroups ? kGroupElements : kMaxBlockVolume;
+  constexpr uint32_t kQWords = kPass == Pass::kEdges ? kMaxBlockVolume : kGroupElements;
   __shared__ __align__(16) int32_t q[kQWords];
   __shared__ uint32_t hist[kWindow];
   __shared__ GroupState st;
 
   const uint32_t s = SegmentOfTile(segments, num_segments, blockIdx.x);
   const Segment& seg = segments[s];
-  if (seg.predictor != format::kPredictorLorenzo) return;  // gpu/interp_kernels.h codes it
+  if ((PassesOf(seg) >> static_cast<int>(kPass) & 1) == 0) return;  // uniform across the block
   const BlockShape shape = ShapeOf<true>(seg.geo);
-  if (kPass == Pass::kGroups ? shape == BlockShape::kOther
-                             : shape != BlockShape::kOther && !HasEdgeBlocks(seg.geo)) {
-    return;  // uniform across the block
-  }
   const Item& item = items[seg.item];
   const PredictTile tile{seg,
                          seg.input,
@@ -609,6 +648,12 @@ __global__ void __launch_bounds__(kThreads, kPredictBlocksPerSm<kPass, T>)
         break;
       case BlockShape::kOther:
         break;
+    }
+  } else if constexpr (kPass == Pass::kStacked) {
+    if (StackOf(seg.geo) == 4) {
+      tile.RunGroups<T, Block3D, 4>(b_begin, b_end, q, st);
+    } else {
+      tile.RunGroups<T, Block3D, 2>(b_begin, b_end, q, st);
     }
   } else {
     __shared__ uint8_t kind[kMaxBlockVolume];
@@ -659,19 +704,24 @@ cudaError_t LaunchResolveBounds(Item* items, uint32_t num_items, cudaStream_t st
   return cudaGetLastError();
 }
 
-cudaError_t LaunchPredict(int elem_size, const Segment* segments, uint32_t num_segments,
-                          const Item* items, uint64_t num_tiles, PredictOutputs out,
-                          cudaStream_t stream) {
+cudaError_t LaunchPredict(int elem_size, const Segment* segments, const Segment* host_segments,
+                          uint32_t num_segments, const Item* items, uint64_t num_tiles,
+                          PredictOutputs out, cudaStream_t stream) {
+  uint32_t passes = 0;
+  for (uint32_t s = 0; s < num_segments; ++s) passes |= PassesOf(host_segments[s]);
+  auto launch = [&](auto kernel, Pass pass) {
+    if (passes >> static_cast<int>(pass) & 1) {
+      kernel<<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    }
+  };
   if (elem_size == 4) {
-    PredictKernel<Pass::kGroups, float>
-        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
-    PredictKernel<Pass::kEdges, float>
-        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    launch(PredictKernel<Pass::kGroups, float>, Pass::kGroups);
+    launch(PredictKernel<Pass::kStacked, float>, Pass::kStacked);
+    launch(PredictKernel<Pass::kEdges, float>, Pass::kEdges);
   } else {
-    PredictKernel<Pass::kGroups, double>
-        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
-    PredictKernel<Pass::kEdges, double>
-        <<<num_tiles, kThreads, 0, stream>>>(segments, num_segments, items, out);
+    launch(PredictKernel<Pass::kGroups, double>, Pass::kGroups);
+    launch(PredictKernel<Pass::kStacked, double>, Pass::kStacked);
+    launch(PredictKernel<Pass::kEdges, double>, Pass::kEdges);
   }
   return cudaGetLastError();
 }

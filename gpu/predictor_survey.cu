@@ -395,8 +395,8 @@ absl::Status PredictorSurvey::LaunchWithoutBounds(const Item* items, cudaStream_
       if (absl::Status s = StreamFork::Mark(st); !s.ok()) return s;
     }
     const PredictOutputs out{symbols_, deltas_, histogram_, masks_, masks_ + W, masks_ + 2 * W};
-    CUDA_RETURN_IF_ERROR(
-        LaunchPredict(elem_size_, segments_, lorenzo_, items, lorenzo_tiles_, out, st));
+    CUDA_RETURN_IF_ERROR(LaunchPredict(elem_size_, segments_, pseudo_.data(), lorenzo_, items,
+                                       lorenzo_tiles_, out, st));
   }
   return absl::OkStatus();
 }

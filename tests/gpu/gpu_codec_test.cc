@@ -164,6 +164,16 @@ TEST(GpuCodec, ShallowBlocksWithSpecials) {
                                 300);
 }
 
+// Frames of two or four rows with 3-D blocks, whose blocks prediction
+// stacks four or two to a group block: whole groups (2 x 64 x 64: 64
+// blocks), groups and stacks left partial by the block count (45 and 42
+// blocks), edge blocks beside them (41, 33), and frames of several tiles.
+TEST(GpuCodec, StackedShallowBlocksWithSpecials) {
+  SKIP_WITHOUT_GPU();
+  ExpectSpecialBlocksAsOnTheCpu(
+      {{2, 40, 72}, {4, 48, 56}, {2, 41, 33}, {4, 24, 41}, {2, 256, 520}, {4, 200, 136}}, 400);
+}
+
 // Hundreds to thousands of chunks: the gap-array decoder's warp form and,
 // for comparison, its block form, at bounds from a few to many subsequences
 // per chunk and lane.

@@ -253,10 +253,18 @@ std::string Describe(const ChoiceCase& c) {
 
 std::vector<ChoiceCase> ChoiceCases() {
   const std::vector<ArraySpec> shapes = {
-      {DType::kFloat32, {300000}},           {DType::kFloat64, {1500000}},
-      {DType::kFloat32, {700, 900}},         {DType::kFloat32, {1500, 1000}},
-      {DType::kFloat32, {40, 60, 70}},       {DType::kFloat64, {64, 128, 160}},
-      {DType::kFloat32, {6, 20, 30, 40}},    {DType::kFloat32, {10, 40, 50, 60}}};
+      {DType::kFloat32, {300000}},
+      {DType::kFloat64, {1500000}},
+      {DType::kFloat32, {700, 900}},
+      {DType::kFloat32, {1500, 1000}},
+      {DType::kFloat32, {40, 60, 70}},
+      {DType::kFloat64, {64, 128, 160}},
+      {DType::kFloat32, {6, 20, 30, 40}},
+      {DType::kFloat32, {10, 40, 50, 60}},
+      // Samples of two and four rows (§15.9's m for rows of 2^19 and 2^18
+      // elements), whose Lorenzo blocks the device stacks.
+      {DType::kFloat32, {6, 512, 1024}},
+      {DType::kFloat32, {9, 512, 512}}};
   std::vector<ChoiceCase> cases;
   int k = 0;
   for (const ArraySpec& spec : shapes) {
