@@ -1,4 +1,6 @@
 // The codes built on the host (gpu/compress_host_codes.h).
+#include "gpu/compress_host_codes.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include "codec/frame_codec.h"
 #include "codec/huffman_code.h"
 #include "codec/parallel.h"
-#include "gpu/compress_host_codes.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/kernels.h"

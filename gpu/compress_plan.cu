@@ -1,6 +1,8 @@
 // The batch's plan (gpu/compress_plan.h): the segment table and every
 // batch-wide array's size from shapes and options alone, the workspace
 // carved from it, and the public worst case of an archive's size.
+#include "gpu/compress_plan.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include "codec/format.h"
 #include "codec/predictor_choice.h"
 #include "codec/quantize_point.h"
-#include "gpu/compress_plan.h"
 #include "gpu/cuda_status.h"
 #include "gpu/host_code.h"
 #include "gpu/run_kernels.h"

@@ -1,5 +1,7 @@
 // Version 2's predictor choice and interpolation frames
 // (gpu/compress_v2_frames.h).
+#include "gpu/compress_v2_frames.h"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include "codec/frame_codec.h"
 #include "codec/frame_content.h"
 #include "codec/resolve_bound.h"
-#include "gpu/compress_v2_frames.h"
 #include "gpu/cuda_status.h"
 #include "gpu/interp_frame_encode.h"
 #include "gpu/interp_kernels.h"
