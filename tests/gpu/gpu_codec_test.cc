@@ -148,10 +148,10 @@ TEST(GpuCodec, GroupsOfWholeBlocksWithSpecials) {
 }
 
 // Blocks cut short along the first of three block dimensions alone, which
-// prediction takes in groups with the missing planes' rows idle: frames of
-// one to seven rows (a survey's two-row samples of large 3-D frames), a
-// plane of them after whole blocks (13 = 8 + 5), some also cut along the
-// others (41, 33), and a 4-D frame of three rows per slice.
+// prediction takes in groups with the missing planes' rows idle (or, frames
+// of two and four rows, stacked: the next test): frames of one to seven
+// rows, a plane of them after whole blocks (13 = 8 + 5), some also cut
+// along the others (41, 33), and a 4-D frame of three rows per slice.
 TEST(GpuCodec, ShallowBlocksWithSpecials) {
   SKIP_WITHOUT_GPU();
   ExpectSpecialBlocksAsOnTheCpu({{1, 64, 64},
@@ -164,10 +164,11 @@ TEST(GpuCodec, ShallowBlocksWithSpecials) {
                                 300);
 }
 
-// Frames of two or four rows with 3-D blocks, whose blocks prediction
-// stacks four or two to a group block: whole groups (2 x 64 x 64: 64
-// blocks), groups and stacks left partial by the block count (45 and 42
-// blocks), edge blocks beside them (41, 33), and frames of several tiles.
+// Frames of two or four rows with 3-D blocks (the survey's samples of large
+// 3-D frames are such), whose blocks prediction stacks four or two to a
+// group block: whole groups (2 x 64 x 64 above: 64 blocks), groups and
+// stacks left partial by the block count (45 and 42 blocks), edge blocks
+// beside them (41, 33), and frames of several tiles.
 TEST(GpuCodec, StackedShallowBlocksWithSpecials) {
   SKIP_WITHOUT_GPU();
   ExpectSpecialBlocksAsOnTheCpu(
